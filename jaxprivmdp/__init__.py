@@ -1,0 +1,46 @@
+"""jaxprivmdp: privacy-preserving policy synthesis in MDPs, on JAX.
+
+The data flows one way: model (:func:`make_mdp`) → mechanism (:func:`dirichlet_mechanism`)
+→ planning (:func:`solve`, :func:`evaluate`) → bounds (:func:`robust_expectation`,
+:func:`cost_of_privacy`) → experiments (:func:`synthesize`, :func:`sweep`) → CLI.
+
+Reference: P. Gohari, M. Hale, U. Topcu, "Privacy-Preserving Policy Synthesis in Markov
+Decision Processes", IEEE CDC 2020.
+"""
+
+from . import examples as examples
+from ._bounds import PrivacyBounds as PrivacyBounds
+from ._bounds import cost_of_privacy as cost_of_privacy
+from ._mdp import TabularMDP as TabularMDP
+from ._mdp import make_mdp as make_mdp
+from ._mechanism import dirichlet_mechanism as dirichlet_mechanism
+from ._mechanism import secure_key as secure_key
+from ._planning import Solution as Solution
+from ._planning import evaluate as evaluate
+from ._planning import solve as solve
+from ._robust import concentration_radius as concentration_radius
+from ._robust import robust_expectation as robust_expectation
+from ._synthesis import SweepResult as SweepResult
+from ._synthesis import Synthesis as Synthesis
+from ._synthesis import sweep as sweep
+from ._synthesis import synthesize as synthesize
+from ._version import __version__ as __version__
+
+__all__ = [
+    "PrivacyBounds",
+    "Solution",
+    "SweepResult",
+    "Synthesis",
+    "TabularMDP",
+    "concentration_radius",
+    "cost_of_privacy",
+    "dirichlet_mechanism",
+    "evaluate",
+    "examples",
+    "make_mdp",
+    "robust_expectation",
+    "secure_key",
+    "solve",
+    "sweep",
+    "synthesize",
+]

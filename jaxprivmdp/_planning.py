@@ -1,0 +1,236 @@
+"""Dynamic programming: optimal policies (``solve``) and policy values (``evaluate``).
+
+Finite horizon: backward induction as a reverse ``lax.scan``. Infinite horizon: value
+iteration in a ``lax.while_loop`` with Puterman's ε-optimality stopping rule, and exact
+policy evaluation by a linear solve.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from ._mdp import TabularMDP, is_concrete
+
+
+class Solution(NamedTuple):
+    """An optimal policy and its values.
+
+    Attributes:
+      policy: `[T, S]` int (finite horizon) or `[S]` int (infinite horizon): the action chosen
+        in each (stage,) state; ties go to the lowest action index.
+      values: `[T + 1, S]` optimal values per stage (``values[T] = R_T``), or `[S]` the value
+        iteration estimate of ``V*`` (within ``tol / 2`` of it when ``converged``).
+      iterations: number of value-iteration sweeps (the horizon ``T`` for a finite horizon).
+      converged: whether the stopping rule was met (always True for a finite horizon).
+    """
+
+    policy: jax.Array
+    values: jax.Array
+    iterations: jax.Array
+    converged: jax.Array
+
+
+def default_tolerance(mdp: TabularMDP) -> jax.Array:
+    """ε for infinite-horizon iterations: relative to the value scale ``max|r| / (1 − γ)``.
+
+    ``1e-8`` of that scale in float64, ``1e-4`` in float32 (whose rounding allows no better).
+    """
+    rel = 1e-8 if mdp.rewards.dtype == jnp.float64 else 1e-4
+    scale = jnp.max(jnp.abs(jnp.where(mdp.action_mask, mdp.rewards, 0))) / (1 - mdp.discount)
+    return rel * jnp.maximum(scale, 1)
+
+
+def q_values(mdp: TabularMDP, transitions: jax.Array, values: jax.Array) -> jax.Array:
+    """`[S, A]` ``r(s, a) + γ Σ_s' P(s, a, s') v(s')``; masked actions get the dtype's min."""
+    q = mdp.rewards + mdp.discount * (transitions @ values)
+    return jnp.where(mdp.action_mask, q, jnp.finfo(q.dtype).min)
+
+
+def _greedy(q: jax.Array) -> tuple[jax.Array, jax.Array]:
+    policy = jnp.argmax(q, axis=-1).astype(jnp.int32)  # first maximum: lowest index
+    return policy, jnp.take_along_axis(q, policy[:, None], axis=-1)[:, 0]
+
+
+@functools.partial(jax.jit, static_argnames=("max_iterations",))
+def _value_iteration(mdp: TabularMDP, tol: jax.Array, max_iterations: int) -> Solution:
+    # Puterman (1994), Thm 6.3.1: once ‖v' − v‖∞ < ε(1 − γ)/(2γ), the greedy policy of v' is
+    # ε-optimal and ‖v' − V*‖∞ < ε/2.
+    gamma = mdp.discount
+    threshold = jnp.where(gamma > 0, tol * (1 - gamma) / (2 * gamma), jnp.inf)
+
+    def cond(carry):
+        _, delta, it = carry
+        return (delta >= threshold) & (it < max_iterations)
+
+    def body(carry):
+        v, _, it = carry
+        _, v_new = _greedy(q_values(mdp, mdp.transitions, v))
+        return v_new, jnp.max(jnp.abs(v_new - v)), it + 1
+
+    v0 = jnp.zeros(mdp.num_states, mdp.rewards.dtype)
+    inf = jnp.asarray(jnp.inf, v0.dtype)
+    v, delta, it = jax.lax.while_loop(cond, body, (v0, inf, jnp.asarray(0)))
+    policy, _ = _greedy(q_values(mdp, mdp.transitions, v))
+    return Solution(policy, v, it, delta < threshold)
+
+
+@jax.jit
+def _backward_induction(mdp: TabularMDP) -> Solution:
+    def stage(v_next, _):
+        policy, v = _greedy(q_values(mdp, mdp.transitions, v_next))
+        return v, (policy, v)
+
+    _, (policy, values) = jax.lax.scan(stage, mdp.terminal_reward, length=mdp.horizon, reverse=True)
+    values = jnp.concatenate([values, mdp.terminal_reward[None]], axis=0)
+    return Solution(policy, values, jnp.asarray(mdp.horizon), jnp.asarray(True))
+
+
+def solve(
+    mdp: TabularMDP, *, tol: ArrayLike | None = None, max_iterations: int = 10_000
+) -> Solution:
+    """An optimal deterministic Markov policy of ``mdp`` and its values.
+
+    Finite horizon: backward induction ``V_t = max_a r + γ P V_{t+1}``, ``V_T = R_T``, as a
+    jit-compiled reverse ``lax.scan``. Infinite horizon: value iteration from 0 in a
+    ``lax.while_loop``, stopped once ``‖v_{n+1} − v_n‖∞ < ε(1 − γ)/(2γ)``, which makes the
+    greedy policy ε-optimal (Puterman 1994, Thm 6.3.1), or after ``max_iterations``.
+
+    Args:
+      mdp: from :func:`make_mdp` (or a privatized copy of one).
+      tol: ε, the optimality target of value iteration (infinite horizon only); default
+        :func:`default_tolerance`.
+      max_iterations: guard on value-iteration sweeps (static).
+
+    Returns:
+      A :class:`Solution`. Masked actions are never chosen; ties go to the lowest index.
+
+    References:
+      Gohari, Hale, Topcu, CDC 2020, Algorithm 1 steps 3-4, Section III-A.
+    """
+    if mdp.is_finite_horizon:
+        return _backward_induction(mdp)
+    tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
+    return _value_iteration(mdp, tol, int(max_iterations))
+
+
+# ----------------------------------------------------------------------------- policies
+
+
+def is_deterministic(policy: jax.Array) -> bool:
+    """Integer policies pick one action per state; float policies are probabilities."""
+    return jnp.issubdtype(policy.dtype, jnp.integer)
+
+
+def select_rows(x: jax.Array, decision: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The per-action entries a decision rule uses, and their weights.
+
+    Args:
+      x: `[S, A, ...]` per (state, action) data (rewards, transition rows, ...).
+      decision: `[S]` int actions, or `[S, A]` probabilities ``π(a | s)``.
+
+    Returns:
+      ``(rows, weights)``: `[S, 1, ...]` and ones `[S, 1]` for a deterministic rule (only the
+      chosen rows are gathered), or ``x`` itself and ``π`` `[S, A]` for a stochastic one.
+    """
+    if is_deterministic(decision):
+        idx = decision.reshape(decision.shape + (1,) * (x.ndim - 1))
+        return jnp.take_along_axis(x, idx, axis=1), jnp.ones((x.shape[0], 1), x.dtype)
+    return x, decision.astype(x.dtype)
+
+
+def validate_policy(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
+    """Checks a policy's shape, dtype and support against ``mdp``.
+
+    Deterministic policies are ints `[T, S]` / `[S]`; stochastic ones are probabilities
+    `[T, S, A]` / `[S, A]` that sum to 1 over allowed actions.
+
+    Raises:
+      ValueError: naming the problem (shape, out-of-range or masked action, bad row).
+    """
+    if not is_concrete(policy):
+        return policy
+    pol = np.asarray(policy)
+    S, A = mdp.num_states, mdp.num_actions
+    lead = (mdp.horizon,) if mdp.is_finite_horizon else ()
+    mask = np.asarray(mdp.action_mask)
+    if np.issubdtype(pol.dtype, np.integer):
+        if pol.shape != lead + (S,):
+            raise ValueError(
+                f"a deterministic policy must have shape {lead + (S,)}, got {pol.shape}"
+            )
+        if pol.min() < 0 or pol.max() >= A:
+            raise ValueError(f"policy actions must lie in [0, {A}), got {pol.min()}..{pol.max()}")
+        used = np.take_along_axis(np.broadcast_to(mask, lead + (S, A)), pol[..., None], -1)
+        if not used.all():
+            where = tuple(int(i) for i in np.argwhere(~used[..., 0])[0])
+            raise ValueError(f"policy chooses a masked action at (stage/state) {where}")
+        return jnp.asarray(pol, jnp.int32)
+    if not np.issubdtype(pol.dtype, np.floating):
+        raise ValueError(
+            f"policy must be ints (actions) or floats (probabilities), got {pol.dtype}"
+        )
+    if pol.shape != lead + (S, A):
+        raise ValueError(f"a stochastic policy must have shape {lead + (S, A)}, got {pol.shape}")
+    if not np.all(np.isfinite(pol)) or np.any(pol < 0):
+        raise ValueError("policy probabilities must be finite and non-negative")
+    if np.any((pol > 0) & ~mask):
+        raise ValueError("policy puts probability on a masked action")
+    tol = 256 * np.finfo(pol.dtype).eps
+    if np.any(np.abs(pol.sum(-1) - 1) > tol):
+        raise ValueError("policy probabilities must sum to 1 over actions in every state")
+    return jnp.asarray(pol, mdp.rewards.dtype)
+
+
+def _policy_reward_and_rows(mdp: TabularMDP, decision: jax.Array):
+    rows, weights = select_rows(mdp.transitions, decision)
+    rewards, _ = select_rows(mdp.rewards, decision)
+    return rows, rewards, weights
+
+
+@jax.jit
+def _evaluate_finite(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
+    def stage(v_next, decision):
+        rows, rewards, weights = _policy_reward_and_rows(mdp, decision)
+        v = jnp.sum(weights * (rewards + mdp.discount * (rows @ v_next)), axis=-1)
+        return v, v
+
+    _, values = jax.lax.scan(stage, mdp.terminal_reward, policy, reverse=True)
+    return jnp.concatenate([values, mdp.terminal_reward[None]], axis=0)
+
+
+@jax.jit
+def _evaluate_infinite(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
+    rows, rewards, weights = _policy_reward_and_rows(mdp, policy)
+    p_pi = jnp.einsum("sa,sat->st", weights, rows)
+    r_pi = jnp.sum(weights * rewards, axis=-1)
+    lhs = jnp.eye(mdp.num_states, dtype=p_pi.dtype) - mdp.discount * p_pi
+    return jnp.linalg.solve(lhs, r_pi)
+
+
+def evaluate(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
+    """Values of a Markov policy on ``mdp``.
+
+    Finite horizon: ``V_t(s) = Σ_a π_t(a|s) (r(s, a) + γ Σ_s' P(s, a, s') V_{t+1}(s'))`` by a
+    reverse ``lax.scan``. Infinite horizon: the exact solution of ``(I − γ P_π) V = r_π``.
+
+    Args:
+      mdp: the MDP to evaluate on (e.g. the true one, for a policy synthesized privately).
+      policy: deterministic `[T, S]` / `[S]` ints, or stochastic `[T, S, A]` / `[S, A]`
+        probabilities.
+
+    Returns:
+      `[T + 1, S]` values per stage (``V_T = R_T``), or `[S]` for an infinite horizon.
+
+    Raises:
+      ValueError: for a policy of the wrong shape or one using masked actions.
+    """
+    policy = validate_policy(mdp, policy)
+    if mdp.is_finite_horizon:
+        return _evaluate_finite(mdp, policy)
+    return _evaluate_infinite(mdp, policy)

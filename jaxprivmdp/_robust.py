@@ -1,0 +1,187 @@
+"""The inner problem of the cost-of-privacy bounds, solved exactly without an LP.
+
+For a privatized row ``p̄``, a value vector ``v``, ``β ∈ (0, 1)`` and ``α > 0`` the paper's
+LP (P) optimizes ``p · v`` over
+
+    P̂ = {β P1 + (1 − β) P2 : P1, P2 ∈ Δ(n), ‖P2 − p̄‖∞ ≤ α}.
+
+The two parts separate: ``min_{P̂} p·v = β min_j v_j + (1 − β) min{x·v : x ∈ Δ(n), l ≤ x ≤ u}``
+with ``l = max(p̄ − α, 0)`` and ``u = min(p̄ + α, 1)``. The box-simplex problem is solved by the
+greedy fill (exact for this LP: it is a fractional knapsack): start every ``x_j`` at ``l_j``
+and pour the remaining mass ``1 − Σ l`` into the entries with the smallest ``v_j`` first, each
+up to ``u_j``. That is a sort, a cumulative sum, a clip and a dot product.
+
+Every capacity ``u_j − l_j`` is at least ``min(α, 1)``, so the fill stops within the first
+``⌈1/α⌉`` entries in ``v``-order: inside the Bellman recursions only those few entries need the
+cumulative sum; the rest is the dense product ``l · v``, a pass like a Bellman backup.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from ._mdp import check_range, is_concrete
+
+
+def concentration_radius(k: ArrayLike, beta: ArrayLike) -> jax.Array:
+    """The radius ``α = sqrt(log(1/β) / (2(k + 1)))`` of Lemma 1.
+
+    With probability at least ``1 − β`` the Dirichlet mechanism's output satisfies
+    ``‖M(p) − p‖∞ < α``.
+
+    Args:
+      k: the mechanism's parameter, ``k > 0`` (any shape, broadcast with ``beta``).
+      beta: the failure probability, in ``(0, 1)``.
+
+    Returns:
+      ``α``, broadcast shape of ``k`` and ``beta``.
+
+    Raises:
+      ValueError: if a concrete ``k <= 0`` or ``beta`` is outside ``(0, 1)``.
+
+    References:
+      Gohari, Hale, Topcu, CDC 2020, Lemma 1.
+    """
+    check_range("k", k, low=0.0, low_open=True)
+    check_range("beta", beta, low=0.0, high=1.0, low_open=True, high_open=True)
+    k, beta = jnp.asarray(k), jnp.asarray(beta)
+    dtype = jnp.result_type(k, beta, float)
+    return jnp.sqrt(jnp.log(1 / beta.astype(dtype)) / (2 * (k.astype(dtype) + 1)))
+
+
+def _fill(slack: jax.Array, caps_sorted: jax.Array, w_sorted: jax.Array) -> jax.Array:
+    """``Σ_i w_(i) · clip(slack − Σ_{j<i} cap_(j), 0, cap_(i))`` over the last axis."""
+    before = jnp.cumsum(caps_sorted, axis=-1) - caps_sorted
+    pour = jnp.clip(slack[..., None] - before, 0, caps_sorted)
+    return jnp.sum(pour * w_sorted, axis=-1)
+
+
+def robust_expectation(
+    values: ArrayLike,
+    p_bar: ArrayLike,
+    *,
+    alpha: ArrayLike,
+    beta: ArrayLike,
+    maximize: bool = False,
+) -> jax.Array:
+    """Exact ``min`` (or ``max``) of ``p · v`` over ``P̂`` (the paper's LP (P)), no LP solver.
+
+    .. math::
+        \\min_{p ∈ P̂} p·v = β \\min_j v_j + (1 − β) \\min\\{x·v : x ∈ Δ(n),
+        \\max(p̄ − α, 0) ≤ x ≤ \\min(p̄ + α, 1)\\}
+
+    The second term is the greedy fill in ``v``-order (sort, cumsum, clip, dot).
+
+    Args:
+      values: `[..., n]` the value vector ``v`` (broadcast against ``p_bar``).
+      p_bar: `[..., n]` the privatized distribution ``p̄`` (rows on the simplex).
+      alpha: the radius ``α >= 0`` (broadcast over the leading axes), see
+        :func:`concentration_radius`.
+      beta: ``β`` in ``(0, 1)`` (broadcast over the leading axes).
+      maximize: if True, return the max (the optimistic bound) instead of the min.
+
+    Returns:
+      `[...]` the optimal value of the inner problem.
+
+    Raises:
+      ValueError: for concrete ``alpha < 0`` or ``beta`` outside ``(0, 1)``.
+
+    References:
+      Gohari, Hale, Topcu, CDC 2020, eq. (1) and problem (P), Section V.
+    """
+    check_range("alpha", alpha, low=0.0)
+    check_range("beta", beta, low=0.0, high=1.0, low_open=True, high_open=True)
+    v, p_bar = jnp.asarray(values), jnp.asarray(p_bar)
+    dtype = jnp.result_type(v, p_bar, float)
+    v, p_bar = jnp.broadcast_arrays(v.astype(dtype), p_bar.astype(dtype))
+    alpha = jnp.asarray(alpha, dtype)[..., None]
+    beta = jnp.asarray(beta, dtype)
+    w = -v if maximize else v
+    lower = jnp.maximum(p_bar - alpha, 0)
+    caps = jnp.minimum(p_bar + alpha, 1) - lower
+    slack = jnp.maximum(1 - jnp.sum(lower, axis=-1), 0)
+    order = jnp.argsort(w, axis=-1)
+    w_sorted = jnp.take_along_axis(w, order, axis=-1)
+    inner = jnp.sum(lower * w, axis=-1) + _fill(
+        slack, jnp.take_along_axis(caps, order, axis=-1), w_sorted
+    )
+    out = beta * w_sorted[..., 0] + (1 - beta) * inner
+    return -out if maximize else out
+
+
+def fill_width(alpha: ArrayLike, n: int) -> int:
+    """How many entries in ``v``-order the greedy fill can reach: a static bound.
+
+    All capacities are ``>= min(α, 1)`` and the mass to pour is ``<= 1``, so at most
+    ``⌈1 / min(α, 1)⌉`` entries receive any (one more is kept against rounding). The bound
+    is rounded up to a power of two so that nearby grids of ``k`` share one compilation. For
+    a traced ``alpha`` the width is ``n`` (always exact).
+    """
+    if not is_concrete(alpha):
+        return n
+    a = float(np.min(np.asarray(alpha)))
+    if not a > 0:
+        return n
+    need = math.ceil(1.0 / min(a, 1.0)) + 1
+    return min(n, 1 << (need - 1).bit_length())
+
+
+class RobustRows(NamedTuple):
+    """Stage-independent parts of the inner problems for a set of rows ``p̄`` `[..., S]`.
+
+    Attributes:
+      p_bar: `[..., S]` the rows.
+      lower: `[..., S]` ``max(p̄ − α, 0)``.
+      slack: `[...]` ``1 − Σ lower``, the mass the greedy fill pours.
+      alpha: scalar ``α``.
+    """
+
+    p_bar: jax.Array
+    lower: jax.Array
+    slack: jax.Array
+    alpha: jax.Array
+
+
+def robust_rows(p_bar: jax.Array, alpha: jax.Array) -> RobustRows:
+    """Precomputes the parts of the inner problems that do not depend on the values."""
+    lower = jnp.maximum(p_bar - alpha, 0)
+    slack = jnp.maximum(1 - jnp.sum(lower, axis=-1), 0)
+    return RobustRows(p_bar, lower, slack, alpha)
+
+
+def robust_backup(
+    rows: RobustRows, v_low: jax.Array, v_high: jax.Array, beta: jax.Array, *, width: int
+) -> tuple[jax.Array, jax.Array]:
+    """Pessimistic ``min_{P̂} p·v_low`` and optimistic ``max_{P̂} p·v_high`` for every row.
+
+    Each value vector is sorted once and the order is shared by all rows (the order depends
+    only on ``v``); only the first ``width`` entries in that order are gathered, see
+    :func:`fill_width`. Exact whenever ``width >= fill_width(α, S)``.
+
+    Args:
+      rows: from :func:`robust_rows`, `[..., S]`.
+      v_low: `[S]` the pessimistic values of the next stage.
+      v_high: `[S]` the optimistic values of the next stage.
+      beta: scalar ``β``.
+      width: static number of entries the fill may reach.
+
+    Returns:
+      Two arrays `[...]`: the min for ``v_low`` and the max for ``v_high``.
+    """
+    w = jnp.stack([v_low, -v_high])  # [2, S]: a max is a min of the negated values.
+    order = jnp.argsort(w, axis=-1)[:, :width]  # [2, m]
+    w_sorted = jnp.take_along_axis(w, order, axis=-1)
+    base = rows.lower @ w.T  # [..., 2]: the dense pass, like a Bellman backup.
+    p_sorted = jnp.moveaxis(rows.p_bar[..., order], -2, 0)  # [2, ..., m]
+    caps = jnp.minimum(p_sorted + rows.alpha, 1) - jnp.maximum(p_sorted - rows.alpha, 0)
+    w_sorted = w_sorted.reshape((2,) + (1,) * (caps.ndim - 2) + (width,))
+    fill = _fill(rows.slack, caps, w_sorted)  # [2, ...]
+    inner = jnp.moveaxis(base, -1, 0) + fill
+    out = beta * jnp.min(w, axis=-1).reshape((2,) + (1,) * (inner.ndim - 1)) + (1 - beta) * inner
+    return out[0], -out[1]

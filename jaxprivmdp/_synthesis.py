@@ -1,0 +1,291 @@
+"""Algorithm 1 with its bounds: one run (``synthesize``) and batched sweeps (``sweep``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import PartitionSpec
+from jax.typing import ArrayLike
+
+from ._bounds import bounds_core
+from ._mdp import TabularMDP, check_range
+from ._mechanism import Sampler, Support, prepare_mechanism_input, privatize
+from ._planning import default_tolerance, evaluate, solve
+from ._robust import concentration_radius, fill_width
+
+
+class Synthesis(NamedTuple):
+    """One run of Algorithm 1 and its cost-of-privacy bounds.
+
+    Attributes:
+      private_transitions: `[S, A, S]` ``P̄`` (the only output that touches the data).
+      policy: `[T, S]` / `[S]` the policy ``π̄`` synthesized on the privatized MDP.
+      private_values: `[T + 1, S]` / `[S]` ``V̄^π̄``, its value on the privatized MDP.
+      pessimistic: ``v̲``, same shape (Theorem 1 / 2).
+      optimistic: ``v̄``, same shape.
+      cost: scalar ``v̄(s0) − v̲(s0)``.
+    """
+
+    private_transitions: jax.Array
+    policy: jax.Array
+    private_values: jax.Array
+    pessimistic: jax.Array
+    optimistic: jax.Array
+    cost: jax.Array
+
+
+class SweepResult(NamedTuple):
+    """Algorithm 1 over a grid of ``k`` and many trials, at the initial state ``s0``.
+
+    Attributes:
+      private_value: `[K, N]` ``V̄^π̄(s0)``, the value on the privatized MDP.
+      true_value: `[K, N]` ``V^π̄(s0)``, the private policy evaluated on the true MDP: what
+        the agent really gets (needs the true MDP: simulation only).
+      pessimistic: `[K, N]` ``v̲(s0)``.
+      optimistic: `[K, N]` ``v̄(s0)``.
+      cost: `[K, N]` ``v̄(s0) − v̲(s0)``.
+      optimal_value: scalar ``V*(s0)``, the non-private optimum.
+      ks: `[K]` the grid of ``k``.
+    """
+
+    private_value: jax.Array
+    true_value: jax.Array
+    pessimistic: jax.Array
+    optimistic: jax.Array
+    cost: jax.Array
+    optimal_value: jax.Array
+    ks: jax.Array
+
+
+def _run(key, k, mdp, rows, support, beta, tol, *, sampler, width, max_iterations):
+    """Algorithm 1 and both bounds for one key and one ``k``; pure, vmap-friendly."""
+    p_bar = privatize(key, rows, k, support, mdp.action_mask, sampler)
+    private = dataclasses.replace(mdp, transitions=p_bar)
+    sol = solve(private, max_iterations=max_iterations, tol=tol)
+    alpha = concentration_radius(k, beta)
+    b = bounds_core(
+        private, sol.policy, alpha, beta, tol, width=width, max_iterations=max_iterations
+    )
+    return p_bar, sol, b
+
+
+def _resolve(mdp, support, smoothing, beta, ks):
+    check_range("beta", beta, low=0.0, high=1.0, low_open=True, high_open=True)
+    check_range("k", ks, low=0.0, low_open=True)
+    inp = prepare_mechanism_input(
+        np.asarray(mdp.transitions),
+        action_mask=np.asarray(mdp.action_mask),
+        support=support,
+        smoothing=smoothing,
+        dtype=mdp.transitions.dtype,
+    )
+    dtype = mdp.rewards.dtype
+    alphas = concentration_radius(jnp.asarray(ks, dtype), jnp.asarray(beta, dtype))
+    return (
+        jnp.asarray(inp.rows, dtype),
+        jnp.asarray(inp.support),
+        fill_width(alphas, mdp.num_states),
+    )
+
+
+def synthesize(
+    key: jax.Array,
+    mdp: TabularMDP,
+    *,
+    k: ArrayLike,
+    beta: ArrayLike = 0.1,
+    support: Support = None,
+    smoothing: float | None = None,
+    sampler: Sampler = "jax",
+    max_iterations: int = 10_000,
+) -> Synthesis:
+    """Algorithm 1 (privatize, synthesize, evaluate) plus the cost-of-privacy bounds.
+
+    1. ``P̄(s, a) ~ Dirichlet(k · P(s, a))`` for every allowed row (:func:`dirichlet_mechanism`).
+    2. ``π̄``, ``V̄^π̄``: an optimal policy of the privatized MDP and its value (:func:`solve`).
+    3. ``v̲``, ``v̄``: its pessimistic and optimistic values (:func:`cost_of_privacy`).
+    Steps 2-3 are post-processing of ``P̄``, so the output is as private as ``P̄``.
+
+    Args:
+      key: PRNG key (use :func:`secure_key` for a real release).
+      mdp: the true MDP from :func:`make_mdp`.
+      k: the mechanism's parameter ``k > 0``.
+      beta: ``β`` in ``(0, 1)`` for the bounds.
+      support: ``None`` or ``"nonzero"``, see :func:`dirichlet_mechanism`.
+      smoothing: optional ``η``, see :func:`dirichlet_mechanism`.
+      sampler: ``"jax"`` or ``"fast"`` gamma sampler (same distribution).
+      max_iterations: infinite horizon: guard on iterations.
+
+    Returns:
+      :class:`Synthesis`.
+
+    Raises:
+      ValueError: for ``k <= 0``, ``beta`` outside ``(0, 1)`` or rows with zeros (see
+        ``support``).
+
+    References:
+      Gohari, Hale, Topcu, CDC 2020, Algorithm 1, Theorems 1 and 2.
+    """
+    rows, supp, width = _resolve(mdp, support, smoothing, beta, k)
+    dtype = mdp.rewards.dtype
+    p_bar, sol, b = _run_jit(
+        key,
+        jnp.asarray(k, dtype),
+        mdp,
+        rows,
+        supp,
+        jnp.asarray(beta, dtype),
+        default_tolerance(mdp),
+        sampler=sampler,
+        width=width,
+        max_iterations=int(max_iterations),
+    )
+    return Synthesis(p_bar, sol.policy, sol.values, b.pessimistic, b.optimistic, b.cost)
+
+
+_STATIC = ("sampler", "width", "max_iterations")
+_run_jit = jax.jit(_run, static_argnames=_STATIC)
+
+
+def _at_s0(mdp: TabularMDP, values: jax.Array) -> jax.Array:
+    return values[0, mdp.initial_state] if mdp.is_finite_horizon else values[mdp.initial_state]
+
+
+@functools.partial(jax.jit, static_argnames=_STATIC + ("devices",))
+def _sweep_chunk(keys, ks, mdp, rows, support, beta, tol, *, devices, **static):
+    """Runs a chunk of (key, k) pairs, sharded over ``devices`` along the batch axis."""
+
+    def one(key, k):
+        _, sol, b = _run(key, k, mdp, rows, support, beta, tol, **static)
+        true_values = evaluate(mdp, sol.policy)
+        return jnp.stack(
+            [
+                _at_s0(mdp, sol.values),
+                _at_s0(mdp, true_values),
+                _at_s0(mdp, b.pessimistic),
+                _at_s0(mdp, b.optimistic),
+                b.cost,
+            ]
+        )
+
+    batched = jax.vmap(one)
+    if len(devices) == 1:
+        return batched(keys, ks)
+    mesh = jax.sharding.Mesh(np.asarray(devices), ("batch",))
+    spec = PartitionSpec("batch")
+    return jax.shard_map(batched, mesh=mesh, in_specs=(spec, spec), out_specs=spec)(keys, ks)
+
+
+def default_batch_size(mdp: TabularMDP, num_devices: int, budget_bytes: float = 2**30) -> int:
+    """A chunk size whose working set fits ``budget_bytes``: a power of two times devices.
+
+    The estimate counts about a dozen `[S, A, S]` arrays per run (the privatized rows and the
+    sampler's intermediates). A fixed chunk size also means one compilation for any grid
+    of ``k`` and any number of trials.
+    """
+    S, A = mdp.num_states, mdp.num_actions
+    per_run = 12 * S * A * S * mdp.rewards.dtype.itemsize
+    fit = max(1, int(budget_bytes // per_run))
+    return num_devices * min(256, 1 << (fit.bit_length() - 1))
+
+
+def sweep(
+    key: jax.Array,
+    mdp: TabularMDP,
+    *,
+    ks: Sequence[float] | ArrayLike,
+    num_trials: int = 50,
+    beta: ArrayLike = 0.1,
+    support: Support = None,
+    smoothing: float | None = None,
+    batch_size: int | None = None,
+    sampler: Sampler = "jax",
+    devices: Sequence[jax.Device] | None = None,
+    max_iterations: int = 10_000,
+    progress: Callable[[int, int], None] | None = None,
+) -> SweepResult:
+    """Algorithm 1 and its bounds for every (k, trial), in one jit-compiled computation.
+
+    Every (k, trial) pair gets its own key ``jax.random.split(key, (K, N))[i, j]``, so results
+    do not depend on ``batch_size`` or on the number of devices, and entry ``[i, j]`` equals
+    ``synthesize(keys[i, j], mdp, k=ks[i], ...)``. The pairs are vmapped in chunks of
+    ``batch_size`` (the last chunk is padded), and each chunk is sharded over ``devices`` with
+    ``jax.shard_map``. The chunk shape, not ``K`` or ``N``, fixes the compiled program: a new
+    grid of ``k`` or a new trial count does not recompile.
+
+    Args:
+      key: PRNG key.
+      mdp: the true MDP.
+      ks: `[K]` values of ``k > 0``.
+      num_trials: ``N``, independent runs per ``k``.
+      beta: ``β`` in ``(0, 1)``.
+      support: ``None`` or ``"nonzero"``, see :func:`dirichlet_mechanism`.
+      smoothing: optional ``η``, see :func:`dirichlet_mechanism`.
+      batch_size: runs per chunk (rounded up to a multiple of the device count); default
+        :func:`default_batch_size` (about 1 GiB of working memory).
+      sampler: ``"jax"`` or ``"fast"``.
+      devices: devices to shard each chunk over (default: all of ``jax.devices()``).
+      max_iterations: infinite horizon: guard on iterations.
+      progress: optional callback ``progress(done, total)`` after each chunk.
+
+    Returns:
+      :class:`SweepResult` with `[K, N]` fields.
+
+    Raises:
+      ValueError: for an empty or non-positive ``ks``, ``num_trials < 1``, ``batch_size < 1``,
+        ``beta`` outside ``(0, 1)``, or rows with zeros (see ``support``).
+    """
+    ks_np = np.atleast_1d(np.asarray(ks, dtype=float))
+    if ks_np.ndim != 1 or ks_np.size == 0:
+        raise ValueError(f"ks must be a non-empty 1-D sequence, got shape {ks_np.shape}")
+    if isinstance(num_trials, bool) or not isinstance(num_trials, int | np.integer):
+        raise ValueError(f"num_trials must be an int >= 1, got {num_trials!r}")
+    if num_trials < 1:
+        raise ValueError(f"num_trials must be >= 1, got {num_trials}")
+    rows, supp, width = _resolve(mdp, support, smoothing, beta, ks_np)
+    devices = tuple(devices) if devices is not None else tuple(jax.devices())
+    num_devices = len(devices)
+    if batch_size is None:
+        batch_size = default_batch_size(mdp, num_devices)
+    elif isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    batch_size = num_devices * math.ceil(batch_size / num_devices)
+
+    dtype = mdp.rewards.dtype
+    K, N = ks_np.size, int(num_trials)
+    keys = jax.random.split(key, (K, N)).reshape(-1)
+    k_flat = jnp.repeat(jnp.asarray(ks_np, dtype), N)
+    total = K * N
+    num_chunks = math.ceil(total / batch_size)
+    pad = num_chunks * batch_size - total
+    keys = jnp.concatenate([keys, jnp.repeat(keys[-1:], pad)])
+    k_flat = jnp.concatenate([k_flat, jnp.repeat(k_flat[-1:], pad)])
+    static = dict(sampler=sampler, width=width, max_iterations=int(max_iterations), devices=devices)
+    beta_arr = jnp.asarray(beta, dtype)
+    tol = default_tolerance(mdp)
+    outs = []
+    for c in range(num_chunks):
+        sl = slice(c * batch_size, (c + 1) * batch_size)
+        out = _sweep_chunk(keys[sl], k_flat[sl], mdp, rows, supp, beta_arr, tol, **static)
+        outs.append(out)
+        if progress is not None:
+            jax.block_until_ready(out)
+            progress(min((c + 1) * batch_size, total), total)
+    out = jnp.concatenate(outs)[:total].reshape(K, N, 5)
+    optimal = _at_s0(mdp, solve(mdp, max_iterations=max_iterations).values)
+    return SweepResult(
+        private_value=out[..., 0],
+        true_value=out[..., 1],
+        pessimistic=out[..., 2],
+        optimistic=out[..., 3],
+        cost=out[..., 4],
+        optimal_value=optimal,
+        ks=jnp.asarray(ks_np, dtype),
+    )
