@@ -27,7 +27,8 @@ class Synthesis(NamedTuple):
     Attributes:
       private_transitions: `[S, A, S]` ``P̄`` (the only output that touches the data).
       policy: `[T, S]` / `[S]` the policy ``π̄`` synthesized on the privatized MDP.
-      private_values: `[T + 1, S]` / `[S]` ``V̄^π̄``, its value on the privatized MDP.
+      private_values: `[T + 1, S]` / `[S]` ``V̄^π̄``, its value on the privatized MDP (exact:
+        backward induction, or a linear solve for an infinite horizon).
       pessimistic: ``v̲``, same shape (Theorem 1 / 2).
       optimistic: ``v̄``, same shape.
       cost: scalar ``v̄(s0) − v̲(s0)``.
@@ -51,7 +52,8 @@ class SweepResult(NamedTuple):
       pessimistic: `[K, N]` ``v̲(s0)``.
       optimistic: `[K, N]` ``v̄(s0)``.
       cost: `[K, N]` ``v̄(s0) − v̲(s0)``.
-      optimal_value: scalar ``V*(s0)``, the non-private optimum.
+      optimal_value: scalar ``V*(s0)``, the non-private optimum (for an infinite horizon: the
+        exact value of the ε-optimal policy that value iteration returns).
       ks: `[K]` the grid of ``k``.
     """
 
@@ -69,6 +71,9 @@ def _run(key, k, mdp, rows, support, beta, tol, *, sampler, width, max_iteration
     p_bar = privatize(key, rows, k, support, mdp.action_mask, sampler)
     private = dataclasses.replace(mdp, transitions=p_bar)
     sol = solve(private, max_iterations=max_iterations, tol=tol)
+    if not mdp.is_finite_horizon:
+        # Value iteration's values are within tol/2 of V̄*; report the policy's exact value.
+        sol = sol._replace(values=evaluate(private, sol.policy))
     alpha = concentration_radius(k, beta)
     b = bounds_core(
         private, sol.policy, alpha, beta, tol, width=width, max_iterations=max_iterations
@@ -279,7 +284,7 @@ def sweep(
             jax.block_until_ready(out)
             progress(min((c + 1) * batch_size, total), total)
     out = jnp.concatenate(outs)[:total].reshape(K, N, 5)
-    optimal = _at_s0(mdp, solve(mdp, max_iterations=max_iterations).values)
+    optimal = _at_s0(mdp, evaluate(mdp, solve(mdp, max_iterations=max_iterations).policy))
     return SweepResult(
         private_value=out[..., 0],
         true_value=out[..., 1],
