@@ -1,0 +1,38 @@
+"""sweep sharded over 4 forced host devices equals one device (run in a child process,
+because the device count is fixed when JAX starts)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent(
+    """
+    import jax, numpy as np
+    import jaxprivmdp as jp
+
+    assert jax.device_count() == 4, jax.devices()
+    for horizon, discount in ((4, 1.0), (None, 0.9)):
+        mdp = jp.examples.random_mdp(jax.random.key(0), 6, 3, horizon, discount=discount)
+        kw = dict(ks=[1.0, 10.0, 40.0], num_trials=7)
+        sharded = jp.sweep(jax.random.key(1), mdp, batch_size=8, **kw)
+        single = jp.sweep(jax.random.key(1), mdp, batch_size=8, devices=jax.devices()[:1], **kw)
+        chunked = jp.sweep(jax.random.key(1), mdp, batch_size=3, devices=jax.devices()[:1], **kw)
+        for name in sharded._fields:
+            a, b, c = (np.asarray(getattr(r, name)) for r in (sharded, single, chunked))
+            assert np.array_equal(a, b), (horizon, name, a, b)
+            assert np.array_equal(a, c), (horizon, name, a, c)
+    print("OK")
+    """
+)
+
+
+def test_sweep_on_four_host_devices_equals_one_device():
+    env = dict(
+        os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.strip().endswith("OK")
