@@ -9,6 +9,7 @@ Decision Processes", IEEE CDC 2020.
 """
 
 from . import examples as examples
+from . import privacy as privacy
 from ._bounds import PrivacyBounds as PrivacyBounds
 from ._bounds import cost_of_privacy as cost_of_privacy
 from ._mdp import TabularMDP as TabularMDP
@@ -38,6 +39,7 @@ __all__ = [
     "evaluate",
     "examples",
     "make_mdp",
+    "privacy",
     "robust_expectation",
     "secure_key",
     "solve",

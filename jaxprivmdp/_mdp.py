@@ -104,7 +104,7 @@ def _float_array(name: str, x: ArrayLike, dtype) -> np.ndarray:
     bad = ~np.isfinite(arr)
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(f"{name} has a non-finite entry {arr[idx]} at index {idx}")
+        raise ValueError(f"{name} has a non-finite entry {float(arr[idx])} at index {idx}")
     return arr
 
 
@@ -143,7 +143,7 @@ def validate_transitions(
     if neg.size:
         s, a, s2 = (int(i) for i in neg[0])
         raise ValueError(
-            f"transitions has a negative entry {P[s, a, s2]} at (state {s}, action {a}, "
+            f"transitions has a negative entry {float(P[s, a, s2]):.9g} at (state {s}, action {a}, "
             f"next state {s2})"
         )
     sums = P.sum(axis=-1)
@@ -152,7 +152,7 @@ def validate_transitions(
     if off.size:
         s, a = (int(i) for i in off[0])
         raise ValueError(
-            f"transitions row (state {s}, action {a}) sums to {sums[s, a]!r}, not 1 "
+            f"transitions row (state {s}, action {a}) sums to {float(sums[s, a]):.9g}, not 1 "
             f"(tolerance {tol:.1e} for {tol_dtype}; {len(off)} such row(s)); rows are never "
             "renormalized silently"
         )

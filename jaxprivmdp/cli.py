@@ -113,8 +113,44 @@ def cmd_reproduce(args) -> list[Path]:
         "Example 2 (random, S=20, A=5, T=10)": examples.random_mdp(jax.random.key(0), dtype=dtype),
     }
     supports = {"Example 1 (investment)": "nonzero"}
-    meta = {"examples": {"Example 2": "examples.random_mdp(jax.random.key(0))"}}
+    meta = {
+        "examples": {"Example 2": "examples.random_mdp(jax.random.key(0))"},
+        "privacy": {
+            name: _guarantees(mdp, args.ks, support=supports.get(name))
+            for name, mdp in mdps.items()
+        },
+    }
     return _run_sweeps(args, mdps, supports, "figure1", meta)
+
+
+PRIVACY_B = 0.1
+PRIVACY_DELTA = 1e-3
+
+
+def _guarantees(mdp, ks, *, support=None, b=PRIVACY_B, target_delta=PRIVACY_DELTA) -> dict:
+    """The (ε, δ) that each k of a sweep buys, for one-row adjacency (recorded in the JSON)."""
+    import numpy as np
+
+    from . import privacy
+
+    P, mask = np.asarray(mdp.transitions), np.asarray(mdp.action_mask)
+    out = {
+        "assumptions": (
+            f"b = {b}; eta = each row's smallest entry on its support (data-derived: the "
+            f"examples are public); target delta = {target_delta}; adjacency = one row "
+            "differs (see jaxprivmdp.privacy.mdp_guarantee)"
+        ),
+        "per_k": [],
+    }
+    for k in ks:
+        g = privacy.mdp_guarantee(
+            k, P, b=b, target_delta=target_delta, action_mask=mask, support=support
+        )
+        out["per_k"].append({"k": float(k), "epsilon": g.epsilon, "delta": g.delta})
+    return out
+
+
+RELEASE_METADATA = ("k", "epsilon", "delta", "b", "adjacency", "eta")
 
 
 def load_npz_mdp(path: Path, *, horizon, discount, initial_state, dtype):
@@ -137,7 +173,9 @@ def load_npz_mdp(path: Path, *, horizon, discount, initial_state, dtype):
             raise ValueError(
                 f"--mdp: {str(path)!r} lacks array(s) {sorted(missing)}; it has {sorted(names)}"
             )
+        # `jaxprivmdp privatize` stores its guarantee beside the arrays; those are fine here.
         unknown = names - {"transitions", "rewards", "terminal_reward", "action_mask"}
+        unknown -= set(RELEASE_METADATA)
         if unknown:
             raise ValueError(f"--mdp: unknown array(s) {sorted(unknown)} in {str(path)!r}")
         arrays = {n: data[n] for n in names}
@@ -179,6 +217,139 @@ def cmd_sweep(args) -> list[Path]:
     return _run_sweeps(args, {name: mdp}, {name: args.support}, "sweep", {"mdp": str(args.mdp)})
 
 
+def cmd_privacy(args) -> list[Path]:
+    """The (ε, δ) each k buys: a table on the terminal, a plot and a JSON in --out."""
+    import json
+
+    import numpy as np
+
+    from . import privacy
+
+    if args.mdp is not None:
+        mdp = _load_user_mdp(args)
+        P, mask = np.asarray(mdp.transitions), np.asarray(mdp.action_mask)
+        rows = []
+        for k in args.k:
+            g = privacy.mdp_guarantee(
+                k,
+                P,
+                b=args.b,
+                eta=args.eta,
+                target_delta=args.delta,
+                action_mask=mask,
+                support=args.support,
+                smoothing=args.smoothing,
+                adjacency=args.adjacency,
+            )
+            rows.append({"k": k, "epsilon": g.epsilon, "delta": g.delta, "rows": g.num_rows})
+        what = f"MDP {args.mdp} ({args.adjacency} adjacency, {rows[0]['rows']} private rows)"
+        if args.eta is None:
+            _log("note: eta derived from the data (row minima); pass --eta for a public bound")
+    else:
+        if args.n is None or args.eta is None:
+            raise ValueError("give --n and --eta (one row), or --mdp FILE.npz")
+        gs = [
+            privacy.guarantee(k, b=args.b, eta=args.eta, n=args.n, target_delta=args.delta)
+            for k in args.k
+        ]
+        print(privacy.format_table(gs))
+        rows = [
+            {"k": g.k, "epsilon": g.epsilon, "delta": g.delta, "log_gamma": g.log_gamma} for g in gs
+        ]
+        what = f"one row: n = {args.n}, eta = {args.eta}"
+    print(f"\n{what}; b = {args.b}, target delta = {args.delta}")
+    print(f"{'k':>10} {'epsilon':>14} {'delta':>12}")
+    for r in rows:
+        print(f"{r['k']:10g} {r['epsilon']:14.6g} {r['delta']:12.3g}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    meta = {k: v for k, v in vars(args).items() if k not in ("func", "out", "mdp", "command")}
+    meta["mdp"] = None if args.mdp is None else str(args.mdp)
+    json_path = args.out / "privacy.json"
+    json_path.write_text(json.dumps({**meta, "guarantees": rows}, indent=2) + "\n")
+    return [json_path, _plot_epsilon(rows, args.out / "privacy_epsilon.png", what)]
+
+
+def _plot_epsilon(rows, path: Path, title: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.6), constrained_layout=True)
+    ax.plot([r["k"] for r in rows], [r["epsilon"] for r in rows], marker="o")
+    ax.set_xlabel("$k$ (larger = weaker privacy)")
+    ax.set_ylabel(r"$\epsilon$ at the target $\delta$")
+    ax.set_title(title, fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.savefig(path, dpi=150)
+    plt.close(fig)
+    return path
+
+
+def cmd_privatize(args) -> list[Path]:
+    """A release: privatize a user's MDP with OS-entropy randomness; never write the input."""
+    import numpy as np
+
+    from . import dirichlet_mechanism, privacy, secure_key
+
+    mdp = _load_user_mdp(args)
+    if args.out.exists() and not args.force:
+        raise ValueError(f"--out {str(args.out)!r} exists; pass --force to overwrite")
+    P, mask = np.asarray(mdp.transitions), np.asarray(mdp.action_mask)
+    g = privacy.mdp_guarantee(
+        args.k,
+        P,
+        b=args.b,
+        eta=args.eta,
+        target_delta=args.delta,
+        action_mask=mask,
+        support=args.support,
+        smoothing=args.smoothing,
+        adjacency=args.adjacency,
+    )
+    private = dirichlet_mechanism(
+        secure_key(),
+        mdp.transitions,
+        args.k,
+        action_mask=mdp.action_mask,
+        support=args.support,
+        smoothing=args.smoothing,
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("wb") as f:
+        np.savez(
+            f,
+            transitions=np.asarray(private),
+            rewards=np.asarray(mdp.rewards),
+            terminal_reward=np.asarray(mdp.terminal_reward),
+            action_mask=mask,
+            k=args.k,
+            epsilon=g.epsilon,
+            delta=g.delta,
+            b=args.b,
+            adjacency=args.adjacency,
+            eta=np.nan if args.eta is None else args.eta,
+        )
+    print(
+        f"privatized {g.num_rows} rows with k = {args.k}: ({g.epsilon:.6g}, {g.delta:.3g})-DP "
+        f"for {args.adjacency} adjacency, b = {args.b}"
+        + ("" if args.eta is not None else " (eta derived from the data: pass --eta)")
+    )
+    return [args.out]
+
+
+def _privacy_options(p: argparse.ArgumentParser, *, many_k: bool) -> None:
+    if many_k:
+        p.add_argument("--k", type=float, nargs="+", required=True, help="values of k")
+    else:
+        p.add_argument("--k", type=float, required=True, help="the mechanism's k")
+    p.add_argument("--b", type=float, default=0.1, help="adjacency bound b in (0, 1]")
+    p.add_argument("--eta", type=float, default=None, help="public lower bound on row entries")
+    p.add_argument("--delta", type=float, default=1e-3, help="target delta")
+    p.add_argument("--adjacency", choices=("row", "all"), default="row")
+    p.add_argument("--smoothing", type=float, default=None, help="mix rows with uniform")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="jaxprivmdp", description="Privacy-preserving policy synthesis in MDPs (JAX)."
@@ -191,6 +362,22 @@ def build_parser() -> argparse.ArgumentParser:
     _mdp_options(p)
     _sweep_options(p)
     p.set_defaults(func=cmd_sweep)
+    p = sub.add_parser("privacy", help="(epsilon, delta) per k: table, plot, JSON")
+    _privacy_options(p, many_k=True)
+    p.add_argument("--n", type=int, default=None, help="row dimension (without --mdp)")
+    p.add_argument("--mdp", type=Path, default=None, help="or: account for a whole MDP (.npz)")
+    p.add_argument("--horizon", type=int, default=None)
+    p.add_argument("--discount", type=float, default=None)
+    p.add_argument("--initial-state", type=int, default=0)
+    p.add_argument("--support", choices=("nonzero",), default=None)
+    p.add_argument("--out", type=Path, default=Path("results"), help="output folder")
+    p.set_defaults(func=cmd_privacy)
+    p = sub.add_parser("privatize", help="release a privatized MDP (OS-entropy randomness)")
+    _mdp_options(p)
+    _privacy_options(p, many_k=False)
+    p.add_argument("--out", type=Path, required=True, help="output .npz (private data only)")
+    p.add_argument("--force", action="store_true", help="overwrite --out")
+    p.set_defaults(func=cmd_privatize)
     return parser
 
 
