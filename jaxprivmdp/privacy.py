@@ -91,7 +91,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import optimize, special
 
-from ._mdp import validate_transitions
+from ._mechanism import prepare_mechanism_input
 
 __all__ = [
     "Composition",
@@ -673,17 +673,15 @@ def mdp_guarantee(
         raise ValueError(f"adjacency must be 'row' or 'all', got {adjacency!r}")
     if support not in (None, "nonzero"):
         raise ValueError(f"support must be None or 'nonzero', got {support!r}")
-    P, mask = validate_transitions(transitions, action_mask, dtype=np.float64)
-    num_states = P.shape[-1]
-    if smoothing is not None:
-        if support is not None:
-            raise ValueError("pass either support='nonzero' or smoothing, not both")
-        smoothing = _finite("smoothing", smoothing)
-        if not 0 < smoothing <= 1 / num_states:
-            raise ValueError(
-                f"smoothing must lie in (0, 1/S] = (0, {1 / num_states!r}], got {smoothing!r}"
-            )
-        P = (1.0 - num_states * smoothing) * P + smoothing
+    # The same validation, smoothing and support rules as the mechanism itself.
+    inp = prepare_mechanism_input(
+        transitions,
+        action_mask=action_mask,
+        support=support,
+        smoothing=smoothing,
+        dtype=np.float64,
+    )
+    P, supp, mask = inp.rows, inp.support, inp.action_mask
     if eta is not None:
         eta = _finite("eta", eta)
         if eta <= 0:
@@ -693,16 +691,11 @@ def mdp_guarantee(
     for s, a in zip(*np.nonzero(mask), strict=True):
         s, a = int(s), int(a)
         p = P[s, a]
-        entries = p[p > 0] if support == "nonzero" else p
+        entries = p[supp[s, a]]
         n = entries.size
         if n == 1:
             continue  # deterministic row: nothing to hide beyond the public support.
         row_min = float(entries.min())
-        if row_min <= 0:
-            raise ValueError(
-                f"transitions row (state {s}, action {a}) has a zero entry: pass "
-                "support='nonzero' or smoothing=eta"
-            )
         if eta is not None and row_min < eta:
             raise ValueError(
                 f"transitions row (state {s}, action {a}) has an entry {row_min!r} below "
