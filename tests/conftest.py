@@ -1,0 +1,260 @@
+"""Shared strict numerics, small random MDPs and independent oracles for the core tests.
+
+Sizes are fixed (``S = 5``, ``A = 3``, ``T = 4``) so that the jit caches are shared across
+tests: compilation, not computation, dominates the run time.
+"""
+
+import contextlib
+
+import jax
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+import jaxprivmdp as jp
+
+jax.config.update("jax_numpy_rank_promotion", "raise")
+
+S, A, T = 5, 3, 4
+GAMMA = 0.9
+
+# BUG (reported to the lead): `_robust._fill` computes `slack[..., None] - before` where
+# `robust_backup` gives `slack` of shape `[...]` and `before` of shape `[2, ..., m]`, and
+# `robust_expectation` computes `p_bar - alpha[..., None]` with `alpha[..., None]` of shape
+# `(1,)` against `[..., n]`: both are implicit rank promotions. Under
+# `jax_numpy_rank_promotion="raise"` every call of `cost_of_privacy`, `synthesize` and `sweep`
+# (and `robust_expectation` with batched rows and a scalar alpha) raises. Until it is fixed the
+# calls on those paths run under "allow" (`rank_promotion_workaround`), and the tests marked
+# `xfail_rank_promotion` pin the bug. Once fixed: set this to False.
+RANK_PROMOTION_BUG = True
+
+xfail_rank_promotion = pytest.mark.xfail(
+    RANK_PROMOTION_BUG,
+    reason="BUG: implicit rank promotion in _robust._fill / robust_expectation (see conftest)",
+    strict=True,
+)
+
+
+def rank_promotion_workaround():
+    """Context for the calls that hit RANK_PROMOTION_BUG; a no-op once the flag is False.
+
+    Kept narrow on purpose: jit caches are keyed on this setting, so code run under both
+    settings compiles twice.
+    """
+    if RANK_PROMOTION_BUG:
+        return jax.numpy_rank_promotion("allow")
+    return contextlib.nullcontext()
+
+
+# --------------------------------------------------------------------------- random MDPs
+
+
+def random_arrays(seed, *, num_states=S, num_actions=A, masked=False, concentration=1.0):
+    """``(P, R, R_T, mask)`` in float64 NumPy; masked rows hold junk the library must ignore."""
+    rng = np.random.default_rng(seed)
+    P = rng.dirichlet(np.full(num_states, concentration), size=(num_states, num_actions))
+    P /= P.sum(-1, keepdims=True)
+    R = rng.uniform(0, 1, size=(num_states, num_actions))
+    RT = rng.uniform(0, 1, size=num_states)
+    mask = np.ones((num_states, num_actions), bool)
+    if masked:
+        mask = rng.uniform(size=(num_states, num_actions)) < 0.6
+        mask[np.arange(num_states), rng.integers(0, num_actions, num_states)] = True
+        mask[0, 0] = False  # at least one masked entry, and state 0 loses its lowest action
+        mask[0, 1] = True
+        # Junk a masked row may hold: rows that are not distributions, huge rewards.
+        P[~mask] = 0.0
+        R[~mask] = 1e6
+    return P, R, RT, mask
+
+
+def build_mdp(seed=0, *, horizon=T, masked=False, initial_state=0, dtype=None, **kw):
+    P, R, RT, mask = random_arrays(seed, masked=masked, **kw)
+    if horizon is None:
+        return jp.make_mdp(
+            P, R, discount=GAMMA, action_mask=mask, initial_state=initial_state, dtype=dtype
+        )
+    return jp.make_mdp(
+        P,
+        R,
+        terminal_reward=RT,
+        horizon=horizon,
+        discount=1.0 if seed % 2 == 0 else GAMMA,
+        action_mask=mask,
+        initial_state=initial_state,
+        dtype=dtype,
+    )
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+@pytest.fixture
+def finite_mdp():
+    return build_mdp(0)
+
+
+@pytest.fixture
+def infinite_mdp():
+    return build_mdp(1, horizon=None)
+
+
+@pytest.fixture
+def masked_finite_mdp():
+    return build_mdp(2, masked=True)
+
+
+@pytest.fixture
+def masked_infinite_mdp():
+    return build_mdp(3, horizon=None, masked=True)
+
+
+@pytest.fixture(params=["finite", "infinite", "masked_finite", "masked_infinite"])
+def any_mdp(request):
+    return request.getfixturevalue(f"{request.param}_mdp")
+
+
+def to_numpy(mdp):
+    """The MDP's arrays as float64 NumPy, for the oracles."""
+    return dict(
+        P=np.asarray(mdp.transitions, np.float64),
+        R=np.asarray(mdp.rewards, np.float64),
+        RT=np.asarray(mdp.terminal_reward, np.float64),
+        gamma=float(mdp.discount),
+        mask=np.asarray(mdp.action_mask),
+        horizon=mdp.horizon,
+    )
+
+
+def random_stochastic_policy(seed, mask, lead=()):
+    """`[*lead, S, A]` probabilities over the allowed actions (float32)."""
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(0.1, 1.0, size=lead + mask.shape) * mask
+    w = w / w.sum(-1, keepdims=True)
+    return w.astype(np.float32)
+
+
+# --------------------------------------------------------------------------- oracles
+
+
+def lp_inner(v, p_bar, alpha, beta, maximize=False):
+    """The paper's LP (P) written out literally and solved by HiGHS.
+
+    Variables ``x = [P1, P2, p]`` (``3n``). Equalities ``1ᵀP1 = 1``, ``1ᵀP2 = 1``,
+    ``1ᵀp = 1`` and ``βP1 + (1 − β)P2 − p = 0``; inequalities ``P2 − p̄ <= α`` and
+    ``−(P2 − p̄) <= α``; bounds ``P1, P2, p >= 0``. Objective ``± vᵀp``.
+    """
+    v = np.asarray(v, np.float64)
+    p_bar = np.asarray(p_bar, np.float64)
+    n = v.size
+    eye, zero = np.eye(n), np.zeros((n, n))
+    ones, zeros = np.ones(n), np.zeros(n)
+    c = np.concatenate([zeros, zeros, -v if maximize else v])
+    A_eq = np.vstack(
+        [
+            np.concatenate([ones, zeros, zeros]),
+            np.concatenate([zeros, ones, zeros]),
+            np.concatenate([zeros, zeros, ones]),
+            np.hstack([beta * eye, (1 - beta) * eye, -eye]),
+        ]
+    )
+    b_eq = np.concatenate([[1.0, 1.0, 1.0], zeros])
+    A_ub = np.vstack([np.hstack([zero, eye, zero]), np.hstack([zero, -eye, zero])])
+    b_ub = np.concatenate([p_bar + alpha, alpha - p_bar])
+    res = linprog(
+        c,
+        A_ub=A_ub,
+        b_ub=b_ub,
+        A_eq=A_eq,
+        b_eq=b_eq,
+        bounds=[(0, None)] * (3 * n),
+        method="highs",
+    )
+    assert res.status == 0, res.message
+    return -res.fun if maximize else res.fun
+
+
+def greedy_inner(v, p_bar, alpha, beta, maximize=False):
+    """NumPy loop version of the inner problem (fractional knapsack), for long iterations.
+
+    Written independently of the library; the tests check it against :func:`lp_inner`.
+    """
+    v = np.asarray(v, np.float64)
+    w = -v if maximize else v
+    lo = np.maximum(p_bar - alpha, 0.0)
+    hi = np.minimum(p_bar + alpha, 1.0)
+    x = lo.copy()
+    left = 1.0 - lo.sum()
+    for j in np.argsort(w, kind="stable"):
+        add = min(max(left, 0.0), hi[j] - lo[j])
+        x[j] += add
+        left -= add
+    val = beta * w.min() + (1 - beta) * float(x @ w)
+    return -val if maximize else val
+
+
+def np_backward_induction(P, R, RT, gamma, mask, horizon):
+    """Plain loops: ``V_t(s) = max_{a ∈ A_s} r + γ P V_{t+1}``; ties go to the lowest a."""
+    S_, A_ = R.shape
+    V = np.zeros((horizon + 1, S_))
+    V[horizon] = RT
+    Q = np.full((horizon, S_, A_), -np.inf)
+    pol = np.zeros((horizon, S_), int)
+    for t in reversed(range(horizon)):
+        for s in range(S_):
+            for a in range(A_):
+                if mask[s, a]:
+                    Q[t, s, a] = R[s, a] + gamma * P[s, a] @ V[t + 1]
+            best = -np.inf
+            for a in range(A_):
+                if Q[t, s, a] > best:
+                    best, pol[t, s] = Q[t, s, a], a
+            V[t, s] = best
+    return pol, V, Q
+
+
+def np_value_iteration(P, R, gamma, mask, tol=1e-13):
+    """Value iteration in float64 to ``tol``; returns ``(V*, Q*)``."""
+    S_, A_ = R.shape
+    V = np.zeros(S_)
+    for _ in range(100_000):
+        Q = np.where(mask, R + gamma * np.einsum("sat,t->sa", P, V), -np.inf)
+        V_new = Q.max(-1)
+        if np.max(np.abs(V_new - V)) < tol:
+            V = V_new
+            break
+        V = V_new
+    Q = np.where(mask, R + gamma * np.einsum("sat,t->sa", P, V), -np.inf)
+    return V, Q
+
+
+def np_policy_matrices(P, R, policy):
+    """``(P_π, r_π)`` for an `[S]` int or `[S, A]` float decision rule."""
+    policy = np.asarray(policy)
+    S_, A_ = R.shape
+    if np.issubdtype(policy.dtype, np.integer):
+        policy = np.eye(A_)[policy]
+    policy = policy.astype(np.float64)
+    P_pi = np.zeros((S_, S_))
+    r_pi = np.zeros(S_)
+    for s in range(S_):
+        for a in range(A_):
+            if policy[s, a] > 0:
+                P_pi[s] += policy[s, a] * P[s, a]
+                r_pi[s] += policy[s, a] * R[s, a]
+    return P_pi, r_pi
+
+
+def np_evaluate(P, R, RT, gamma, policy, horizon):
+    """Exact values of a policy: backward recursion or ``(I − γ P_π)⁻¹ r_π``."""
+    if horizon is None:
+        P_pi, r_pi = np_policy_matrices(P, R, policy)
+        return np.linalg.solve(np.eye(len(r_pi)) - gamma * P_pi, r_pi)
+    V = np.zeros((horizon + 1, R.shape[0]))
+    V[horizon] = RT
+    for t in reversed(range(horizon)):
+        P_pi, r_pi = np_policy_matrices(P, R, np.asarray(policy)[t])
+        V[t] = r_pi + gamma * P_pi @ V[t + 1]
+    return V
