@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ._mdp import TabularMDP, check_range
-from ._planning import default_tolerance, select_rows, validate_policy
+from ._planning import default_tolerance, select_rows, validate_policy, weighted_sum
 from ._robust import RobustRows, concentration_radius, fill_width, robust_backup, robust_rows
 
 
@@ -38,10 +38,7 @@ def _stage_backup(mdp: TabularMDP, decision, rows: RobustRows, v_low, v_high, be
     rewards, weights = select_rows(mdp.rewards, decision)
     low, high = robust_backup(rows, v_low, v_high, beta, width=width)
     g = mdp.discount
-    return (
-        jnp.sum(weights * (rewards + g * low), axis=-1),
-        jnp.sum(weights * (rewards + g * high), axis=-1),
-    )
+    return weighted_sum(weights, rewards + g * low), weighted_sum(weights, rewards + g * high)
 
 
 def _finite_bounds(mdp, policy, alpha, beta, width):

@@ -117,12 +117,11 @@ def validate_transitions(
       ValueError: naming the first offending entry or row.
     """
     dtype = np.dtype(dtype or jnp.zeros(()).dtype)
-    given = np.asarray(transitions).dtype
-    # The tolerance follows the less precise of the given and the working dtype.
-    tol_dtype = (
-        given if np.issubdtype(given, np.floating) and given.itemsize < dtype.itemsize else dtype
-    )
     P = _float_array("transitions", transitions, dtype)
+    # The tolerance follows the less precise of the given and the working dtype.
+    given = getattr(transitions, "dtype", dtype)
+    coarser = np.issubdtype(given, np.floating) and np.dtype(given).itemsize < dtype.itemsize
+    tol_dtype = np.dtype(given) if coarser else dtype
     if P.ndim != 3 or P.shape[0] != P.shape[2] or min(P.shape) < 1:
         raise ValueError(f"transitions must have shape [S, A, S] with S, A >= 1, got {P.shape}")
     S, A, _ = P.shape

@@ -142,7 +142,8 @@ def dirichlet_mechanism(
         vectorized Marsaglia–Tsang sampler, faster on CPU; same distribution).
 
     Returns:
-      `[S, A, S]` privatized transitions ``P̄``, same dtype as ``transitions``.
+      `[S, A, S]` privatized transitions ``P̄``: same dtype as a floating ``transitions``
+      array (JAX's default float dtype otherwise).
 
     Raises:
       ValueError: invalid transitions, ``k <= 0``, or zero entries without ``support`` or
@@ -153,8 +154,10 @@ def dirichlet_mechanism(
       CDC 2020, Algorithm 1 step 1 and Section II-D.
     """
     check_range("k", k, low=0.0, low_open=True)
+    given = getattr(transitions, "dtype", None)
+    dtype = given if given is not None and jnp.issubdtype(given, jnp.floating) else None
     inp = prepare_mechanism_input(
-        transitions, action_mask=action_mask, support=support, smoothing=smoothing
+        transitions, action_mask=action_mask, support=support, smoothing=smoothing, dtype=dtype
     )
     rows = jnp.asarray(inp.rows)
     return privatize(

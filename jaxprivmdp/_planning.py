@@ -144,6 +144,15 @@ def select_rows(x: jax.Array, decision: jax.Array) -> tuple[jax.Array, jax.Array
     return x, decision.astype(x.dtype)
 
 
+def weighted_sum(weights: jax.Array, terms: jax.Array) -> jax.Array:
+    """`[S]` ``Σ_a π(a|s) terms(s, a)``, where unused actions contribute exactly 0.
+
+    Masked rows may hold any finite values; their terms can overflow, and ``0 · inf`` would
+    be NaN, so zero-weight terms are dropped rather than multiplied.
+    """
+    return jnp.sum(jnp.where(weights > 0, weights * terms, 0), axis=-1)
+
+
 def validate_policy(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
     """Checks a policy's shape, dtype and support against ``mdp``.
 
@@ -153,8 +162,8 @@ def validate_policy(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
     Raises:
       ValueError: naming the problem (shape, out-of-range or masked action, bad row).
     """
-    if not is_concrete(policy):
-        return policy
+    if not (is_concrete(policy) and is_concrete(mdp.action_mask)):
+        return jnp.asarray(policy)  # under a transformation: checked by the eager caller
     pol = np.asarray(policy)
     S, A = mdp.num_states, mdp.num_actions
     lead = (mdp.horizon,) if mdp.is_finite_horizon else ()
@@ -197,7 +206,7 @@ def _policy_reward_and_rows(mdp: TabularMDP, decision: jax.Array):
 def _evaluate_finite(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
     def stage(v_next, decision):
         rows, rewards, weights = _policy_reward_and_rows(mdp, decision)
-        v = jnp.sum(weights * (rewards + mdp.discount * (rows @ v_next)), axis=-1)
+        v = weighted_sum(weights, rewards + mdp.discount * (rows @ v_next))
         return v, v
 
     _, values = jax.lax.scan(stage, mdp.terminal_reward, policy, reverse=True)
@@ -207,8 +216,9 @@ def _evaluate_finite(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
 @jax.jit
 def _evaluate_infinite(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
     rows, rewards, weights = _policy_reward_and_rows(mdp, policy)
-    p_pi = jnp.einsum("sa,sat->st", weights, rows)
-    r_pi = jnp.sum(weights * rewards, axis=-1)
+    used = weights > 0
+    p_pi = jnp.einsum("sa,sat->st", weights, jnp.where(used[..., None], rows, 0))
+    r_pi = weighted_sum(weights, rewards)
     lhs = jnp.eye(mdp.num_states, dtype=p_pi.dtype) - mdp.discount * p_pi
     return jnp.linalg.solve(lhs, r_pi)
 

@@ -52,7 +52,8 @@ def concentration_radius(k: ArrayLike, beta: ArrayLike) -> jax.Array:
     check_range("beta", beta, low=0.0, high=1.0, low_open=True, high_open=True)
     k, beta = jnp.asarray(k), jnp.asarray(beta)
     dtype = jnp.result_type(k, beta, float)
-    return jnp.sqrt(jnp.log(1 / beta.astype(dtype)) / (2 * (k.astype(dtype) + 1)))
+    k, beta = jnp.broadcast_arrays(k.astype(dtype), beta.astype(dtype))
+    return jnp.sqrt(jnp.log(1 / beta) / (2 * (k + 1)))
 
 
 def _fill(slack: jax.Array, caps_sorted: jax.Array, w_sorted: jax.Array) -> jax.Array:
@@ -100,8 +101,9 @@ def robust_expectation(
     v, p_bar = jnp.asarray(values), jnp.asarray(p_bar)
     dtype = jnp.result_type(v, p_bar, float)
     v, p_bar = jnp.broadcast_arrays(v.astype(dtype), p_bar.astype(dtype))
-    alpha = jnp.asarray(alpha, dtype)[..., None]
-    beta = jnp.asarray(beta, dtype)
+    batch = p_bar.shape[:-1]
+    alpha = jnp.broadcast_to(jnp.asarray(alpha, dtype), batch)[..., None]
+    beta = jnp.broadcast_to(jnp.asarray(beta, dtype), batch)
     w = -v if maximize else v
     lower = jnp.maximum(p_bar - alpha, 0)
     caps = jnp.minimum(p_bar + alpha, 1) - lower
@@ -181,7 +183,7 @@ def robust_backup(
     p_sorted = jnp.moveaxis(rows.p_bar[..., order], -2, 0)  # [2, ..., m]
     caps = jnp.minimum(p_sorted + rows.alpha, 1) - jnp.maximum(p_sorted - rows.alpha, 0)
     w_sorted = w_sorted.reshape((2,) + (1,) * (caps.ndim - 2) + (width,))
-    fill = _fill(rows.slack, caps, w_sorted)  # [2, ...]
+    fill = _fill(jnp.broadcast_to(rows.slack, caps.shape[:-1]), caps, w_sorted)  # [2, ...]
     inner = jnp.moveaxis(base, -1, 0) + fill
     out = beta * jnp.min(w, axis=-1).reshape((2,) + (1,) * (inner.ndim - 1)) + (1 - beta) * inner
     return out[0], -out[1]

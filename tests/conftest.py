@@ -4,8 +4,6 @@ Sizes are fixed (``S = 5``, ``A = 3``, ``T = 4``) so that the jit caches are sha
 tests: compilation, not computation, dominates the run time.
 """
 
-import contextlib
-
 import jax
 import numpy as np
 import pytest
@@ -17,34 +15,6 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 
 S, A, T = 5, 3, 4
 GAMMA = 0.9
-
-# BUG (reported to the lead): `_robust._fill` computes `slack[..., None] - before` where
-# `robust_backup` gives `slack` of shape `[...]` and `before` of shape `[2, ..., m]`, and
-# `robust_expectation` computes `p_bar - alpha[..., None]` with `alpha[..., None]` of shape
-# `(1,)` against `[..., n]`: both are implicit rank promotions. Under
-# `jax_numpy_rank_promotion="raise"` every call of `cost_of_privacy`, `synthesize` and `sweep`
-# (and `robust_expectation` with batched rows and a scalar alpha) raises. Until it is fixed the
-# calls on those paths run under "allow" (`rank_promotion_workaround`), and the tests marked
-# `xfail_rank_promotion` pin the bug. Once fixed: set this to False.
-RANK_PROMOTION_BUG = True
-
-xfail_rank_promotion = pytest.mark.xfail(
-    RANK_PROMOTION_BUG,
-    reason="BUG: implicit rank promotion in _robust._fill / robust_expectation (see conftest)",
-    strict=True,
-)
-
-
-def rank_promotion_workaround():
-    """Context for the calls that hit RANK_PROMOTION_BUG; a no-op once the flag is False.
-
-    Kept narrow on purpose: jit caches are keyed on this setting, so code run under both
-    settings compiles twice.
-    """
-    if RANK_PROMOTION_BUG:
-        return jax.numpy_rank_promotion("allow")
-    return contextlib.nullcontext()
-
 
 # --------------------------------------------------------------------------- random MDPs
 

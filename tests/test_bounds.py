@@ -15,19 +15,12 @@ from conftest import (
     np_evaluate,
     random_arrays,
     random_stochastic_policy,
-    rank_promotion_workaround,
     to_numpy,
-    xfail_rank_promotion,
 )
 
 import jaxprivmdp as jp
+from jaxprivmdp import cost_of_privacy
 from jaxprivmdp._planning import default_tolerance
-
-
-def cost_of_privacy(*args, **kwargs):
-    with rank_promotion_workaround():
-        return jp.cost_of_privacy(*args, **kwargs)
-
 
 K, BETA = 5.0, 0.1
 
@@ -317,7 +310,6 @@ def test_bad_policies(masked_finite_mdp):
         cost_of_privacy(mdp, np.full((T, S), 3), k=K)
 
 
-@xfail_rank_promotion
 def test_strict_rank_promotion(finite_mdp):
     policy = policies(finite_mdp)["deterministic"]
     with jax.numpy_rank_promotion("raise"):
@@ -325,12 +317,6 @@ def test_strict_rank_promotion(finite_mdp):
     assert np.isfinite(float(b.cost))
 
 
-@pytest.mark.xfail(
-    reason="BUG: with a stochastic policy the robust backup runs over every row, masked ones "
-    "included; finite junk like -3e38 in a masked row (accepted by make_mdp) overflows and "
-    "0·inf gives NaN bounds",
-    strict=True,
-)
 @pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")
 @pytest.mark.parametrize("horizon", [T, None], ids=["finite", "infinite"])
 def test_stochastic_bounds_ignore_huge_junk_in_masked_rows(horizon):

@@ -87,11 +87,6 @@ def test_not_numeric(arrays):
         jp.make_mdp(P, [[1.0, 2.0], [1.0]], horizon=T)
 
 
-@pytest.mark.xfail(
-    reason="BUG: validate_transitions calls np.asarray(transitions).dtype before the guarded "
-    "conversion, so ragged transitions raise NumPy's raw message without naming the argument",
-    strict=True,
-)
 def test_ragged_transitions_named():
     with pytest.raises(ValueError, match="transitions could not be converted"):
         jp.make_mdp([[[1.0], [1.0, 0.0]]], np.zeros((1, 2)), horizon=T)

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import A, S, T, random_arrays, rank_promotion_workaround
+from conftest import A, S, T, random_arrays
 
 import jaxprivmdp as jp
 
@@ -254,8 +254,7 @@ def test_tiny_concentrations_stay_finite(x64):
                 private = dataclasses.replace(mdp, transitions=p_bar)
                 sol = jp.solve(private)
                 assert np.all(np.isfinite(sol.values))
-                with rank_promotion_workaround():
-                    b = jp.cost_of_privacy(private, sol.policy, k=1.0, beta=0.1)
+                b = jp.cost_of_privacy(private, sol.policy, k=1.0, beta=0.1)
                 for x in (b.pessimistic, b.optimistic, b.cost):
                     assert np.all(np.isfinite(np.asarray(x)))
                 assert float(b.cost) >= 0
@@ -280,11 +279,6 @@ def test_secure_key():
     )
 
 
-@pytest.mark.xfail(
-    reason="BUG (docstring): dirichlet_mechanism promises 'same dtype as transitions' but "
-    "returns JAX's default float dtype (float64 under x64 for float32 input)",
-    strict=True,
-)
 def test_output_dtype_follows_input_under_x64(full_support):
     with jax.enable_x64(True):
         out = jp.dirichlet_mechanism(jax.random.key(0), full_support, 2.0)

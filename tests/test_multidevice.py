@@ -14,7 +14,7 @@ SCRIPT = textwrap.dedent(
     assert jax.device_count() == 4, jax.devices()
     for horizon, discount in ((4, 1.0), (None, 0.9)):
         mdp = jp.examples.random_mdp(jax.random.key(0), 6, 3, horizon, discount=discount)
-        kw = dict(ks=[1.0, 10.0, 40.0], num_trials=7)
+        kw = dict(ks=[1.0, 10.0, 40.0], num_trials=7, vector_width=2)
         sharded = jp.sweep(jax.random.key(1), mdp, batch_size=8, **kw)
         single = jp.sweep(jax.random.key(1), mdp, batch_size=8, devices=jax.devices()[:1], **kw)
         chunked = jp.sweep(jax.random.key(1), mdp, batch_size=3, devices=jax.devices()[:1], **kw)

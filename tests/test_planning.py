@@ -262,12 +262,6 @@ def test_vmap_over_mdps_equals_loop(horizon):
         )
 
 
-@pytest.mark.xfail(
-    reason="BUG: validate_policy checks only whether the *policy* is a tracer; with a concrete "
-    "policy and a traced MDP (jit/vmap over MDPs) it calls np.asarray on the traced "
-    "action_mask and raises TracerArrayConversionError",
-    strict=True,
-)
 def test_evaluate_fixed_policy_under_jit():
     mdp = build_mdp(5, horizon=T)
     policy = np.zeros((T, S), np.int32)
@@ -275,12 +269,6 @@ def test_evaluate_fixed_policy_under_jit():
     np.testing.assert_allclose(jitted, jp.evaluate(mdp, policy), rtol=1e-6)
 
 
-@pytest.mark.xfail(
-    reason="BUG: masked rows may hold any finite junk (make_mdp does not check them), but a "
-    "stochastic policy is evaluated as Σ_a π(a|s)·(r + γ P v) over *all* actions, so a masked "
-    "row like -3e38 overflows to -inf and 0·inf gives NaN",
-    strict=True,
-)
 @pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")
 def test_stochastic_evaluate_ignores_huge_junk_in_masked_rows():
     P, R, RT, mask = random_arrays(2, masked=True)

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import greedy_inner, lp_inner, rank_promotion_workaround, xfail_rank_promotion
+from conftest import greedy_inner, lp_inner
 
 import jaxprivmdp as jp
 from jaxprivmdp._robust import fill_width, robust_backup, robust_rows
@@ -181,12 +181,10 @@ def test_batched_equals_loop():
 
 def test_batched_with_scalar_alpha():
     v, p_bar, _, _ = random_instances(16, 6, 12)
-    with rank_promotion_workaround():
-        batched = jp.robust_expectation(v, p_bar, alpha=0.2, beta=0.3)
+    batched = jp.robust_expectation(v, p_bar, alpha=0.2, beta=0.3)
     np.testing.assert_allclose(batched, both(v, p_bar, np.full(12, 0.2), 0.3)[0], rtol=1e-6)
 
 
-@xfail_rank_promotion
 def test_batched_with_scalar_alpha_strict_rank_promotion():
     v, p_bar, _, _ = random_instances(16, 6, 12)
     with jax.numpy_rank_promotion("raise"):
@@ -301,8 +299,7 @@ def test_robust_backup_equals_robust_expectation(alpha):
     if alpha >= 0.2:
         assert fill_width(a32, n) < n
     for width in sorted({fill_width(a32, n), n}):
-        with rank_promotion_workaround():
-            low, high = backup_jit(rows, v_low, v_high, beta, width=width)
+        low, high = backup_jit(rows, v_low, v_high, beta, width=width)
         assert low.shape == high.shape == (4, 3)
         np.testing.assert_allclose(low, want_low, rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(high, want_high, rtol=1e-6, atol=1e-6)
@@ -314,7 +311,6 @@ def test_robust_backup_equals_robust_expectation(alpha):
         )
 
 
-@xfail_rank_promotion
 def test_robust_backup_strict_rank_promotion():
     p_bar = jnp.full((5, 1, 5), 0.2)
     v = jnp.arange(5.0)
