@@ -7,11 +7,12 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
-from ._mdp import TabularMDP, check_range
+from ._mdp import TabularMDP, check_range, is_concrete
 from ._planning import default_tolerance, select_rows, validate_policy, weighted_sum
-from ._robust import RobustRows, concentration_radius, fill_width, robust_backup, robust_rows
+from ._robust import concentration_radius, fill_width, robust_backup
 
 
 class PrivacyBounds(NamedTuple):
@@ -34,19 +35,17 @@ class PrivacyBounds(NamedTuple):
     converged: jax.Array
 
 
-def _stage_backup(mdp: TabularMDP, decision, rows: RobustRows, v_low, v_high, beta, width):
-    rewards, weights = select_rows(mdp.rewards, decision)
-    low, high = robust_backup(rows, v_low, v_high, beta, width=width)
+def _stage_backup(mdp: TabularMDP, decision, v_low, v_high, alpha, beta, width):
+    p_rows, weights = select_rows(mdp.transitions, decision)
+    rewards, _ = select_rows(mdp.rewards, decision)
+    low, high = robust_backup(p_rows, alpha, v_low, v_high, beta, width=width)
     g = mdp.discount
     return weighted_sum(weights, rewards + g * low), weighted_sum(weights, rewards + g * high)
 
 
 def _finite_bounds(mdp, policy, alpha, beta, width):
     def stage(carry, decision):
-        v_low, v_high = carry
-        p_rows, _ = select_rows(mdp.transitions, decision)
-        rows = robust_rows(p_rows, alpha)
-        out = _stage_backup(mdp, decision, rows, v_low, v_high, beta, width)
+        out = _stage_backup(mdp, decision, *carry, alpha, beta, width)
         return out, out
 
     rt = mdp.terminal_reward
@@ -60,12 +59,6 @@ def _finite_bounds(mdp, policy, alpha, beta, width):
 
 def _infinite_bounds(mdp, policy, alpha, beta, width, tol, max_iterations):
     gamma = mdp.discount
-    p_rows, _ = select_rows(mdp.transitions, policy)
-    rows = robust_rows(p_rows, alpha)  # the policy is stationary: precompute once
-
-    def backup(v_low, v_high):
-        return _stage_backup(mdp, policy, rows, v_low, v_high, beta, width)
-
     # Stop when the contraction error bound γ d / (1 − γ) is below tol.
     threshold = jnp.where(gamma > 0, tol * (1 - gamma) / gamma, jnp.inf)
 
@@ -75,7 +68,7 @@ def _infinite_bounds(mdp, policy, alpha, beta, width, tol, max_iterations):
 
     def body(carry):
         v_low, v_high, _, _, it = carry
-        new_low, new_high = backup(v_low, v_high)
+        new_low, new_high = _stage_backup(mdp, policy, v_low, v_high, alpha, beta, width)
         d_low = jnp.max(jnp.abs(new_low - v_low))
         d_high = jnp.max(jnp.abs(new_high - v_high))
         return new_low, new_high, d_low, d_high, it + 1
@@ -124,7 +117,11 @@ def cost_of_privacy(
     ``γ‖v_n − v_{n−1}‖∞ / (1 − γ)``, so they bound the fixed points even if not converged.
 
     Each inner problem is solved exactly by the sort-based greedy of
-    :func:`robust_expectation`, sorting the next-stage values once per stage.
+    :func:`robust_expectation`, ranking the next-stage values once per stage. With concrete
+    ``k`` and ``beta`` only the first ``⌈1/α⌉ + 1`` entries in value order are touched (see
+    ``fill_width``); under ``jax.jit`` with a traced ``k`` all ``S`` are (still exact, slower
+    for large ``S``): to sweep ``k`` quickly, use :func:`sweep`, which sizes the fill from its
+    concrete grid.
 
     Args:
       private_mdp: the privatized MDP ``M̄`` (with ``P̄``).
@@ -145,17 +142,25 @@ def cost_of_privacy(
       Gohari, Hale, Topcu, CDC 2020, Theorems 1 and 2, Lemma 1, problem (P).
     """
     policy = validate_policy(private_mdp, policy)
-    alpha = concentration_radius(k, beta)
-    check_range("k", k, low=0.0, low_open=True)
     dtype = private_mdp.rewards.dtype
-    alpha = jnp.asarray(alpha, dtype)
-    tol = default_tolerance(private_mdp) if tol is None else jnp.asarray(tol, dtype)
+    if is_concrete(k) and is_concrete(beta):
+        # Plain NumPy on the host: no device round trip just to size the fill.
+        check_range("k", k, low=0.0, low_open=True)
+        check_range("beta", beta, low=0.0, high=1.0, low_open=True, high_open=True)
+        alpha = np.sqrt(np.log(1 / np.float64(beta)) / (2 * (np.float64(k) + 1)))
+    else:
+        alpha = concentration_radius(k, beta)
+    width = fill_width(alpha, private_mdp.num_states)
+    if private_mdp.is_finite_horizon:
+        tol = jnp.zeros((), dtype)  # unused
+    elif tol is None:
+        tol = default_tolerance(private_mdp)
     return bounds_core(
         private_mdp,
         policy,
-        alpha,
+        jnp.asarray(alpha, dtype),
         jnp.asarray(beta, dtype),
-        tol,
-        width=fill_width(alpha, private_mdp.num_states),
+        jnp.asarray(tol, dtype),
+        width=width,
         max_iterations=int(max_iterations),
     )

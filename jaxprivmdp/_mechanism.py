@@ -96,7 +96,7 @@ def privatize(
     k: jax.Array,
     support: jax.Array,
     action_mask: jax.Array,
-    sampler: Sampler = "jax",
+    sampler: Sampler = "fast",
 ) -> jax.Array:
     """The mechanism on validated inputs (pure, jit- and vmap-friendly; no checks).
 
@@ -121,7 +121,7 @@ def dirichlet_mechanism(
     action_mask: ArrayLike | None = None,
     support: Support = None,
     smoothing: float | None = None,
-    sampler: Sampler = "jax",
+    sampler: Sampler = "fast",
 ) -> jax.Array:
     """Privatizes every allowed row: ``P̄(s, a) ~ Dirichlet(k · P(s, a))``, independently.
 
@@ -138,8 +138,11 @@ def dirichlet_mechanism(
       smoothing: ``η`` in ``(0, 1/S]``: replace each allowed row by ``(1 − Sη) p + η`` before
         privatizing. This changes the data (a bias of at most ``Sη`` in ℓ1 per row) in exchange
         for rows with every entry ``>= η``, which the privacy accounting needs.
-      sampler: ``"jax"`` (``jax.random.loggamma``, the reference) or ``"fast"`` (an exact
-        vectorized Marsaglia–Tsang sampler, faster on CPU; same distribution).
+      sampler: ``"fast"`` (default: an exact vectorized Marsaglia–Tsang gamma sampler,
+        ``jaxprivmdp._sampling``, 57–105x faster than ``jax.random.dirichlet`` on CPU for the
+        sweep's shapes) or ``"jax"`` (the reference: ``jax.random.loggamma``; the result then
+        equals ``jax.random.dirichlet(key, k * P)`` bit for bit). Same distribution, different
+        draws for the same key.
 
     Returns:
       `[S, A, S]` privatized transitions ``P̄``: same dtype as a floating ``transitions``

@@ -19,7 +19,6 @@ cumulative sum; the rest is the dense product ``l · v``, a pass like a Bellman 
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -134,56 +133,47 @@ def fill_width(alpha: ArrayLike, n: int) -> int:
     return min(n, 1 << (need - 1).bit_length())
 
 
-class RobustRows(NamedTuple):
-    """Stage-independent parts of the inner problems for a set of rows ``p̄`` `[..., S]`.
-
-    Attributes:
-      p_bar: `[..., S]` the rows.
-      lower: `[..., S]` ``max(p̄ − α, 0)``.
-      slack: `[...]` ``1 − Σ lower``, the mass the greedy fill pours.
-      alpha: scalar ``α``.
-    """
-
-    p_bar: jax.Array
-    lower: jax.Array
-    slack: jax.Array
-    alpha: jax.Array
-
-
-def robust_rows(p_bar: jax.Array, alpha: jax.Array) -> RobustRows:
-    """Precomputes the parts of the inner problems that do not depend on the values."""
-    lower = jnp.maximum(p_bar - alpha, 0)
-    slack = jnp.maximum(1 - jnp.sum(lower, axis=-1), 0)
-    return RobustRows(p_bar, lower, slack, alpha)
-
-
 def robust_backup(
-    rows: RobustRows, v_low: jax.Array, v_high: jax.Array, beta: jax.Array, *, width: int
+    p_rows: jax.Array,
+    alpha: jax.Array,
+    v_low: jax.Array,
+    v_high: jax.Array,
+    beta: jax.Array,
+    *,
+    width: int,
 ) -> tuple[jax.Array, jax.Array]:
     """Pessimistic ``min_{P̂} p·v_low`` and optimistic ``max_{P̂} p·v_high`` for every row.
 
-    Each value vector is sorted once and the order is shared by all rows (the order depends
-    only on ``v``); only the first ``width`` entries in that order are gathered, see
-    :func:`fill_width`. Exact whenever ``width >= fill_width(α, S)``.
+    The order of the values is shared by all rows (it depends only on ``v``), so each value
+    vector is ranked once per stage, and only its first ``width`` entries in that order are
+    selected (``lax.top_k``, cheaper than a full sort) and gathered from the rows, see
+    :func:`fill_width`. Exact whenever ``width >= fill_width(α, S)``. The dense part,
+    ``Σ_j l_j v_j`` for both value vectors and the mass ``Σ_j l_j`` of the lower bounds, is
+    one product with a `[S, 3]` matrix: a pass like a Bellman backup.
 
     Args:
-      rows: from :func:`robust_rows`, `[..., S]`.
+      p_rows: `[..., S]` privatized rows ``p̄``.
+      alpha: scalar ``α``.
       v_low: `[S]` the pessimistic values of the next stage.
       v_high: `[S]` the optimistic values of the next stage.
       beta: scalar ``β``.
-      width: static number of entries the fill may reach.
+      width: static number of entries (in value order) the fill may reach.
 
     Returns:
       Two arrays `[...]`: the min for ``v_low`` and the max for ``v_high``.
     """
-    w = jnp.stack([v_low, -v_high])  # [2, S]: a max is a min of the negated values.
-    order = jnp.argsort(w, axis=-1)[:, :width]  # [2, m]
-    w_sorted = jnp.take_along_axis(w, order, axis=-1)
-    base = rows.lower @ w.T  # [..., 2]: the dense pass, like a Bellman backup.
-    p_sorted = jnp.moveaxis(rows.p_bar[..., order], -2, 0)  # [2, ..., m]
-    caps = jnp.minimum(p_sorted + rows.alpha, 1) - jnp.maximum(p_sorted - rows.alpha, 0)
-    w_sorted = w_sorted.reshape((2,) + (1,) * (caps.ndim - 2) + (width,))
-    fill = _fill(jnp.broadcast_to(rows.slack, caps.shape[:-1]), caps, w_sorted)  # [2, ...]
-    inner = jnp.moveaxis(base, -1, 0) + fill
-    out = beta * jnp.min(w, axis=-1).reshape((2,) + (1,) * (inner.ndim - 1)) + (1 - beta) * inner
+    lower = jnp.maximum(p_rows - alpha, 0)
+    dense = lower @ jnp.stack([v_low, -v_high, jnp.ones_like(v_low)], axis=-1)  # [..., 3]
+    slack = jnp.maximum(1 - dense[..., 2], 0)
+    neg_low, order_low = jax.lax.top_k(-v_low, width)  # the `width` smallest, ascending
+    top_high, order_high = jax.lax.top_k(v_high, width)  # the `width` largest, descending
+    w_sorted = jnp.stack([-neg_low, -top_high])  # [2, m]: a max is a min of −v.
+    p_sorted = jnp.moveaxis(p_rows[..., jnp.stack([order_low, order_high])], -2, 0)
+    caps = jnp.minimum(p_sorted + alpha, 1) - jnp.maximum(p_sorted - alpha, 0)  # [2, ..., m]
+    before = jnp.cumsum(caps, axis=-1) - caps
+    pour = jnp.clip(jnp.broadcast_to(slack, caps.shape[:-1])[..., None] - before, 0, caps)
+    fill = jnp.einsum("k...m,km->k...", pour, w_sorted)  # [2, ...]
+    inner = jnp.moveaxis(dense[..., :2], -1, 0) + fill
+    w_min = w_sorted[:, :1].reshape((2,) + (1,) * (inner.ndim - 1))
+    out = beta * w_min + (1 - beta) * inner
     return out[0], -out[1]

@@ -108,7 +108,7 @@ def synthesize(
     beta: ArrayLike = 0.1,
     support: Support = None,
     smoothing: float | None = None,
-    sampler: Sampler = "jax",
+    sampler: Sampler = "fast",
     max_iterations: int = 10_000,
 ) -> Synthesis:
     """Algorithm 1 (privatize, synthesize, evaluate) plus the cost-of-privacy bounds.
@@ -125,7 +125,8 @@ def synthesize(
       beta: ``β`` in ``(0, 1)`` for the bounds.
       support: ``None`` or ``"nonzero"``, see :func:`dirichlet_mechanism`.
       smoothing: optional ``η``, see :func:`dirichlet_mechanism`.
-      sampler: ``"jax"`` or ``"fast"`` gamma sampler (same distribution).
+      sampler: ``"fast"`` or ``"jax"`` gamma sampler (same distribution), see
+        :func:`dirichlet_mechanism`.
       max_iterations: infinite horizon: guard on iterations.
 
     Returns:
@@ -202,20 +203,32 @@ def _sweep_chunk(keys, ks, mdp, rows, support, beta, tol, *, devices, vector_wid
     return sharded(keys, ks)
 
 
-def default_vector_width(mdp: TabularMDP, budget_bytes: float = 2**30) -> int:
+def default_vector_width(mdp: TabularMDP, sampler: Sampler, budget_bytes: float = 2**30) -> int:
     """Runs vectorized together: a power of two ``<= 16`` whose working set fits the budget.
 
-    The estimate counts about a dozen `[S, A, S]` arrays per run (the privatized rows and the
-    sampler's intermediates). Groups of 8–32 runs measured fastest on CPU for the paper's
-    Example 2 (vmapping all 512 runs at once was 2.3x slower).
+    Measured working sets (``benchmarks/bench_memory.py``): about 16 `[S, A, S]` arrays per
+    run with the ``"fast"`` sampler and 48 with ``"jax"``. Groups of 8–32 runs measured
+    fastest on CPU for the paper's Example 2 (vmapping all 512 runs at once was 2.3x slower).
     """
     S, A = mdp.num_states, mdp.num_actions
-    per_run = 12 * S * A * S * mdp.rewards.dtype.itemsize
+    arrays = 16 if sampler == "fast" else 48
+    per_run = arrays * S * A * S * mdp.rewards.dtype.itemsize
     fit = max(1, int(budget_bytes // per_run))
     return min(16, 1 << (fit.bit_length() - 1))
 
 
-DEFAULT_BATCH_SIZE = 256
+def default_batch_size(total: int, group: int) -> int:
+    """Runs per compiled call: ``total`` rounded up to a power-of-two number of groups, <= 256.
+
+    Powers of two keep the number of distinct compiled chunk shapes small (a new trial count
+    or grid of ``k`` recompiles only when it crosses a power of two below 256 runs) while a
+    small sweep is padded by less than 2x.
+    """
+    groups = max(1, math.ceil(min(total, MAX_BATCH_SIZE) / group))
+    return group * (1 << (groups - 1).bit_length())
+
+
+MAX_BATCH_SIZE = 256
 
 
 def sweep(
@@ -229,7 +242,7 @@ def sweep(
     smoothing: float | None = None,
     batch_size: int | None = None,
     vector_width: int | None = None,
-    sampler: Sampler = "jax",
+    sampler: Sampler = "fast",
     devices: Sequence[jax.Device] | None = None,
     max_iterations: int = 10_000,
     progress: Callable[[int, int], None] | None = None,
@@ -253,14 +266,16 @@ def sweep(
       support: ``None`` or ``"nonzero"``, see :func:`dirichlet_mechanism`.
       smoothing: optional ``η``, see :func:`dirichlet_mechanism`.
       batch_size: runs per compiled call (progress is reported after each); rounded up to a
-        multiple of ``vector_width`` times the device count. Default 256: a fixed chunk
-        shape means one compilation for any grid of ``k`` and any number of trials.
+        multiple of ``vector_width`` times the device count. Default
+        :func:`default_batch_size`: at most 256, a power of two of groups, so sweeps of
+        similar size share one compilation. Pass a fixed value to never recompile.
       vector_width: runs vectorized together on a device; the working memory is about
         ``vector_width`` runs. Default :func:`default_vector_width` (16, or fewer for large
         MDPs so that a group fits in about 1 GiB). Results are bitwise identical for any
-        ``batch_size`` and device count at a fixed ``vector_width``; changing it may change
-        the last bit of floating-point results.
-      sampler: ``"jax"`` or ``"fast"``.
+        ``batch_size`` and device count at a fixed ``vector_width``; another
+        ``vector_width`` compiles differently and may change results at the level of
+        floating-point rounding (seen: up to ~40 float32 ulps after 50 stages).
+      sampler: ``"fast"`` or ``"jax"``, see :func:`dirichlet_mechanism`.
       devices: devices to shard each chunk over (default: all of ``jax.devices()``).
       max_iterations: infinite horizon: guard on iterations.
       progress: optional callback ``progress(done, total)`` after each chunk.
@@ -287,12 +302,14 @@ def sweep(
             isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1
         ):
             raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-    vector_width = int(vector_width or default_vector_width(mdp))
+    vector_width = int(vector_width or default_vector_width(mdp, sampler))
     group = vector_width * num_devices
-    batch_size = group * math.ceil(int(batch_size or DEFAULT_BATCH_SIZE) / group)
+    K, N = ks_np.size, int(num_trials)
+    if batch_size is None:
+        batch_size = default_batch_size(K * N, group)
+    batch_size = group * math.ceil(int(batch_size) / group)
 
     dtype = mdp.rewards.dtype
-    K, N = ks_np.size, int(num_trials)
     keys = jax.random.split(key, (K, N)).reshape(-1)
     k_flat = jnp.repeat(jnp.asarray(ks_np, dtype), N)
     total = K * N

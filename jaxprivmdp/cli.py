@@ -34,7 +34,7 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ks", type=float, nargs="+", default=list(PAPER_KS), help="grid of k")
     p.add_argument("--beta", type=float, default=0.1, help="β of Lemma 1 (default 0.1)")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    p.add_argument("--sampler", choices=("jax", "fast"), default="jax", help="gamma sampler")
+    p.add_argument("--sampler", choices=("fast", "jax"), default="fast", help="gamma sampler")
     p.add_argument("--batch-size", type=int, default=None, help="runs per chunk (memory)")
 
 

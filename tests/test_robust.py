@@ -7,7 +7,7 @@ import pytest
 from conftest import greedy_inner, lp_inner
 
 import jaxprivmdp as jp
-from jaxprivmdp._robust import fill_width, robust_backup, robust_rows
+from jaxprivmdp._robust import fill_width, robust_backup
 
 
 @jax.jit
@@ -295,11 +295,11 @@ def test_robust_backup_equals_robust_expectation(alpha):
     alphas = np.full((4, 3), a32)
     want_low = both(np.broadcast_to(v_low, p_bar.shape), p_bar, alphas, beta)[0]
     want_high = both(np.broadcast_to(v_high, p_bar.shape), p_bar, alphas, beta)[1]
-    rows = robust_rows(jnp.asarray(p_bar), jnp.asarray(a32))
+    rows = jnp.asarray(p_bar)
     if alpha >= 0.2:
         assert fill_width(a32, n) < n
     for width in sorted({fill_width(a32, n), n}):
-        low, high = backup_jit(rows, v_low, v_high, beta, width=width)
+        low, high = backup_jit(rows, a32, v_low, v_high, beta, width=width)
         assert low.shape == high.shape == (4, 3)
         np.testing.assert_allclose(low, want_low, rtol=1e-6, atol=1e-6)
         np.testing.assert_allclose(high, want_high, rtol=1e-6, atol=1e-6)
@@ -315,5 +315,5 @@ def test_robust_backup_strict_rank_promotion():
     p_bar = jnp.full((5, 1, 5), 0.2)
     v = jnp.arange(5.0)
     with jax.numpy_rank_promotion("raise"):
-        low, high = backup_jit(robust_rows(p_bar, 0.3), v, v, 0.1, width=5)
+        low, high = backup_jit(p_bar, 0.3, v, v, 0.1, width=5)
     assert low.shape == (5, 1)
