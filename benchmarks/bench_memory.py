@@ -1,0 +1,400 @@
+"""Peak host memory of a ``sweep`` vs ``batch_size`` (and ``vector_width``), and invariance.
+
+Problem: ``examples.random_mdp`` with ``S = 200``, ``A = 10``, ``T = 50``; 9 values of ``k``
+``{1, 5, …, 40}`` × 50 trials = 450 runs. Each configuration runs in a fresh child process
+(so peaks do not mix): the child builds the MDP, records its resident memory (the baseline:
+Python + JAX + the MDP), runs one ``sweep`` (compilation included), and reports its peak
+resident memory ``VmHWM`` from ``/proc/self/status``; the parent cross-checks it with the
+child's ``ru_maxrss`` from ``os.wait4`` and kills a child that grows beyond ``--kill-gib``.
+
+Configurations: several ``batch_size`` values (runs per compiled call; ``all`` = every run
+in one call) and, where ``sweep`` has it, several ``vector_width`` values (runs vectorized
+together; ``all`` = every run vmapped at once, the unchunked baseline). Results of every
+``batch_size`` configuration are compared with ``np.array_equal`` to the first one; the
+``vector_width`` configurations are compared too (the library only promises equality up to
+rounding there).
+
+Targets: the default (chunked) sweep completes within 4 GiB peak RSS, and the results do
+not depend on ``batch_size``.
+
+Sampler: ``--sampler fast`` (default where the library has it) or ``jax``. With
+``sampler="jax"`` (``jax.random.loggamma``) this problem takes minutes per 45 runs on a
+2-core CPU: measure it on fewer trials (``--trials 4``).
+
+Run: ``python benchmarks/bench_memory.py [--quick] [--dtype float32|float64]
+[--sampler fast|jax] [--trials N] [--batch-sizes 16,default,64,all]
+[--vector-widths 1,4,all]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import common
+
+NAME = "bench_memory"
+KS = (1.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 35.0, 40.0)
+LIMIT_GIB = 4.0
+
+
+def _add_arguments(parser):
+    parser.add_argument("--sampler", choices=("fast", "jax"), default=None)
+    parser.add_argument("--trials", type=int, default=None, help="trials per k")
+    parser.add_argument("--states", type=int, default=None)
+    parser.add_argument("--actions", type=int, default=None)
+    parser.add_argument("--horizon", type=int, default=None)
+    parser.add_argument(
+        "--batch-sizes", default=None, help="comma-separated ints, 'default' or 'all'"
+    )
+    parser.add_argument(
+        "--vector-widths", default=None, help="comma-separated ints or 'all' ('' for none)"
+    )
+    parser.add_argument("--kill-gib", type=float, default=10.0, help="kill a child above this")
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--batch-size", default="default", help=argparse.SUPPRESS)
+    parser.add_argument("--vector-width", default="default", help=argparse.SUPPRESS)
+    parser.add_argument("--child-out", default=None, help=argparse.SUPPRESS)
+
+
+args = common.parse_args(
+    __doc__.splitlines()[0], default_dtype="float32", add_arguments=_add_arguments
+)
+
+
+def proc_status(pid="self"):
+    """``{field: bytes}`` of the ``Vm*`` lines of ``/proc/<pid>/status``."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Vm"):
+                    name, value = line.split(":", 1)
+                    parts = value.split()
+                    out[name] = int(parts[0]) * 1024 if parts[1:] == ["kB"] else int(parts[0])
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def sweep_has_vector_width():
+    import jaxprivmdp as jp
+
+    return "vector_width" in inspect.signature(jp.sweep).parameters
+
+
+def resolve(value, total):
+    return None if value == "default" else total if value == "all" else int(value)
+
+
+# ----------------------------------------------------------------------------- child
+
+
+def run_child(sizes):
+    import jax
+    import numpy as np
+
+    import jaxprivmdp as jp
+    from jaxprivmdp import _synthesis
+
+    mdp = jp.examples.random_mdp(
+        jax.random.key(0),
+        num_states=sizes["S"],
+        num_actions=sizes["A"],
+        horizon=sizes["T"],
+        dtype=args.dtype,
+    )
+    jax.block_until_ready(mdp)
+    baseline = proc_status()["VmRSS"]
+    total = len(KS) * sizes["N"]
+    kwargs = dict(batch_size=resolve(args.batch_size, total))
+    used = dict(batch_size=kwargs["batch_size"])
+    if sweep_has_vector_width():
+        kwargs["vector_width"] = resolve(args.vector_width, total)
+        used["vector_width"] = kwargs["vector_width"]
+        if used["vector_width"] is None and hasattr(_synthesis, "default_vector_width"):
+            used["vector_width"] = _synthesis.default_vector_width(mdp)
+        if used["batch_size"] is None:
+            used["batch_size"] = getattr(_synthesis, "DEFAULT_BATCH_SIZE", None)
+        if used["batch_size"] and used["vector_width"]:  # sweep rounds up to whole groups
+            group = used["vector_width"] * jax.device_count()
+            used["batch_size"] = group * -(-used["batch_size"] // group)
+    elif used["batch_size"] is None and hasattr(_synthesis, "default_batch_size"):
+        used["batch_size"] = _synthesis.default_batch_size(mdp, jax.device_count())
+    t0 = time.perf_counter()
+    res = jp.sweep(
+        jax.random.key(1), mdp, ks=KS, num_trials=sizes["N"], sampler=args.sampler, **kwargs
+    )
+    jax.block_until_ready(res)
+    elapsed = time.perf_counter() - t0
+    status = proc_status()
+    np.savez(args.child_out + ".npz", **{f: np.asarray(getattr(res, f)) for f in res._fields})
+    with open(args.child_out + ".json", "w") as f:
+        json.dump(
+            dict(
+                baseline_rss=baseline,
+                peak_rss=status.get("VmHWM"),
+                final_rss=status.get("VmRSS"),
+                elapsed_s=elapsed,
+                used=used,
+            ),
+            f,
+        )
+
+
+# ----------------------------------------------------------------------------- parent
+
+
+def run_config(label, batch_size, vector_width, sizes, tmpdir):
+    out = str(Path(tmpdir) / f"cfg_{len(os.listdir(tmpdir))}")
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        f"--batch-size={batch_size}",
+        f"--vector-width={vector_width}",
+        f"--child-out={out}",
+        f"--dtype={args.dtype}",
+        f"--sampler={args.sampler}",
+        f"--states={sizes['S']}",
+        f"--actions={sizes['A']}",
+        f"--horizon={sizes['T']}",
+        f"--trials={sizes['N']}",
+    ]
+    kill_bytes = args.kill_gib * 2**30
+    killed = threading.Event()
+    done = threading.Event()
+    with open(out + ".log", "w") as log:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+
+        def monitor():
+            while not done.is_set():
+                if proc_status(proc.pid).get("VmRSS", 0) > kill_bytes:
+                    killed.set()
+                    proc.kill()
+                    return
+                time.sleep(0.05)
+
+        thread = threading.Thread(target=monitor, daemon=True)
+        thread.start()
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        done.set()
+        thread.join()
+        wall = time.perf_counter() - t0
+    entry = dict(
+        label=label,
+        batch_size_arg=batch_size,
+        vector_width_arg=vector_width,
+        returncode=proc.returncode,
+        wall_s=wall,
+        ru_maxrss=usage.ru_maxrss * 1024,  # kB on Linux
+        killed_above_gib=args.kill_gib if killed.is_set() else None,
+    )
+    if proc.returncode == 0:
+        with open(out + ".json") as f:
+            entry.update(json.load(f))
+        entry["npz"] = out + ".npz"
+    else:
+        with open(out + ".log") as f:
+            entry["log_tail"] = f.read()[-2000:]
+    print(
+        f"{label}: rc={entry['returncode']}, peak {common.fmt_bytes(entry.get('peak_rss'))}, "
+        f"wall {wall:.1f} s",
+        flush=True,
+    )
+    return entry
+
+
+def compare(results):
+    import numpy as np
+
+    ref = next((r for r in results if r["returncode"] == 0), None)
+    ref_data = dict(np.load(ref["npz"])) if ref else None
+    for r in results:
+        if r["returncode"] != 0 or ref is None:
+            r["identical_to_reference"] = None
+            continue
+        data = dict(np.load(r["npz"]))
+        r["identical_to_reference"] = all(
+            np.array_equal(data[k], ref_data[k], equal_nan=True) for k in ref_data
+        )
+        r["fields_differing"] = {}
+        for k in ref_data:
+            if np.array_equal(data[k], ref_data[k], equal_nan=True):
+                continue
+            diff = np.abs(data[k] - ref_data[k])
+            r["fields_differing"][k] = dict(
+                entries=int(np.sum(data[k] != ref_data[k])),
+                of=int(data[k].size),
+                max_abs_diff=float(np.max(diff)),
+                max_rel_diff=float(np.max(diff / np.maximum(np.abs(ref_data[k]), 1e-30))),
+            )
+    for r in results:
+        r.pop("npz", None)
+    return ref
+
+
+def main():
+    import jax  # noqa: F401 - initializes the backend for the header
+
+    if args.sampler is None:
+        import importlib.util
+
+        has_fast = importlib.util.find_spec("jaxprivmdp._sampling") is not None
+        args.sampler = "fast" if has_fast else "jax"
+    quick = args.quick
+    sizes = dict(
+        S=args.states or (50 if quick else 200),
+        A=args.actions or (5 if quick else 10),
+        T=args.horizon or (10 if quick else 50),
+        N=args.trials or (4 if quick else (50 if args.sampler == "fast" else 4)),
+    )
+    if args.child:
+        run_child(sizes)
+        return
+
+    has_vw = sweep_has_vector_width()
+    if args.batch_sizes is not None:
+        batch_sizes = [b for b in args.batch_sizes.split(",") if b]
+    else:
+        batch_sizes = ["16", "default"] if quick else ["16", "default", "64", "all"]
+    if not has_vw:
+        vector_widths = []
+    elif args.vector_widths is not None:
+        vector_widths = [v for v in args.vector_widths.split(",") if v]
+    else:
+        vector_widths = [] if quick else ["1", "4", "all"]
+
+    env = common.environment(args)
+    total = len(KS) * sizes["N"]
+    itemsize = 8 if args.dtype == "float64" else 4
+    sa_s = sizes["S"] * sizes["A"] * sizes["S"] * itemsize
+    common.print_header(
+        f"Peak host memory of sweep vs batch_size / vector_width (S={sizes['S']}, "
+        f"A={sizes['A']}, T={sizes['T']}, {len(KS)} k × {sizes['N']} trials = {total} runs)",
+        env,
+        notes=[
+            f"sampler = {args.sampler!r}; one child process per configuration; peak = VmHWM "
+            "of the child (compilation included); baseline = its RSS after building the MDP",
+            f"one [S, A, S] array = {common.fmt_bytes(sa_s)}; sweep "
+            + ("has" if has_vw else "has no")
+            + " `vector_width` (runs vectorized together)",
+        ],
+    )
+    results = []
+    with tempfile.TemporaryDirectory() as tmpdir:
+        for bs in batch_sizes:
+            results.append(run_config(f"batch_size={bs}", bs, "default", sizes, tmpdir))
+        for vw in vector_widths:
+            results.append(run_config(f"vector_width={vw}", "default", vw, sizes, tmpdir))
+        print()
+        ref = compare(results)
+
+    rows = []
+    for r in results:
+        ok = r["returncode"] == 0
+        used = r.get("used", {})
+        peak = r.get("peak_rss")
+        group = used.get("vector_width") or used.get("batch_size")
+        within = ok and peak <= LIMIT_GIB * 2**30
+        rows.append(
+            [
+                r["label"],
+                used.get("batch_size", "?") if ok else "",
+                used.get("vector_width", "—") if ok else "",
+                common.fmt_bytes(peak) if ok else "—",
+                common.fmt_bytes(peak - r["baseline_rss"]) if ok else "—",
+                common.fmt_bytes((peak - r["baseline_rss"]) / group) if ok and group else "—",
+                common.fmt_bytes(r["ru_maxrss"]),
+                f"{r['elapsed_s']:.1f} s" if ok else "—",
+                ("yes" if r["identical_to_reference"] else "NO") if ok else "—",
+                common.verdict(within)
+                if ok
+                else (
+                    f"killed above {r['killed_above_gib']} GiB"
+                    if r["killed_above_gib"]
+                    else f"failed rc={r['returncode']}"
+                ),
+            ]
+        )
+    common.print_table(
+        "Peak resident memory per configuration",
+        [
+            "configuration",
+            "batch_size used",
+            "vector_width used",
+            "peak RSS (VmHWM)",
+            "peak − baseline",
+            "÷ runs vectorized",
+            "ru_maxrss (wait4)",
+            "sweep time (with compile)",
+            f"np.array_equal to {ref['label'] if ref else '?'}",
+            f"<= {LIMIT_GIB:g} GiB",
+        ],
+        rows,
+    )
+    diff_rows = [
+        [
+            r["label"],
+            field,
+            f"{d['entries']} / {d['of']}",
+            f"{d['max_abs_diff']:.1e}",
+            f"{d['max_rel_diff']:.1e}",
+        ]
+        for r in results
+        for field, d in (r.get("fields_differing") or {}).items()
+    ]
+    if diff_rows:
+        eps = 2.0**-23 if args.dtype == "float32" else 2.0**-52
+        common.print_table(
+            f"Fields that differ from {ref['label']} (machine epsilon of {args.dtype} = {eps:.1e})",
+            ["configuration", "field", "entries differing", "max |Δ|", "max relative |Δ|"],
+            diff_rows,
+        )
+    for r in results:
+        if r["returncode"] != 0:
+            print(f"{r['label']} log tail:\n```\n{r.get('log_tail', '')}\n```\n")
+
+    bs_results = [r for r in results if r["label"].startswith("batch_size=")]
+    default = next((r for r in bs_results if r["label"] == "batch_size=default"), None)
+    default_ok = bool(
+        default and default["returncode"] == 0 and default["peak_rss"] <= LIMIT_GIB * 2**30
+    )
+    chunked = [r for r in bs_results if r["label"] != "batch_size=all" or has_vw]
+    chunked_ok = all(r["returncode"] == 0 and r["peak_rss"] <= LIMIT_GIB * 2**30 for r in chunked)
+    identical = all(r["identical_to_reference"] for r in bs_results)
+    print(
+        f"Targets: default sweep within {LIMIT_GIB:g} GiB: {common.verdict(default_ok)}; "
+        f"every chunked batch_size within {LIMIT_GIB:g} GiB: {common.verdict(chunked_ok)}; "
+        f"results identical (np.array_equal) across batch_size: {common.verdict(identical)}.\n"
+    )
+    common.write_json(
+        NAME,
+        dict(
+            environment=env,
+            sizes=sizes,
+            ks=list(KS),
+            sampler=args.sampler,
+            limit_gib=LIMIT_GIB,
+            has_vector_width=has_vw,
+            configs=results,
+            default_within_limit=default_ok,
+            chunked_within_limit=chunked_ok,
+            identical_across_batch_size=identical,
+        ),
+        args.out,
+    )
+
+
+if __name__ == "__main__":
+    main()
