@@ -217,30 +217,36 @@ def cmd_sweep(args) -> list[Path]:
     return _run_sweeps(args, {name: mdp}, {name: args.support}, "sweep", {"mdp": str(args.mdp)})
 
 
+def _mdp_guarantee(args, mdp, k):
+    """The guarantee of privatizing ``mdp`` with ``k`` under the command's privacy options."""
+    import numpy as np
+
+    from . import privacy
+
+    return privacy.mdp_guarantee(
+        k,
+        np.asarray(mdp.transitions),
+        b=args.b,
+        eta=args.eta,
+        target_delta=args.delta,
+        action_mask=np.asarray(mdp.action_mask),
+        support=args.support,
+        smoothing=args.smoothing,
+        adjacency=args.adjacency,
+    )
+
+
 def cmd_privacy(args) -> list[Path]:
     """The (ε, δ) each k buys: a table on the terminal, a plot and a JSON in --out."""
     import json
-
-    import numpy as np
 
     from . import privacy
 
     if args.mdp is not None:
         mdp = _load_user_mdp(args)
-        P, mask = np.asarray(mdp.transitions), np.asarray(mdp.action_mask)
         rows = []
         for k in args.k:
-            g = privacy.mdp_guarantee(
-                k,
-                P,
-                b=args.b,
-                eta=args.eta,
-                target_delta=args.delta,
-                action_mask=mask,
-                support=args.support,
-                smoothing=args.smoothing,
-                adjacency=args.adjacency,
-            )
+            g = _mdp_guarantee(args, mdp, k)
             rows.append({"k": k, "epsilon": g.epsilon, "delta": g.delta, "rows": g.num_rows})
         what = f"MDP {args.mdp} ({args.adjacency} adjacency, {rows[0]['rows']} private rows)"
         if args.eta is None:
@@ -290,23 +296,12 @@ def cmd_privatize(args) -> list[Path]:
     """A release: privatize a user's MDP with OS-entropy randomness; never write the input."""
     import numpy as np
 
-    from . import dirichlet_mechanism, privacy, secure_key
+    from . import dirichlet_mechanism, secure_key
 
     mdp = _load_user_mdp(args)
     if args.out.exists() and not args.force:
         raise ValueError(f"--out {str(args.out)!r} exists; pass --force to overwrite")
-    P, mask = np.asarray(mdp.transitions), np.asarray(mdp.action_mask)
-    g = privacy.mdp_guarantee(
-        args.k,
-        P,
-        b=args.b,
-        eta=args.eta,
-        target_delta=args.delta,
-        action_mask=mask,
-        support=args.support,
-        smoothing=args.smoothing,
-        adjacency=args.adjacency,
-    )
+    g = _mdp_guarantee(args, mdp, args.k)
     private = dirichlet_mechanism(
         secure_key(),
         mdp.transitions,
@@ -322,7 +317,7 @@ def cmd_privatize(args) -> list[Path]:
             transitions=np.asarray(private),
             rewards=np.asarray(mdp.rewards),
             terminal_reward=np.asarray(mdp.terminal_reward),
-            action_mask=mask,
+            action_mask=np.asarray(mdp.action_mask),
             k=args.k,
             epsilon=g.epsilon,
             delta=g.delta,
