@@ -1,5 +1,6 @@
 """cost_of_privacy: Theorems 1 and 2 against NumPy recursions that call HiGHS on (P)."""
 
+import chex
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -230,6 +231,20 @@ def test_traced_k_jit_and_vmap_equal_eager(finite_mdp):
         eager = float(cost_of_privacy(finite_mdp, policy, k=float(k), beta=BETA).cost)
         assert float(batched[i]) == pytest.approx(eager, abs=1e-6)
         assert float(jitted(k)) == pytest.approx(eager, abs=1e-6)
+
+
+def test_no_retracing_across_k_and_beta(finite_mdp):
+    """k and beta are traced values: a grid of them reuses one trace."""
+    policy = policies(finite_mdp)["deterministic"]
+
+    @jax.jit
+    @chex.assert_max_traces(n=1)
+    def cost(k, beta):
+        return cost_of_privacy(finite_mdp, policy, k=k, beta=beta).cost
+
+    costs = [float(cost(jnp.float32(k), jnp.float32(0.1))) for k in (1.0, 5.0, 40.0)]
+    costs.append(float(cost(jnp.float32(40.0), jnp.float32(0.05))))
+    assert costs[0] > costs[1] > costs[2] and costs[3] > costs[2]  # tighter with k, looser with β↓
 
 
 def test_privatized_mdp_with_structural_zeros():
