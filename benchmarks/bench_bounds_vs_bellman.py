@@ -3,17 +3,19 @@
 ``cost_of_privacy`` (both bounds ``v̲``, ``v̄``) against ``evaluate`` of the same policy on
 the same privatized MDP, for ``S ∈ {100, 300, 1000}``, ``A = 5``, ``T = 10``, ``k = 10``,
 ``β = 0.1``; both after compilation, median of many calls. Target: ratio <= 5 for a
-deterministic policy (each bound is a Bellman-like pass plus a sort of ``S`` values and a
-greedy fill over the first ``width`` entries per stage). Also times a stochastic policy
-(the same policy as one-hot floats), which touches every action's rows.
+deterministic policy (each bound is a Bellman-like pass plus a selection of the ``width``
+smallest / largest of ``S`` values and a greedy fill over them per stage). Also times a
+stochastic policy (the same policy as one-hot floats), which touches every action's rows.
 
-Then profiles the pieces of one stage of the bounds as small jitted micro-benchmarks, each
-run over ``T`` stages in a ``lax.scan`` (so per-call overhead is amortized as in the real
-recursion): the gather of the chosen rows, ``argsort`` of the ``[2, S]`` next-stage values
-(and ``lax.top_k`` as an alternative), the dense ``lower @ w`` pass with the slack, the
-gather of the ``width`` sorted columns, the cumsum/clip/dot fill; and the Bellman
-``rows @ v`` for reference. Finally a prototype of the bounds with ``lax.top_k`` in place of
-``argsort`` (checked equal to the library's output) shows the ratio such a change gives.
+Then profiles the pieces of one stage of the library's ``_robust.robust_backup`` as small
+jitted micro-benchmarks, each run over ``T`` stages in a ``lax.scan`` (so per-call overhead
+is amortized as in the real recursion): the gather of the chosen rows, the two 1-D
+``lax.top_k`` calls (and, for reference, the full ``argsort`` of the ``[2, S]`` values the
+previous version used), the dense product ``lower @ [v_low, −v_high, 1]`` (which also gives
+the slack), the gather of the ``width`` selected columns, the cumsum/clip/einsum fill; and the
+Bellman ``rows @ v`` for reference. Finally, a benchmark-only re-implementation of the
+PREVIOUS library version of the bounds (full ``argsort``, separate ``Σ lower``, ``jnp.sum``
+fill), checked equal to the library's output, shows what the current implementation gained.
 
 Run: ``python benchmarks/bench_bounds_vs_bellman.py [--quick] [--dtype float32|float64]``.
 """
@@ -52,78 +54,67 @@ def make_problem(S, dtype):
         horizon=T,
         dtype=dtype,
     )
-    key = jax.random.key(S)
-    try:
-        p_bar = jp.dirichlet_mechanism(key, mdp.transitions, K, sampler="fast")
-    except Exception:  # noqa: BLE001 - the fast sampler is optional
-        p_bar = jp.dirichlet_mechanism(key, mdp.transitions, K)
+    p_bar = jp.dirichlet_mechanism(jax.random.key(S), mdp.transitions, K)  # default sampler
     private = dataclasses.replace(mdp, transitions=p_bar)
     return private, jp.solve(private).policy
 
 
 def core_args(private, policy):
+    """The arguments ``cost_of_privacy`` passes to its jitted core (finite horizon)."""
     dtype = private.rewards.dtype
-    alpha = jnp.asarray(jp.concentration_radius(K, BETA), dtype)
+    alpha = np.sqrt(np.log(1 / np.float64(BETA)) / (2 * (np.float64(K) + 1)))
     width = _robust.fill_width(alpha, private.num_states)
     return (
-        (private, policy, alpha, jnp.asarray(BETA, dtype), _planning.default_tolerance(private)),
+        (
+            private,
+            policy,
+            jnp.asarray(alpha, dtype),
+            jnp.asarray(BETA, dtype),
+            jnp.zeros((), dtype),  # tol: unused for a finite horizon
+        ),
         dict(width=width, max_iterations=10_000),
     )
 
 
-# ----------------------------------------------------------------------------- prototype
+# ----------------------------------------------------------------------------- old version
 
 
-def _backup_top_k(p_rows, alpha, v_low, v_high, beta, width, fold_slack, fill_dot=False):
-    """``_robust.robust_backup`` with ``lax.top_k`` (selection) instead of a full argsort.
+def _backup_argsort_old(p_rows, alpha, v_low, v_high, beta, width):
+    """The PREVIOUS library version of ``_robust.robust_backup`` (before 8c0410e).
 
-    Two 1-D ``top_k`` calls: on XLA:CPU a ``top_k`` of the stacked `[2, S]` values inside
-    the scan is as slow as the sort (see the pieces table), the 1-D calls are not. With
-    ``fold_slack``, ``Σ lower`` is a third column of the one dense product ``lower @ w``
-    instead of a separate reduction (XLA otherwise recomputes ``lower`` for each consumer).
-    With ``fill_dot``, the fill's final ``Σ_i pour_i w_(i)`` over the ``width`` axis is a
-    contraction (``einsum``, a dot) instead of ``jnp.sum(pour * w)``, which XLA:CPU runs as a
-    slow reduction over a short trailing axis.
+    A stable ``argsort`` of the stacked `[2, S]` values, ``Σ lower`` as a separate reduction
+    and the fill's sum over ``width`` as ``jnp.sum(pour * w, -1)``. Benchmark-only, for
+    reference: the library now uses two 1-D ``lax.top_k``, one dense product with a `[S, 3]`
+    matrix and an ``einsum`` for the fill.
     """
     lower = jnp.maximum(p_rows - alpha, 0)
-    w = jnp.stack([v_low, -v_high])
-    if fold_slack:
-        base3 = lower @ jnp.concatenate([w, jnp.ones_like(w[:1])]).T  # [..., 3]
-        base, slack = base3[..., :2], jnp.maximum(1 - base3[..., 2], 0)
-    else:
-        base, slack = lower @ w.T, jnp.maximum(1 - jnp.sum(lower, axis=-1), 0)
-    neg_low, order_low = jax.lax.top_k(-v_low, width)  # the `width` smallest, ascending
-    top_high, order_high = jax.lax.top_k(v_high, width)  # the `width` largest, descending
-    order = jnp.stack([order_low, order_high])
-    w_sorted = jnp.stack([-neg_low, -top_high])
-    p_sorted = jnp.moveaxis(p_rows[..., order], -2, 0)
+    slack = jnp.maximum(1 - jnp.sum(lower, axis=-1), 0)
+    w = jnp.stack([v_low, -v_high])  # [2, S]: a max is a min of the negated values.
+    order = jnp.argsort(w, axis=-1)[:, :width]  # [2, m]
+    w_sorted = jnp.take_along_axis(w, order, axis=-1)
+    base = lower @ w.T  # [..., 2]
+    p_sorted = jnp.moveaxis(p_rows[..., order], -2, 0)  # [2, ..., m]
     caps = jnp.minimum(p_sorted + alpha, 1) - jnp.maximum(p_sorted - alpha, 0)
-    w_min = w_sorted[:, 0].reshape((2,) + (1,) * (caps.ndim - 2))
-    if fill_dot:
-        before = jnp.cumsum(caps, axis=-1) - caps
-        pour = jnp.clip(slack[..., None] - before, 0, caps)
-        fill = jnp.einsum("k...m,km->k...", pour, w_sorted)
-    else:
-        w_sorted = w_sorted.reshape((2,) + (1,) * (caps.ndim - 2) + (width,))
-        fill = _robust._fill(slack, caps, w_sorted)
+    w_sorted = w_sorted.reshape((2,) + (1,) * (caps.ndim - 2) + (width,))
+    fill = _robust._fill(jnp.broadcast_to(slack, caps.shape[:-1]), caps, w_sorted)
     inner = jnp.moveaxis(base, -1, 0) + fill
-    out = beta * w_min + (1 - beta) * inner
+    out = beta * jnp.min(w, axis=-1).reshape((2,) + (1,) * (inner.ndim - 1)) + (1 - beta) * inner
     return out[0], -out[1]
 
 
-@jax.jit(static_argnames=("width", "fold_slack", "fill_dot"))
-def bounds_top_k(mdp, policy, alpha, beta, *, width, fold_slack=False, fill_dot=False):
-    """Prototype: the finite-horizon bounds of ``_bounds._finite_bounds`` with top_k."""
+@jax.jit(static_argnames=("width",))
+def bounds_argsort_old(mdp, policy, alpha, beta, *, width):
+    """The finite-horizon bounds of ``_bounds._finite_bounds`` with the old backup."""
 
     def stage(carry, decision):
         v_low, v_high = carry
-        p_rows, _ = _planning.select_rows(mdp.transitions, decision)
-        rewards, weights = _planning.select_rows(mdp.rewards, decision)
-        low, high = _backup_top_k(p_rows, alpha, v_low, v_high, beta, width, fold_slack, fill_dot)
+        p_rows, weights = _planning.select_rows(mdp.transitions, decision)
+        rewards, _ = _planning.select_rows(mdp.rewards, decision)
+        low, high = _backup_argsort_old(p_rows, alpha, v_low, v_high, beta, width)
         g = mdp.discount
         out = (
-            jnp.sum(weights * (rewards + g * low), axis=-1),
-            jnp.sum(weights * (rewards + g * high), axis=-1),
+            _planning.weighted_sum(weights, rewards + g * low),
+            _planning.weighted_sum(weights, rewards + g * high),
         )
         return out, out
 
@@ -155,41 +146,44 @@ def micro_pieces(private, policy, alpha, width):
     dtype = private.rewards.dtype
     decision = policy[0]
     rows_sel, _ = _planning.select_rows(private.transitions, decision)  # [S, 1, S]
-    rows = _robust.robust_rows(rows_sel, alpha)
-    order0 = jnp.argsort(jnp.stack([rows_sel[0, 0], -rows_sel[0, 0]]), axis=-1)[:, :width]
+    lower0 = jnp.maximum(rows_sel - alpha, 0)
+    slack0 = jnp.maximum(1 - jnp.sum(lower0, axis=-1), 0)  # [S, 1]
+    _, lo0 = jax.lax.top_k(-rows_sel[0, 0], width)
+    _, hi0 = jax.lax.top_k(rows_sel[0, 0], width)
+    order0 = jnp.stack([lo0, hi0])  # [2, width]
     eps = jnp.asarray(1e-3, dtype)
 
     def gather_rows(v, transitions, decision):
         r, _ = _planning.select_rows(transitions, decision)
         return v * (1 - eps) + eps * jnp.sum(r, axis=-1)[:, 0]  # use every gathered entry
 
-    def argsort(v):
-        order = jnp.argsort(jnp.stack([v, -v]), axis=-1)[:, :width]
-        return v + eps * order[0, 0].astype(dtype)
-
-    def top_k_stacked(v):
-        _, order = jax.lax.top_k(-jnp.stack([v, -v]), width)
-        return v + eps * order[0, 0].astype(dtype)
-
     def top_k_1d(v):
         _, lo = jax.lax.top_k(-v, width)
         _, hi = jax.lax.top_k(v, width)
         return v + eps * (lo[0] + hi[0]).astype(dtype)
 
+    def argsort(v):
+        order = jnp.argsort(jnp.stack([v, -v]), axis=-1)[:, :width]
+        return v + eps * order[0, 0].astype(dtype)
+
     def dense(v, p_rows):
         lower = jnp.maximum(p_rows - alpha, 0)
-        slack = jnp.maximum(1 - jnp.sum(lower, axis=-1), 0)
-        base = lower @ jnp.stack([v, -v]).T  # [S, 1, 2]
-        return v * (1 - eps) + eps * (base[:, 0, 0] + slack[:, 0])
+        d = lower @ jnp.stack([v, -v, jnp.ones_like(v)], axis=-1)  # [S, 1, 3]
+        slack = jnp.maximum(1 - d[..., 2], 0)
+        return v * (1 - eps) + eps * (d[:, 0, 0] + slack[:, 0])
 
     def gather_cols(v, p_rows, order):
         p_sorted = p_rows[..., order + (v[0] > 1e9)]  # [S, 1, 2, width]
         return v * (1 - eps) + eps * p_sorted[:, 0, 0, 0]
 
     def fill(v, p_sorted, slack):
-        caps = jnp.minimum(p_sorted + alpha, 1) - jnp.maximum(p_sorted - alpha, 0)
-        w_sorted = jnp.stack([v[:width], -v[:width]]).reshape(2, 1, 1, width)
-        out = _robust._fill(slack, jnp.moveaxis(caps, -2, 0), w_sorted)  # [2, S, 1]
+        caps = jnp.moveaxis(
+            jnp.minimum(p_sorted + alpha, 1) - jnp.maximum(p_sorted - alpha, 0), -2, 0
+        )  # [2, S, 1, width]
+        w_sorted = jnp.stack([v[:width], -v[:width]])  # [2, width]
+        before = jnp.cumsum(caps, axis=-1) - caps
+        pour = jnp.clip(jnp.broadcast_to(slack, caps.shape[:-1])[..., None] - before, 0, caps)
+        out = jnp.einsum("k...m,km->k...", pour, w_sorted)  # [2, S, 1]
         return v * (1 - eps) + eps * out[0, :, 0]
 
     def bellman(v, p_rows):
@@ -202,12 +196,11 @@ def micro_pieces(private, policy, alpha, width):
             gather_rows,
             (private.transitions, decision),
         ),
-        ("argsort of the [2, S] values (library)", argsort, ()),
-        (f"alternative: lax.top_k(−w, {width}) on the stacked [2, S]", top_k_stacked, ()),
-        (f"alternative: two 1-D lax.top_k(·, {width}) calls", top_k_1d, ()),
-        ("dense pass: lower = max(p̄ − α, 0), slack, lower @ w", dense, (rows_sel,)),
-        (f"gather the {width} sorted columns p̄[..., order]", gather_cols, (rows_sel, order0)),
-        (f"fill: caps, cumsum, clip, dot over {width}", fill, (p_sorted, rows.slack)),
+        (f"two 1-D lax.top_k(·, {width}) calls (library)", top_k_1d, ()),
+        ("old: full argsort of the stacked [2, S] values (reference)", argsort, ()),
+        ("dense product: lower = max(p̄ − α, 0), lower @ [v, −v, 1], slack", dense, (rows_sel,)),
+        (f"gather the {width} selected columns p̄[..., order]", gather_cols, (rows_sel, order0)),
+        (f"fill: caps, cumsum, clip, einsum over {width}", fill, (p_sorted, slack0)),
         ("reference: Bellman rows @ v (evaluate's pass)", bellman, (rows_sel,)),
     ], jnp.zeros(S, dtype)
 
@@ -215,11 +208,7 @@ def micro_pieces(private, policy, alpha, width):
 # ----------------------------------------------------------------------------- main
 
 
-PROTOTYPES = (  # name, fold_slack, fill_dot
-    ("prototype_top_k", False, False),
-    ("prototype_top_k_fold_slack", True, False),
-    ("prototype_top_k_fold_slack_fill_dot", True, True),
-)
+OLD = "old_argsort_version"
 
 
 def measure(S, dtype, budget):
@@ -242,17 +231,14 @@ def measure(S, dtype, budget):
             jit_traced = jax.jit(lambda pol, k: jp.cost_of_privacy(private, pol, k=k, beta=BETA))
             k_arr = jnp.asarray(K, dtype)
             calls["cost_of_privacy_jit_traced_k"] = lambda f=jit_traced, k=k_arr: f(policy, k)
-            # The benchmark-only prototypes, checked below.
-            for proto, fold, fdot in PROTOTYPES:
-                calls[proto] = lambda fold=fold, fdot=fdot: bounds_top_k(
-                    private,
-                    policy,
-                    pos[2],
-                    pos[3],
-                    width=kw["width"],
-                    fold_slack=fold,
-                    fill_dot=fdot,
-                )
+            # The same width = S with the previous version's full argsort (for comparison).
+            calls["old_width_S"] = lambda: bounds_argsort_old(
+                private, policy, pos[2], pos[3], width=S
+            )
+            # The previous library version (benchmark-only re-implementation), checked below.
+            calls[OLD] = lambda: bounds_argsort_old(
+                private, policy, pos[2], pos[3], width=kw["width"]
+            )
         # Round-robin: every callable sees the same outside load, so the ratios are fair.
         t = common.time_interleaved(calls, budget_s=4 * budget)
         if "cost_of_privacy_jit_traced_k" in t:
@@ -260,25 +246,25 @@ def measure(S, dtype, budget):
             out["jit_traced_k"] = dict(
                 time=traced.as_dict(),
                 ratio_to_bounds_core=traced.median_s / t["bounds_core"].median_s,
+                old_width_S=t.pop("old_width_S").as_dict(),
             )
         out[name] = dict(
             width=kw_p["width"],
-            **{k: v.as_dict() for k, v in t.items() if not k.startswith("prototype")},
+            **{k: v.as_dict() for k, v in t.items() if k != OLD},
             ratio_core=t["bounds_core"].median_s / t["evaluate_core"].median_s,
             ratio_public=t["cost_of_privacy"].median_s / t["evaluate"].median_s,
         )
-        for proto, _, _ in PROTOTYPES:
-            if proto in t:
-                low, high = calls[proto]()
-                diff = max(
-                    float(jnp.max(jnp.abs(low - ref.pessimistic[:-1]))),
-                    float(jnp.max(jnp.abs(high - ref.optimistic[:-1]))),
-                )
-                out[proto] = dict(
-                    time=t[proto].as_dict(),
-                    ratio_core=t[proto].median_s / t["evaluate_core"].median_s,
-                    max_abs_diff_vs_library=diff,
-                )
+        if OLD in t:
+            low, high = calls[OLD]()
+            diff = max(
+                float(jnp.max(jnp.abs(low - ref.pessimistic[:-1]))),
+                float(jnp.max(jnp.abs(high - ref.optimistic[:-1]))),
+            )
+            out[OLD] = dict(
+                time=t[OLD].as_dict(),
+                ratio_core=t[OLD].median_s / t["evaluate_core"].median_s,
+                max_abs_diff_vs_library=diff,
+            )
     # Pieces.
     pieces, v0 = micro_pieces(private, policy, pos[2], kw["width"])
     out["pieces"] = []
@@ -396,14 +382,22 @@ def main():
 
     common.print_table(
         "Pitfall: jax.jit(lambda policy, k: cost_of_privacy(..., k=k)) — k is traced, so the "
-        "fill width cannot be bounded and all S entries are sorted and filled (deterministic)",
-        ["S", "bounds core (width from k)", "jitted call, traced k (width = S)", "slow-down"],
+        "fill width cannot be bounded: width = S, lax.top_k selects and the fill covers all S "
+        "entries (deterministic policy)",
+        [
+            "S",
+            "bounds core (width from k)",
+            "jitted call, traced k (width = S)",
+            "slow-down",
+            "old argsort version, width = S",
+        ],
         [
             [
                 r["S"],
                 common.fmt_time(r["deterministic"]["bounds_core"]["median_s"]),
                 common.fmt_time(r["jit_traced_k"]["time"]["median_s"]),
                 common.fmt_ratio(r["jit_traced_k"]["ratio_to_bounds_core"]),
+                common.fmt_time(r["jit_traced_k"]["old_width_S"]["median_s"]),
             ]
             for r in results
         ],
@@ -433,30 +427,30 @@ def main():
 
     rows = []
     for r in results:
-        protos = [r[name] for name, _, _ in PROTOTYPES]
-        row = [
-            r["S"],
-            common.fmt_time(r["deterministic"]["bounds_core"]["median_s"]),
-            f"{r['deterministic']['ratio_core']:.2f}",
-        ]
-        for p in protos:
-            row += [common.fmt_time(p["time"]["median_s"]), f"{p['ratio_core']:.2f}"]
-        row.append(f"{max(p['max_abs_diff_vs_library'] for p in protos):.1e}")
-        rows.append(row)
+        old = r[OLD]
+        lib = r["deterministic"]["bounds_core"]["median_s"]
+        rows.append(
+            [
+                r["S"],
+                common.fmt_time(lib),
+                f"{r['deterministic']['ratio_core']:.2f}",
+                common.fmt_time(old["time"]["median_s"]),
+                f"{old['ratio_core']:.2f}",
+                common.fmt_ratio(old["time"]["median_s"] / lib),
+                f"{old['max_abs_diff_vs_library']:.1e}",
+            ]
+        )
     common.print_table(
-        "Prototypes (benchmark-only, deterministic policy, same round-robin timing): "
-        "(1) two 1-D lax.top_k instead of argsort; (2) = (1) + Σ lower folded into the dense "
-        "product as a third column; (3) = (2) + the fill's Σ over width as an einsum",
+        "Current library core vs the PREVIOUS version (benchmark-only re-implementation: "
+        "argsort of [2, S], separate Σ lower, jnp.sum fill), deterministic policy, same "
+        "round-robin timing",
         [
             "S",
             "library core",
             "÷ evaluate",
-            "(1)",
+            "old argsort version",
             "÷ evaluate",
-            "(2)",
-            "÷ evaluate",
-            "(3)",
-            "÷ evaluate",
+            "old ÷ library",
             "max |Δ| vs library",
         ],
         rows,

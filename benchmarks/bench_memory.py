@@ -7,9 +7,11 @@ Python + JAX + the MDP), runs one ``sweep`` (compilation included), and reports 
 resident memory ``VmHWM`` from ``/proc/self/status``; the parent cross-checks it with the
 child's ``ru_maxrss`` from ``os.wait4`` and kills a child that grows beyond ``--kill-gib``.
 
-Configurations: several ``batch_size`` values (runs per compiled call; ``all`` = every run
-in one call) and, where ``sweep`` has it, several ``vector_width`` values (runs vectorized
-together; ``all`` = every run vmapped at once, the unchunked baseline). Results of every
+Configurations: several ``batch_size`` values (runs per compiled call; ``default`` =
+``_synthesis.default_batch_size(total, group)``; ``all`` = every run in one call) and several
+``vector_width`` values (runs vectorized together; ``default`` =
+``_synthesis.default_vector_width(mdp, sampler)``; ``all`` = every run vmapped at once, the
+fully unchunked computation). Results of every
 ``batch_size`` configuration are compared with ``np.array_equal`` to the first one; the
 ``vector_width`` configurations are compared too (the library only promises equality up to
 rounding there).
@@ -17,9 +19,9 @@ rounding there).
 Targets: the default (chunked) sweep completes within 4 GiB peak RSS, and the results do
 not depend on ``batch_size``.
 
-Sampler: ``--sampler fast`` (default where the library has it) or ``jax``. With
-``sampler="jax"`` (``jax.random.loggamma``) this problem takes minutes per 45 runs on a
-2-core CPU: measure it on fewer trials (``--trials 4``).
+Sampler: ``--sampler fast`` (the library's default) or ``jax`` (the reference,
+``jax.random.loggamma``). With ``sampler="jax"`` this problem takes about a second per run
+on a 2-core CPU, so its default is 4 trials per k (``--trials`` to change).
 
 Run: ``python benchmarks/bench_memory.py [--quick] [--dtype float32|float64]
 [--sampler fast|jax] [--trials N] [--batch-sizes 16,default,64,all]
@@ -29,7 +31,6 @@ Run: ``python benchmarks/bench_memory.py [--quick] [--dtype float32|float64]
 from __future__ import annotations
 
 import argparse
-import inspect
 import json
 import os
 import subprocess
@@ -85,12 +86,6 @@ def proc_status(pid="self"):
     return out
 
 
-def sweep_has_vector_width():
-    import jaxprivmdp as jp
-
-    return "vector_width" in inspect.signature(jp.sweep).parameters
-
-
 def resolve(value, total):
     return None if value == "default" else total if value == "all" else int(value)
 
@@ -115,20 +110,20 @@ def run_child(sizes):
     jax.block_until_ready(mdp)
     baseline = proc_status()["VmRSS"]
     total = len(KS) * sizes["N"]
-    kwargs = dict(batch_size=resolve(args.batch_size, total))
-    used = dict(batch_size=kwargs["batch_size"])
-    if sweep_has_vector_width():
-        kwargs["vector_width"] = resolve(args.vector_width, total)
-        used["vector_width"] = kwargs["vector_width"]
-        if used["vector_width"] is None and hasattr(_synthesis, "default_vector_width"):
-            used["vector_width"] = _synthesis.default_vector_width(mdp)
-        if used["batch_size"] is None:
-            used["batch_size"] = getattr(_synthesis, "DEFAULT_BATCH_SIZE", None)
-        if used["batch_size"] and used["vector_width"]:  # sweep rounds up to whole groups
-            group = used["vector_width"] * jax.device_count()
-            used["batch_size"] = group * -(-used["batch_size"] // group)
-    elif used["batch_size"] is None and hasattr(_synthesis, "default_batch_size"):
-        used["batch_size"] = _synthesis.default_batch_size(mdp, jax.device_count())
+    kwargs = dict(
+        batch_size=resolve(args.batch_size, total),
+        vector_width=resolve(args.vector_width, total),
+    )
+    # What sweep uses (it rounds batch_size up to whole groups of vector_width × devices).
+    vector_width = kwargs["vector_width"] or _synthesis.default_vector_width(mdp, args.sampler)
+    group = vector_width * jax.device_count()
+    batch_size = kwargs["batch_size"] or _synthesis.default_batch_size(total, group)
+    batch_size = group * -(-batch_size // group)
+    used = dict(
+        batch_size=batch_size,
+        vector_width=vector_width,
+        runs_computed=batch_size * -(-total // batch_size),
+    )
     t0 = time.perf_counter()
     res = jp.sweep(
         jax.random.key(1), mdp, ks=KS, num_trials=sizes["N"], sampler=args.sampler, **kwargs
@@ -248,10 +243,7 @@ def main():
     import jax  # noqa: F401 - initializes the backend for the header
 
     if args.sampler is None:
-        import importlib.util
-
-        has_fast = importlib.util.find_spec("jaxprivmdp._sampling") is not None
-        args.sampler = "fast" if has_fast else "jax"
+        args.sampler = "fast"  # the library's default
     quick = args.quick
     sizes = dict(
         S=args.states or (50 if quick else 200),
@@ -263,14 +255,11 @@ def main():
         run_child(sizes)
         return
 
-    has_vw = sweep_has_vector_width()
     if args.batch_sizes is not None:
         batch_sizes = [b for b in args.batch_sizes.split(",") if b]
     else:
         batch_sizes = ["16", "default"] if quick else ["16", "default", "64", "all"]
-    if not has_vw:
-        vector_widths = []
-    elif args.vector_widths is not None:
+    if args.vector_widths is not None:
         vector_widths = [v for v in args.vector_widths.split(",") if v]
     else:
         vector_widths = [] if quick else ["1", "4", "all"]
@@ -286,9 +275,10 @@ def main():
         notes=[
             f"sampler = {args.sampler!r}; one child process per configuration; peak = VmHWM "
             "of the child (compilation included); baseline = its RSS after building the MDP",
-            f"one [S, A, S] array = {common.fmt_bytes(sa_s)}; sweep "
-            + ("has" if has_vw else "has no")
-            + " `vector_width` (runs vectorized together)",
+            f"one [S, A, S] array = {common.fmt_bytes(sa_s)}; `vector_width` = runs "
+            "vectorized together (default `_synthesis.default_vector_width(mdp, sampler)`), "
+            "`batch_size` = runs per compiled call (default "
+            "`_synthesis.default_batch_size(total, group)`)",
         ],
     )
     results = []
@@ -312,9 +302,11 @@ def main():
                 r["label"],
                 used.get("batch_size", "?") if ok else "",
                 used.get("vector_width", "—") if ok else "",
+                used.get("runs_computed", "?") if ok else "",
                 common.fmt_bytes(peak) if ok else "—",
                 common.fmt_bytes(peak - r["baseline_rss"]) if ok else "—",
                 common.fmt_bytes((peak - r["baseline_rss"]) / group) if ok and group else "—",
+                f"{(peak - r['baseline_rss']) / group / sa_s:.1f}" if ok and group else "—",
                 common.fmt_bytes(r["ru_maxrss"]),
                 f"{r['elapsed_s']:.1f} s" if ok else "—",
                 ("yes" if r["identical_to_reference"] else "NO") if ok else "—",
@@ -333,9 +325,11 @@ def main():
             "configuration",
             "batch_size used",
             "vector_width used",
+            f"runs computed (of {total})",
             "peak RSS (VmHWM)",
             "peak − baseline",
             "÷ runs vectorized",
+            "= [S, A, S] arrays per run",
             "ru_maxrss (wait4)",
             "sweep time (with compile)",
             f"np.array_equal to {ref['label'] if ref else '?'}",
@@ -370,7 +364,7 @@ def main():
     default_ok = bool(
         default and default["returncode"] == 0 and default["peak_rss"] <= LIMIT_GIB * 2**30
     )
-    chunked = [r for r in bs_results if r["label"] != "batch_size=all" or has_vw]
+    chunked = bs_results
     chunked_ok = all(r["returncode"] == 0 and r["peak_rss"] <= LIMIT_GIB * 2**30 for r in chunked)
     identical = all(r["identical_to_reference"] for r in bs_results)
     print(
@@ -386,7 +380,6 @@ def main():
             ks=list(KS),
             sampler=args.sampler,
             limit_gib=LIMIT_GIB,
-            has_vector_width=has_vw,
             configs=results,
             default_within_limit=default_ok,
             chunked_within_limit=chunked_ok,

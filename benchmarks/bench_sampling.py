@@ -28,6 +28,7 @@ import os
 import platform
 import time
 
+import common
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -136,10 +137,18 @@ def main():
         jax.config.update("jax_enable_x64", True)
     dtype = np.dtype(args.dtype)
 
-    print(f"machine: {platform.platform()} | {platform.processor() or platform.machine()}")
+    print(f"machine: {platform.platform()} | {common._cpu_model()}")
+    print(
+        f"git {common._git_revision()}, command: python benchmarks/bench_sampling.py "
+        f"--dtype {args.dtype} --repeats {args.repeats}"
+    )
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
     print(f"cpus: os.cpu_count()={os.cpu_count()}, usable={affinity}")
-    print(f"jax {jax.__version__}, numpy {np.__version__}, backend {jax.default_backend()}")
+    print(
+        f"jax {jax.__version__}, jaxlib {common._version('jaxlib')}, numpy {np.__version__}, "
+        f"jaxprivmdp {common._version('jaxprivmdp')}, backend {jax.default_backend()} "
+        f"({jax.device_count()} x {jax.devices()[0].device_kind})"
+    )
     print(f"dtype {dtype}, repeats {args.repeats} (median), load average {os.getloadavg()}")
     print("ours: jaxprivmdp._sampling.dirichlet, num_candidates=2 (default)")
     print()
