@@ -152,15 +152,16 @@ def cost_of_privacy(
         alpha = concentration_radius(k, beta)
     width = fill_width(alpha, private_mdp.num_states)
     if private_mdp.is_finite_horizon:
-        tol = jnp.zeros((), dtype)  # unused
+        tol = 0.0  # unused
     elif tol is None:
         tol = default_tolerance(private_mdp)
     return bounds_core(
         private_mdp,
         policy,
-        jnp.asarray(alpha, dtype),
-        jnp.asarray(beta, dtype),
-        jnp.asarray(tol, dtype),
+        # Host scalars: jit transfers them with its arguments, cheaper than device_put each.
+        np.asarray(alpha, dtype),
+        np.asarray(beta, dtype),
+        np.asarray(tol, dtype),
         width=width,
         max_iterations=int(max_iterations),
     )

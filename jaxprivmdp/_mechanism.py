@@ -139,9 +139,10 @@ def dirichlet_mechanism(
         privatizing. This changes the data (a bias of at most ``Sη`` in ℓ1 per row) in exchange
         for rows with every entry ``>= η``, which the privacy accounting needs.
       sampler: ``"fast"`` (default: an exact vectorized Marsaglia–Tsang gamma sampler,
-        ``jaxprivmdp._sampling``, 57–105x faster than ``jax.random.dirichlet`` on CPU for the
-        sweep's shapes) or ``"jax"`` (the reference: ``jax.random.loggamma``; the result then
-        equals ``jax.random.dirichlet(key, k * P)`` bit for bit). Same distribution, different
+        ``jaxprivmdp._sampling``, about 50–100x faster than ``jax.random.dirichlet`` in float32
+        on CPU for the sweep's shapes, see ``benchmarks/RESULTS.md``) or ``"jax"`` (the
+        reference: ``jax.random.loggamma``; the result then equals
+        ``jax.random.dirichlet(key, k * P)`` bit for bit). Same distribution, different
         draws for the same key.
 
     Returns:

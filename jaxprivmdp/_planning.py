@@ -179,7 +179,7 @@ def validate_policy(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
         if not used.all():
             where = tuple(int(i) for i in np.argwhere(~used[..., 0])[0])
             raise ValueError(f"policy chooses a masked action at (stage/state) {where}")
-        return jnp.asarray(pol, jnp.int32)
+        return _as_device(policy, pol, jnp.int32)
     if not np.issubdtype(pol.dtype, np.floating):
         raise ValueError(
             f"policy must be ints (actions) or floats (probabilities), got {pol.dtype}"
@@ -193,7 +193,14 @@ def validate_policy(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
     tol = 256 * np.finfo(pol.dtype).eps
     if np.any(np.abs(pol.sum(-1) - 1) > tol):
         raise ValueError("policy probabilities must sum to 1 over actions in every state")
-    return jnp.asarray(pol, mdp.rewards.dtype)
+    return _as_device(policy, pol, mdp.rewards.dtype)
+
+
+def _as_device(given, host: np.ndarray, dtype) -> jax.Array:
+    """``given`` itself when it already is a device array of ``dtype`` (no new upload)."""
+    if isinstance(given, jax.Array) and given.dtype == dtype:
+        return given
+    return jnp.asarray(host, dtype)
 
 
 def _policy_reward_and_rows(mdp: TabularMDP, decision: jax.Array):
