@@ -93,6 +93,12 @@ def bounds_core(mdp, policy, alpha, beta, tol, *, width: int, max_iterations: in
     return _infinite_bounds(mdp, policy, alpha, beta, width, tol, max_iterations)
 
 
+def _scalar(x, dtype):
+    # Host scalars when concrete: jit transfers them with its arguments, cheaper than a
+    # device_put each.
+    return np.asarray(x, dtype) if is_concrete(x) else jnp.asarray(x, dtype)
+
+
 def cost_of_privacy(
     private_mdp: TabularMDP,
     policy: ArrayLike,
@@ -158,10 +164,9 @@ def cost_of_privacy(
     return bounds_core(
         private_mdp,
         policy,
-        # Host scalars: jit transfers them with its arguments, cheaper than device_put each.
-        np.asarray(alpha, dtype),
-        np.asarray(beta, dtype),
-        np.asarray(tol, dtype),
+        _scalar(alpha, dtype),
+        _scalar(beta, dtype),
+        _scalar(tol, dtype),
         width=width,
         max_iterations=int(max_iterations),
     )
