@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from ._mdp import check_range, is_concrete
+from ._mdp import check_range, is_concrete, row_sum_tolerance
 
 
 def concentration_radius(k: ArrayLike, beta: ArrayLike) -> jax.Array:
@@ -55,11 +55,25 @@ def concentration_radius(k: ArrayLike, beta: ArrayLike) -> jax.Array:
     return jnp.sqrt(jnp.log(1 / beta) / (2 * (k + 1)))
 
 
-def _fill(slack: jax.Array, caps_sorted: jax.Array, w_sorted: jax.Array) -> jax.Array:
-    """``Σ_i w_(i) · clip(slack − Σ_{j<i} cap_(j), 0, cap_(i))`` over the last axis."""
+def _pour(slack: jax.Array, caps_sorted: jax.Array) -> jax.Array:
+    """The greedy fill: ``clip(slack − Σ_{j<i} cap_(j), 0, cap_(i))`` along the last axis."""
     before = jnp.cumsum(caps_sorted, axis=-1) - caps_sorted
-    pour = jnp.clip(slack[..., None] - before, 0, caps_sorted)
-    return jnp.sum(pour * w_sorted, axis=-1)
+    slack = jnp.broadcast_to(slack, caps_sorted.shape[:-1])[..., None]
+    return jnp.clip(slack - before, 0, caps_sorted)
+
+
+def _check_rows(values, p_bar) -> None:
+    if not (is_concrete(values) and is_concrete(p_bar)):
+        return
+    v, p = np.asarray(values, float), np.asarray(p_bar, float)
+    if not np.all(np.isfinite(v)):
+        raise ValueError("values must be finite")
+    if p.ndim == 0 or not np.all(np.isfinite(p)) or np.any(p < 0):
+        raise ValueError("p_bar must be finite, non-negative rows of shape [..., n]")
+    sums = p.sum(axis=-1)
+    if np.any(np.abs(sums - 1) > row_sum_tolerance(np.float32)):  # float32 rows pass
+        bad = float(sums.ravel()[np.argmax(np.abs(sums - 1).ravel())])
+        raise ValueError(f"p_bar rows must sum to 1, one sums to {bad:.9g}")
 
 
 def robust_expectation(
@@ -90,13 +104,15 @@ def robust_expectation(
       `[...]` the optimal value of the inner problem.
 
     Raises:
-      ValueError: for concrete ``alpha < 0`` or ``beta`` outside ``(0, 1)``.
+      ValueError: for concrete ``alpha < 0``, ``beta`` outside ``(0, 1)``, non-finite
+        values, or ``p_bar`` rows that are negative or do not sum to 1.
 
     References:
       Gohari, Hale, Topcu, CDC 2020, eq. (1) and problem (P), Section V.
     """
     check_range("alpha", alpha, low=0.0)
     check_range("beta", beta, low=0.0, high=1.0, low_open=True, high_open=True)
+    _check_rows(values, p_bar)
     v, p_bar = jnp.asarray(values), jnp.asarray(p_bar)
     dtype = jnp.result_type(v, p_bar, float)
     v, p_bar = jnp.broadcast_arrays(v.astype(dtype), p_bar.astype(dtype))
@@ -109,9 +125,8 @@ def robust_expectation(
     slack = jnp.maximum(1 - jnp.sum(lower, axis=-1), 0)
     order = jnp.argsort(w, axis=-1)
     w_sorted = jnp.take_along_axis(w, order, axis=-1)
-    inner = jnp.sum(lower * w, axis=-1) + _fill(
-        slack, jnp.take_along_axis(caps, order, axis=-1), w_sorted
-    )
+    pour = _pour(slack, jnp.take_along_axis(caps, order, axis=-1))
+    inner = jnp.sum(lower * w, axis=-1) + jnp.sum(pour * w_sorted, axis=-1)
     out = beta * w_sorted[..., 0] + (1 - beta) * inner
     return -out if maximize else out
 
@@ -170,9 +185,7 @@ def robust_backup(
     w_sorted = jnp.stack([-neg_low, -top_high])  # [2, m]: a max is a min of −v.
     p_sorted = jnp.moveaxis(p_rows[..., jnp.stack([order_low, order_high])], -2, 0)
     caps = jnp.minimum(p_sorted + alpha, 1) - jnp.maximum(p_sorted - alpha, 0)  # [2, ..., m]
-    before = jnp.cumsum(caps, axis=-1) - caps
-    pour = jnp.clip(jnp.broadcast_to(slack, caps.shape[:-1])[..., None] - before, 0, caps)
-    fill = jnp.einsum("k...m,km->k...", pour, w_sorted)  # [2, ...]
+    fill = jnp.einsum("k...m,km->k...", _pour(slack, caps), w_sorted)  # [2, ...]
     inner = jnp.moveaxis(dense[..., :2], -1, 0) + fill
     w_min = w_sorted[:, :1].reshape((2,) + (1,) * (inner.ndim - 1))
     out = beta * w_min + (1 - beta) * inner

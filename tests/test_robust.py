@@ -317,3 +317,17 @@ def test_robust_backup_strict_rank_promotion():
     with jax.numpy_rank_promotion("raise"):
         low, high = backup_jit(p_bar, 0.3, v, v, 0.1, width=5)
     assert low.shape == (5, 1)
+
+
+@pytest.mark.parametrize(
+    ("values", "p_bar", "match"),
+    [
+        ([0.0, np.nan], [0.5, 0.5], "values must be finite"),
+        ([0.0, 1.0], [1.5, -0.5], "p_bar must be finite, non-negative"),
+        ([0.0, 1.0], [0.5, 0.4], "p_bar rows must sum to 1, one sums to 0.9"),
+        ([0.0, 1.0], 0.5, "p_bar must be finite, non-negative rows"),
+    ],
+)
+def test_robust_expectation_rejects_bad_rows(values, p_bar, match):
+    with pytest.raises(ValueError, match=match):
+        jp.robust_expectation(np.asarray(values), np.asarray(p_bar), alpha=0.1, beta=0.1)
