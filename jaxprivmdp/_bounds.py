@@ -11,8 +11,14 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from ._mdp import TabularMDP, check_range, is_concrete
-from ._planning import default_tolerance, select_rows, validate_policy, weighted_sum
-from ._robust import concentration_radius, fill_width, robust_backup
+from ._planning import (
+    check_iterations,
+    default_tolerance,
+    select_rows,
+    validate_policy,
+    weighted_sum,
+)
+from ._robust import concentration_radius, fill_width, host_radius, robust_backup
 
 
 class PrivacyBounds(NamedTuple):
@@ -149,18 +155,18 @@ def cost_of_privacy(
     """
     policy = validate_policy(private_mdp, policy)
     dtype = private_mdp.rewards.dtype
+    check_range("k", k, low=0.0, low_open=True, scalar=True)
+    check_range("beta", beta, low=0.0, high=1.0, low_open=True, high_open=True, scalar=True)
     if is_concrete(k) and is_concrete(beta):
-        # Plain NumPy on the host: no device round trip just to size the fill.
-        check_range("k", k, low=0.0, low_open=True)
-        check_range("beta", beta, low=0.0, high=1.0, low_open=True, high_open=True)
-        alpha = np.sqrt(np.log(1 / np.float64(beta)) / (2 * (np.float64(k) + 1)))
+        alpha = host_radius(k, beta)  # no device round trip just to size the fill
     else:
         alpha = concentration_radius(k, beta)
     width = fill_width(alpha, private_mdp.num_states)
     if private_mdp.is_finite_horizon:
         tol = 0.0  # unused
-    elif tol is None:
-        tol = default_tolerance(private_mdp)
+    else:
+        check_iterations(tol, max_iterations)
+        tol = default_tolerance(private_mdp) if tol is None else tol
     return bounds_core(
         private_mdp,
         policy,

@@ -59,6 +59,17 @@ jax.tree_util.register_dataclass(
 )
 
 
+def working_dtype(dtype=None) -> np.dtype:
+    """float32 or float64 (default: JAX's default float); anything else is refused."""
+    try:
+        dtype = np.dtype(dtype or jnp.zeros(()).dtype)
+    except TypeError:
+        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}") from None
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
+    return dtype
+
+
 def row_sum_tolerance(dtype) -> float:
     """Tolerance on ``|Σ_s' P(s, a, s') − 1|``: a few hundred ulps of the dtype."""
     return float(256 * np.finfo(dtype).eps)
@@ -69,14 +80,23 @@ def is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
-def check_range(name: str, value, *, low=None, high=None, low_open=False, high_open=False) -> None:
+def check_range(
+    name: str, value, *, low=None, high=None, low_open=False, high_open=False, scalar=False
+) -> None:
     """Raises ValueError unless every entry of a concrete ``value`` lies in the interval.
 
-    Tracers pass through unchecked: validation happens at the eager API boundary.
+    With ``scalar=True`` the value must also be a single number (a silently broadcast array
+    would give wrong results). Tracers pass through unchecked: validation happens at the
+    eager API boundary.
     """
     if not is_concrete(value):
         return
-    arr = np.asarray(value, dtype=float)
+    try:
+        arr = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a number, got {value!r}") from None
+    if scalar and arr.ndim != 0:
+        raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite, got {value!r}")
     bad = np.zeros(arr.shape, bool)
@@ -116,12 +136,12 @@ def validate_transitions(
     Raises:
       ValueError: naming the first offending entry or row.
     """
-    dtype = np.dtype(dtype or jnp.zeros(()).dtype)
+    dtype = working_dtype(dtype)
     P = _float_array("transitions", transitions, dtype)
     # The tolerance follows the less precise of the given and the working dtype.
     given = getattr(transitions, "dtype", dtype)
-    coarser = np.issubdtype(given, np.floating) and np.dtype(given).itemsize < dtype.itemsize
-    tol_dtype = np.dtype(given) if coarser else dtype
+    # (float32 at the coarsest: a float16 row can be off by 1e-3 and is refused.)
+    tol_dtype = np.dtype(np.float32) if np.dtype(given) in (np.float16, np.float32) else dtype
     if P.ndim != 3 or P.shape[0] != P.shape[2] or min(P.shape) < 1:
         raise ValueError(f"transitions must have shape [S, A, S] with S, A >= 1, got {P.shape}")
     S, A, _ = P.shape
@@ -190,7 +210,7 @@ def make_mdp(
       ValueError: naming the offending argument (shape, NaN/inf, negative entry, a row that
         does not sum to 1, a state with no allowed action, discount or horizon out of range).
     """
-    dtype = np.dtype(dtype or jnp.zeros(()).dtype)
+    dtype = working_dtype(dtype)
     P, mask = validate_transitions(transitions, action_mask, dtype=dtype)
     S, A, _ = P.shape
     R = _float_array("rewards", rewards, dtype)
@@ -208,9 +228,11 @@ def make_mdp(
         if horizon < 1:
             raise ValueError(f"horizon must be >= 1 (or None for infinite), got {horizon}")
         horizon = int(horizon)
-        check_range("discount", discount, low=0.0, high=1.0)
+        check_range("discount", discount, low=0.0, high=1.0, scalar=True)
     else:
-        check_range("discount (infinite horizon)", discount, low=0.0, high=1.0, high_open=True)
+        check_range(
+            "discount (infinite horizon)", discount, low=0.0, high=1.0, high_open=True, scalar=True
+        )
         if terminal_reward is not None and np.any(RT != 0):
             raise ValueError("terminal_reward is only meaningful with a finite horizon")
     if isinstance(initial_state, bool) or not isinstance(initial_state, int | np.integer):

@@ -15,6 +15,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from ._mdp import check_range, validate_transitions
+from ._sampling import loggamma
 
 Support = Literal["nonzero"] | None
 Sampler = Literal["jax", "fast"]
@@ -84,8 +85,6 @@ def _loggamma(key: jax.Array, a: jax.Array, sampler: Sampler) -> jax.Array:
     if sampler == "jax":
         return jax.random.loggamma(key, a, dtype=a.dtype)
     if sampler == "fast":
-        from ._sampling import loggamma
-
         return loggamma(key, a, dtype=a.dtype)
     raise ValueError(f"sampler must be 'jax' or 'fast', got {sampler!r}")
 
@@ -106,11 +105,27 @@ def privatize(
     ``jax.random.dirichlet(key, k * rows)`` bit for bit. Masked rows come out as zeros.
     """
     # Entries outside the support get a dummy concentration 1; their variates are discarded.
-    a = jnp.where(support, k * rows, jnp.ones_like(rows))
+    # Concentrations are floored at the smallest normal float: XLA:CPU flushes subnormals to
+    # zero, and a zero concentration has no gamma distribution (the change is below 1e-38).
+    tiny = jnp.finfo(rows.dtype).tiny
+    a = jnp.where(support, jnp.maximum(k * rows, tiny), jnp.ones_like(rows))
     log_g = _loggamma(key, a, sampler)
     log_g = jnp.where(support, log_g, -jnp.inf)
     private = jax.nn.softmax(log_g, axis=-1)
     return jnp.where(action_mask[..., None], private, jnp.zeros_like(private))
+
+
+def check_key(key) -> jax.Array:
+    """A typed PRNG key, or a ValueError that says how to make one."""
+    if isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        if key.ndim != 0:
+            raise ValueError(f"key must be a single PRNG key, got shape {key.shape}")
+        return key
+    if isinstance(key, jax.Array | np.ndarray) and key.shape == (2,) and key.dtype == np.uint32:
+        return jax.random.wrap_key_data(jnp.asarray(key))  # a legacy jax.random.PRNGKey
+    raise ValueError(
+        f"key must be a JAX PRNG key such as jax.random.key(seed) or secure_key(), got {key!r}"
+    )
 
 
 def dirichlet_mechanism(
@@ -157,7 +172,7 @@ def dirichlet_mechanism(
       Gohari, Hale, Topcu, "Privacy-Preserving Policy Synthesis in Markov Decision Processes",
       CDC 2020, Algorithm 1 step 1 and Section II-D.
     """
-    check_range("k", k, low=0.0, low_open=True)
+    check_range("k", k, low=0.0, low_open=True, scalar=True)
     given = getattr(transitions, "dtype", None)
     dtype = given if given is not None and jnp.issubdtype(given, jnp.floating) else None
     inp = prepare_mechanism_input(
@@ -165,7 +180,7 @@ def dirichlet_mechanism(
     )
     rows = jnp.asarray(inp.rows)
     return privatize(
-        key,
+        check_key(key),
         rows,
         jnp.asarray(k, rows.dtype),
         jnp.asarray(inp.support),

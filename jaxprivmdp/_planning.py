@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from ._mdp import TabularMDP, is_concrete
+from ._mdp import TabularMDP, check_range, is_concrete
 
 
 class Solution(NamedTuple):
@@ -34,6 +34,16 @@ class Solution(NamedTuple):
     values: jax.Array
     iterations: jax.Array
     converged: jax.Array
+
+
+def check_iterations(tol, max_iterations) -> None:
+    """``tol`` a finite scalar > 0 (or None), ``max_iterations`` an int >= 1."""
+    if tol is not None:
+        check_range("tol", tol, low=0.0, low_open=True, scalar=True)
+    if isinstance(max_iterations, bool) or not isinstance(max_iterations, int | np.integer):
+        raise ValueError(f"max_iterations must be an int >= 1, got {max_iterations!r}")
+    if max_iterations < 1:
+        raise ValueError(f"max_iterations must be an int >= 1, got {max_iterations}")
 
 
 def default_tolerance(mdp: TabularMDP) -> jax.Array:
@@ -115,6 +125,7 @@ def solve(
     """
     if mdp.is_finite_horizon:
         return _backward_induction(mdp)
+    check_iterations(tol, max_iterations)
     tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
     return _value_iteration(mdp, tol, int(max_iterations))
 
@@ -162,6 +173,8 @@ def validate_policy(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
     Raises:
       ValueError: naming the problem (shape, out-of-range or masked action, bad row).
     """
+    if not isinstance(mdp, TabularMDP):
+        raise ValueError(f"expected a TabularMDP from make_mdp, got {type(mdp).__name__}")
     if not (is_concrete(policy) and is_concrete(mdp.action_mask)):
         return jnp.asarray(policy)  # under a transformation: checked by the eager caller
     pol = np.asarray(policy)

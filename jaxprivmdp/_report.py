@@ -34,6 +34,7 @@ def summarize(result: SweepResult) -> list[dict]:
             row[f"{q}_mean"] = float(x.mean())
             row[f"{q}_std"] = float(x.std(ddof=1)) if x.size > 1 else 0.0
         row["optimal_value"] = float(result.optimal_value)
+        row["converged_fraction"] = float(np.mean(np.asarray(result.converged[i])))
         rows.append(row)
     return rows
 

@@ -52,7 +52,16 @@ def concentration_radius(k: ArrayLike, beta: ArrayLike) -> jax.Array:
     k, beta = jnp.asarray(k), jnp.asarray(beta)
     dtype = jnp.result_type(k, beta, float)
     k, beta = jnp.broadcast_arrays(k.astype(dtype), beta.astype(dtype))
-    return jnp.sqrt(jnp.log(1 / beta) / (2 * (k + 1)))
+    return _radius(jnp, k, beta)
+
+
+def _radius(xp, k, beta):
+    return xp.sqrt(xp.log(1 / beta) / (2 * (k + 1)))
+
+
+def host_radius(k, beta) -> np.ndarray:
+    """Lemma 1's ``α`` of concrete values, in float64 NumPy (for static sizes, no device)."""
+    return _radius(np, np.asarray(k, np.float64), np.asarray(beta, np.float64))
 
 
 def _pour(slack: jax.Array, caps_sorted: jax.Array) -> jax.Array:

@@ -16,9 +16,9 @@ from jax.typing import ArrayLike
 
 from ._bounds import bounds_core
 from ._mdp import TabularMDP, check_range
-from ._mechanism import Sampler, Support, prepare_mechanism_input, privatize
-from ._planning import default_tolerance, evaluate, solve
-from ._robust import concentration_radius, fill_width
+from ._mechanism import Sampler, Support, check_key, prepare_mechanism_input, privatize
+from ._planning import check_iterations, default_tolerance, evaluate, solve
+from ._robust import concentration_radius, fill_width, host_radius
 
 
 class Synthesis(NamedTuple):
@@ -32,6 +32,8 @@ class Synthesis(NamedTuple):
       pessimistic: ``v̲``, same shape (Theorem 1 / 2).
       optimistic: ``v̄``, same shape.
       cost: scalar ``v̄(s0) − v̲(s0)``.
+      converged: infinite horizon: whether value iteration met its tolerance (if not, the
+        policy may not be ε-optimal; the bounds stay valid). Always True for a finite horizon.
     """
 
     private_transitions: jax.Array
@@ -40,6 +42,7 @@ class Synthesis(NamedTuple):
     pessimistic: jax.Array
     optimistic: jax.Array
     cost: jax.Array
+    converged: jax.Array
 
 
 class SweepResult(NamedTuple):
@@ -55,6 +58,8 @@ class SweepResult(NamedTuple):
       optimal_value: scalar ``V*(s0)``, the non-private optimum (for an infinite horizon: the
         exact value of the ε-optimal policy that value iteration returns).
       ks: `[K]` the grid of ``k``.
+      converged: `[K, N]` bool, infinite horizon: whether value iteration (synthesis) and the
+        bound iterations met their tolerance; always True for a finite horizon.
     """
 
     private_value: jax.Array
@@ -64,6 +69,7 @@ class SweepResult(NamedTuple):
     cost: jax.Array
     optimal_value: jax.Array
     ks: jax.Array
+    converged: jax.Array
 
 
 def _run(key, k, mdp, rows, support, beta, tol, *, sampler, width, max_iterations):
@@ -82,7 +88,9 @@ def _run(key, k, mdp, rows, support, beta, tol, *, sampler, width, max_iteration
 
 
 def _resolve(mdp, support, smoothing, beta, ks):
-    check_range("beta", beta, low=0.0, high=1.0, low_open=True, high_open=True)
+    if not isinstance(mdp, TabularMDP):
+        raise ValueError(f"expected a TabularMDP from make_mdp, got {type(mdp).__name__}")
+    check_range("beta", beta, low=0.0, high=1.0, low_open=True, high_open=True, scalar=True)
     check_range("k", ks, low=0.0, low_open=True)
     inp = prepare_mechanism_input(
         np.asarray(mdp.transitions),
@@ -92,7 +100,7 @@ def _resolve(mdp, support, smoothing, beta, ks):
         dtype=mdp.transitions.dtype,
     )
     dtype = mdp.rewards.dtype
-    alphas = concentration_radius(jnp.asarray(ks, dtype), jnp.asarray(beta, dtype))
+    alphas = host_radius(ks, beta)
     return (
         jnp.asarray(inp.rows, dtype),
         jnp.asarray(inp.support),
@@ -124,7 +132,10 @@ def synthesize(
       k: the mechanism's parameter ``k > 0``.
       beta: ``β`` in ``(0, 1)`` for the bounds.
       support: ``None`` or ``"nonzero"``, see :func:`dirichlet_mechanism`.
-      smoothing: optional ``η``, see :func:`dirichlet_mechanism`.
+      smoothing: optional ``η``, see :func:`dirichlet_mechanism`. The mechanism then
+        privatizes the smoothed rows ``p̃ = (1 − Sη) p + η``, so ``P̄`` concentrates around
+        ``p̃``, not ``P``: the bounds (Lemma 1, Theorem 1) are about the smoothed MDP, whose
+        rows are up to ``(S − 1)η`` away from the true ones in ℓ∞.
       sampler: ``"fast"`` or ``"jax"`` gamma sampler (same distribution), see
         :func:`dirichlet_mechanism`.
       max_iterations: infinite horizon: guard on iterations.
@@ -139,10 +150,12 @@ def synthesize(
     References:
       Gohari, Hale, Topcu, CDC 2020, Algorithm 1, Theorems 1 and 2.
     """
+    check_range("k", k, low=0.0, low_open=True, scalar=True)
+    check_iterations(None, max_iterations)
     rows, supp, width = _resolve(mdp, support, smoothing, beta, k)
     dtype = mdp.rewards.dtype
     p_bar, sol, b = _run_jit(
-        key,
+        check_key(key),
         jnp.asarray(k, dtype),
         mdp,
         rows,
@@ -153,7 +166,8 @@ def synthesize(
         width=width,
         max_iterations=int(max_iterations),
     )
-    return Synthesis(p_bar, sol.policy, sol.values, b.pessimistic, b.optimistic, b.cost)
+    converged = sol.converged & b.converged
+    return Synthesis(p_bar, sol.policy, sol.values, b.pessimistic, b.optimistic, b.cost, converged)
 
 
 _STATIC = ("sampler", "width", "max_iterations")
@@ -185,6 +199,7 @@ def _sweep_chunk(keys, ks, mdp, rows, support, beta, tol, *, devices, vector_wid
                 _at_s0(mdp, b.pessimistic),
                 _at_s0(mdp, b.optimistic),
                 b.cost,
+                (sol.converged & b.converged).astype(b.cost.dtype),
             ]
         )
 
@@ -264,7 +279,7 @@ def sweep(
       num_trials: ``N``, independent runs per ``k``.
       beta: ``β`` in ``(0, 1)``.
       support: ``None`` or ``"nonzero"``, see :func:`dirichlet_mechanism`.
-      smoothing: optional ``η``, see :func:`dirichlet_mechanism`.
+      smoothing: optional ``η``, see :func:`dirichlet_mechanism` and :func:`synthesize`.
       batch_size: runs per compiled call (progress is reported after each); rounded up to a
         multiple of ``vector_width`` times the device count. Default
         :func:`default_batch_size`: at most 256, a power of two of groups, so sweeps of
@@ -287,16 +302,23 @@ def sweep(
       ValueError: for an empty or non-positive ``ks``, ``num_trials < 1``, ``batch_size < 1``,
         ``beta`` outside ``(0, 1)``, or rows with zeros (see ``support``).
     """
-    ks_np = np.atleast_1d(np.asarray(ks, dtype=float))
+    try:
+        ks_np = np.atleast_1d(np.asarray(ks, dtype=float))
+    except (TypeError, ValueError):
+        raise ValueError(f"ks must be a 1-D sequence of numbers, got {ks!r}") from None
     if ks_np.ndim != 1 or ks_np.size == 0:
         raise ValueError(f"ks must be a non-empty 1-D sequence, got shape {ks_np.shape}")
     if isinstance(num_trials, bool) or not isinstance(num_trials, int | np.integer):
         raise ValueError(f"num_trials must be an int >= 1, got {num_trials!r}")
     if num_trials < 1:
         raise ValueError(f"num_trials must be >= 1, got {num_trials}")
+    check_iterations(None, max_iterations)
+    key = check_key(key)
     rows, supp, width = _resolve(mdp, support, smoothing, beta, ks_np)
     devices = tuple(devices) if devices is not None else tuple(jax.devices())
     num_devices = len(devices)
+    if num_devices == 0:
+        raise ValueError("devices must list at least one device")
     for name, value in (("batch_size", batch_size), ("vector_width", vector_width)):
         if value is not None and (
             isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1
@@ -334,7 +356,7 @@ def sweep(
         if progress is not None:
             jax.block_until_ready(out)
             progress(min((c + 1) * batch_size, total), total)
-    out = jnp.concatenate(outs)[:total].reshape(K, N, 5)
+    out = jnp.concatenate(outs)[:total].reshape(K, N, 6)
     optimal = _at_s0(mdp, evaluate(mdp, solve(mdp, max_iterations=max_iterations).policy))
     return SweepResult(
         private_value=out[..., 0],
@@ -344,4 +366,5 @@ def sweep(
         cost=out[..., 4],
         optimal_value=optimal,
         ks=jnp.asarray(ks_np, dtype),
+        converged=out[..., 5] > 0,
     )

@@ -47,6 +47,7 @@ def _setup(args) -> None:
 
 def _run_sweeps(args, mdps: dict, supports: dict, stem: str, extra_meta: dict) -> list[Path]:
     import jax
+    import numpy as np
 
     from . import _report, sweep
 
@@ -70,6 +71,12 @@ def _run_sweeps(args, mdps: dict, supports: dict, stem: str, extra_meta: dict) -
             progress=_progress(name),
         )
         tables[name] = _report.summarize(result)
+        not_converged = int((~np.asarray(result.converged)).sum())
+        if not_converged:
+            _log(
+                f"  warning: {not_converged} run(s) did not reach the value-iteration tolerance "
+                "(their policies may not be ε-optimal; the bounds stay valid)"
+            )
         timings[name] = round(time.perf_counter() - t0, 3)
     meta = {
         "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
@@ -298,6 +305,11 @@ def cmd_privatize(args) -> list[Path]:
 
     from . import dirichlet_mechanism, secure_key
 
+    if args.eta is None and args.smoothing is None:
+        raise ValueError(
+            "a release needs a public lower bound on the rows: pass --eta (or --smoothing, "
+            "which implies it); an eta derived from the data would leak the data"
+        )
     mdp = _load_user_mdp(args)
     if args.out.exists() and not args.force:
         raise ValueError(f"--out {str(args.out)!r} exists; pass --force to overwrite")
@@ -323,12 +335,11 @@ def cmd_privatize(args) -> list[Path]:
             delta=g.delta,
             b=args.b,
             adjacency=args.adjacency,
-            eta=np.nan if args.eta is None else args.eta,
+            eta=args.eta if args.eta is not None else args.smoothing,
         )
     print(
         f"privatized {g.num_rows} rows with k = {args.k}: ({g.epsilon:.6g}, {g.delta:.3g})-DP "
         f"for {args.adjacency} adjacency, b = {args.b}"
-        + ("" if args.eta is not None else " (eta derived from the data: pass --eta)")
     )
     return [args.out]
 
@@ -383,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         _setup(args)
     try:
         files = args.func(args)
-    except ValueError as e:
+    except (ValueError, OSError) as e:
         print(f"jaxprivmdp {args.command}: error: {e}", file=sys.stderr)
         return 2
     for f in files:

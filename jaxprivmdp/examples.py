@@ -45,7 +45,7 @@ def random_mdp(
     num_actions: int = 5,
     horizon: int | None = 10,
     *,
-    discount: float = 1.0,
+    discount: float | None = None,
     dtype=None,
 ) -> TabularMDP:
     """Example 2: a random MDP (the paper does not give its generator; this one is ours).
@@ -64,7 +64,7 @@ def random_mdp(
       num_actions: ``A`` (paper: 5).
       horizon: ``T`` (paper: 10), or None for an infinite horizon (then ``discount < 1`` and
         rewards are ``U[0, 1]``, no terminal reward).
-      discount: ``γ``.
+      discount: ``γ`` (default 1 for a finite horizon, 0.95 for an infinite one).
       dtype: float dtype of the arrays.
     """
     seed = np.asarray(jax.random.key_data(key)).astype(np.uint64).ravel().tolist()
@@ -72,6 +72,8 @@ def random_mdp(
     S, A = int(num_states), int(num_actions)
     P = rng.dirichlet(np.ones(S), size=(S, A))
     P /= P.sum(-1, keepdims=True)  # exact rounding of the float64 draws
+    if discount is None:
+        discount = 1.0 if horizon is not None else 0.95
     if horizon is None:
         rewards = rng.uniform(0, 1, size=(S, A))
         return make_mdp(P, rewards, discount=discount, dtype=dtype)

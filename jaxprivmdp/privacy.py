@@ -647,8 +647,8 @@ def mdp_guarantee(
       k: the mechanism's parameter, ``> 0``.
       transitions: `[S, A, S]` the non-private transition probabilities.
       b: the per-row adjacency bound, in ``(0, 1]``.
-      eta: the public lower bound on every (smoothed) entry on the support, or None to use
-        each row's minimum (see the caveat above).
+      eta: the public lower bound on every (smoothed) entry on the support; None means
+        ``smoothing`` when it is given, else each row's minimum (see the caveat above).
       target_delta: the MDP-level δ to meet, in ``(0, 1)``.
       action_mask: `[S, A]` bool, True = allowed; masked rows are not privatized.
       support: None (rows must be strictly positive) or ``"nonzero"`` (the zero pattern is
@@ -682,6 +682,8 @@ def mdp_guarantee(
         dtype=np.float64,
     )
     P, supp, mask = inp.rows, inp.support, inp.action_mask
+    if eta is None and smoothing is not None:
+        eta = smoothing  # the public bound that smoothing guarantees
     if eta is not None:
         eta = _finite("eta", eta)
         if eta <= 0:

@@ -344,3 +344,17 @@ def test_stochastic_bounds_ignore_huge_junk_in_masked_rows(horizon):
     policy = policies(mdp)["stochastic"]
     b = cost_of_privacy(mdp, policy, k=K, beta=BETA)
     assert np.all(np.isfinite(b.pessimistic)) and np.all(np.isfinite(b.optimistic))
+
+
+def test_scalar_k_beta_and_finite_tol_are_required(finite_mdp, infinite_mdp):
+    policy = policies(finite_mdp)["deterministic"]
+    with pytest.raises(ValueError, match="k must be a scalar"):
+        cost_of_privacy(finite_mdp, policy, k=[1.0, 1000.0], beta=BETA)
+    with pytest.raises(ValueError, match="beta must be a scalar"):
+        cost_of_privacy(finite_mdp, policy, k=K, beta=[0.1, 0.9])
+    inf_policy = jp.solve(infinite_mdp).policy
+    for tol in (float("nan"), -1.0, [1e-3, 1e-3]):
+        with pytest.raises(ValueError, match="tol must"):
+            cost_of_privacy(infinite_mdp, inf_policy, k=K, beta=BETA, tol=tol)
+        with pytest.raises(ValueError, match="tol must"):
+            jp.solve(infinite_mdp, tol=tol)

@@ -101,6 +101,9 @@ def test_privatize_writes_only_private_data(tmp_path, investment_npz, capsys):
     assert private.shape == P.shape and not np.allclose(private[0], P[0])
     np.testing.assert_allclose(private[0].sum(-1), 1, rtol=1e-6)
     assert float(first["epsilon"]) == pytest.approx(5.72833, abs=1e-4)
+    # A release needs a public eta: one derived from the data would leak it.
+    assert main(base + ["--k", "10", "--out", str(tmp_path / "x.npz")]) == 2
+    assert "public lower bound" in capsys.readouterr().err
     # Refuses to overwrite; with --force, fresh OS entropy gives different noise.
     assert main(base + ["--k", "10", "--eta", "0.1", "--out", str(out)]) == 2
     assert main(base + ["--k", "10", "--eta", "0.1", "--out", str(out), "--force"]) == 0

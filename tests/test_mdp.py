@@ -300,3 +300,17 @@ def test_frozen(arrays):
     mdp = jp.make_mdp(P, R, horizon=T)
     with pytest.raises(AttributeError):
         mdp.horizon = 3
+
+
+def test_only_float32_and_float64_and_no_float16_slack():
+    P, R, RT, _ = random_arrays(0)
+    with pytest.raises(ValueError, match="dtype must be float32 or float64"):
+        jp.make_mdp(P, R, terminal_reward=RT, horizon=T, dtype=np.int32)
+    with pytest.raises(ValueError, match="dtype must be float32 or float64"):
+        jp.make_mdp(P, R, terminal_reward=RT, horizon=T, dtype=np.float16)
+    bad = P.astype(np.float16)
+    bad[0, 0] *= np.float16(0.8)  # a float16 row summing to 0.8 is not "1 within rounding"
+    with pytest.raises(ValueError, match=r"row \(state 0, action 0\) sums to"):
+        jp.make_mdp(bad, R, terminal_reward=RT, horizon=T)
+    with pytest.raises(ValueError, match="discount must be a scalar"):
+        jp.make_mdp(P, R, terminal_reward=RT, horizon=T, discount=[0.5, 1.0])

@@ -285,3 +285,14 @@ def test_output_dtype_follows_input_under_x64(full_support):
     with jax.enable_x64(True):
         out = jp.dirichlet_mechanism(jax.random.key(0), full_support, 2.0)
         assert out.dtype == jnp.float32
+
+
+@pytest.mark.parametrize("sampler", ["fast", "jax"])
+def test_subnormal_concentrations_give_no_nan(sampler):
+    # XLA:CPU flushes subnormal floats to zero; the mechanism must not turn that into NaN.
+    P = np.zeros((2, 1, 2), np.float32)
+    P[0, 0] = [1 - 1e-39, 1e-39]
+    P[1, 0] = [0.5, 0.5]
+    out = np.asarray(jp.dirichlet_mechanism(jax.random.key(0), P, 0.5, sampler=sampler))
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(out.sum(-1), 1.0, atol=1e-6)

@@ -280,3 +280,22 @@ def test_infinite_horizon_sweep():
     tol = float(default_tolerance(mdp))
     assert float(res.optimal_value) == pytest.approx(V_star[0], abs=tol)
     assert np.all(r["true_value"] <= V_star[0] + slack)
+
+
+def test_keys_scalars_and_devices_are_checked(mdp):
+    legacy = sweep(jax.random.PRNGKey(0), mdp, ks=KS, num_trials=N)
+    typed = sweep(jax.random.wrap_key_data(jax.random.PRNGKey(0)), mdp, ks=KS, num_trials=N)
+    np.testing.assert_array_equal(legacy.cost, typed.cost)
+    assert legacy.converged.shape == (len(KS), N) and bool(legacy.converged.all())
+    with pytest.raises(ValueError, match="key must be a JAX PRNG key"):
+        sweep(0, mdp, ks=KS, num_trials=N)
+    with pytest.raises(ValueError, match="devices must list at least one"):
+        sweep(jax.random.key(0), mdp, ks=KS, num_trials=N, devices=[])
+    with pytest.raises(ValueError, match="k must be a scalar"):
+        synthesize(jax.random.key(0), mdp, k=[1.0, 1000.0])
+    with pytest.raises(ValueError, match="beta must be a scalar"):
+        sweep(jax.random.key(0), mdp, ks=KS, num_trials=N, beta=[0.1, 0.9])
+    with pytest.raises(ValueError, match="max_iterations must be an int >= 1"):
+        synthesize(jax.random.key(0), mdp, k=1.0, max_iterations=0)
+    with pytest.raises(ValueError, match="expected a TabularMDP"):
+        synthesize(jax.random.key(0), np.asarray(mdp.transitions), k=1.0)
