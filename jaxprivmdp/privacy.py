@@ -479,9 +479,9 @@ def guarantee(k: float, *, b: float, eta: float, n: int, target_delta: float) ->
     b = _check_b(b)
     eta = _check_eta(eta, n)
     target_delta = _check_target_delta(target_delta)
-    lg = _optimal_log_gamma(k, eta, n, target_delta)
+    lg = float(_optimal_log_gamma(k, eta, n, target_delta))
     return Guarantee(
-        epsilon=_epsilon_log(k, b, eta, lg, n),
+        epsilon=float(_epsilon_log(k, b, eta, lg, n)),
         delta=math.exp(_log_delta(k, eta, lg, n)),
         gamma=math.exp(lg),
         k=k,
