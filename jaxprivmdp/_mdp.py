@@ -111,11 +111,16 @@ def check_range(
         raise ValueError(f"{name} must lie in {interval}, got {arr[bad].ravel()[:5].tolist()}")
 
 
-def _float_array(name: str, x: ArrayLike, dtype) -> np.ndarray:
+def as_numpy(name: str, x: ArrayLike) -> np.ndarray:
+    """``np.asarray(x)``, with a ValueError naming ``name`` for ragged or odd input."""
     try:
-        arr = np.asarray(x)
+        return np.asarray(x)
     except Exception as e:  # e.g. ragged nested lists
         raise ValueError(f"{name} could not be converted to an array: {e}") from None
+
+
+def _float_array(name: str, x: ArrayLike, dtype) -> np.ndarray:
+    arr = as_numpy(name, x)
     if arr.dtype == object or not (
         np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
     ):
@@ -148,7 +153,7 @@ def validate_transitions(
     if action_mask is None:
         mask = np.ones((S, A), bool)
     else:
-        mask = np.asarray(action_mask)
+        mask = as_numpy("action_mask", action_mask)
         if mask.shape != (S, A):
             raise ValueError(f"action_mask must have shape [S, A] = {(S, A)}, got {mask.shape}")
         if mask.dtype != np.bool_:

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from ._mdp import TabularMDP, check_range, is_concrete
+from ._mdp import TabularMDP, as_numpy, check_range, is_concrete
 
 
 class Solution(NamedTuple):
@@ -177,7 +177,7 @@ def validate_policy(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
         raise ValueError(f"expected a TabularMDP from make_mdp, got {type(mdp).__name__}")
     if not (is_concrete(policy) and is_concrete(mdp.action_mask)):
         return jnp.asarray(policy)  # under a transformation: checked by the eager caller
-    pol = np.asarray(policy)
+    pol = as_numpy("policy", policy)
     S, A = mdp.num_states, mdp.num_actions
     lead = (mdp.horizon,) if mdp.is_finite_horizon else ()
     mask = np.asarray(mdp.action_mask)

@@ -276,3 +276,8 @@ def test_stochastic_evaluate_ignores_huge_junk_in_masked_rows():
     mdp = jp.make_mdp(P, R, terminal_reward=RT, horizon=T, action_mask=mask)
     policy = random_stochastic_policy(0, mask, (T,))
     assert np.all(np.isfinite(jp.evaluate(mdp, policy)))
+
+
+def test_ragged_policy_is_named(finite_mdp):
+    with pytest.raises(ValueError, match="policy could not be converted"):
+        jp.evaluate(finite_mdp, [[0, [1, 2]]])
