@@ -14,7 +14,7 @@ from ._mdp import TabularMDP, check_range, is_concrete
 from ._planning import (
     check_iterations,
     default_tolerance,
-    select_rows,
+    policy_rows,
     validate_policy,
     weighted_sum,
 )
@@ -42,8 +42,7 @@ class PrivacyBounds(NamedTuple):
 
 
 def _stage_backup(mdp: TabularMDP, decision, v_low, v_high, alpha, beta, width):
-    p_rows, weights = select_rows(mdp.transitions, decision)
-    rewards, _ = select_rows(mdp.rewards, decision)
+    p_rows, rewards, weights = policy_rows(mdp, decision)
     low, high = robust_backup(p_rows, alpha, v_low, v_high, beta, width=width)
     g = mdp.discount
     return weighted_sum(weights, rewards + g * low), weighted_sum(weights, rewards + g * high)

@@ -216,7 +216,8 @@ def _as_device(given, host: np.ndarray, dtype) -> jax.Array:
     return jnp.asarray(host, dtype)
 
 
-def _policy_reward_and_rows(mdp: TabularMDP, decision: jax.Array):
+def policy_rows(mdp: TabularMDP, decision: jax.Array):
+    """``(rows, rewards, weights)`` a decision rule uses: see :func:`select_rows`."""
     rows, weights = select_rows(mdp.transitions, decision)
     rewards, _ = select_rows(mdp.rewards, decision)
     return rows, rewards, weights
@@ -225,7 +226,7 @@ def _policy_reward_and_rows(mdp: TabularMDP, decision: jax.Array):
 @jax.jit
 def _evaluate_finite(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
     def stage(v_next, decision):
-        rows, rewards, weights = _policy_reward_and_rows(mdp, decision)
+        rows, rewards, weights = policy_rows(mdp, decision)
         v = weighted_sum(weights, rewards + mdp.discount * (rows @ v_next))
         return v, v
 
@@ -235,7 +236,7 @@ def _evaluate_finite(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
 
 @jax.jit
 def _evaluate_infinite(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
-    rows, rewards, weights = _policy_reward_and_rows(mdp, policy)
+    rows, rewards, weights = policy_rows(mdp, policy)
     used = weights > 0
     p_pi = jnp.einsum("sa,sat->st", weights, jnp.where(used[..., None], rows, 0))
     r_pi = weighted_sum(weights, rewards)
