@@ -59,6 +59,13 @@ jax.tree_util.register_dataclass(
 )
 
 
+def check_count(name: str, value) -> int:
+    """``value`` as an int ``>= 1``, or a ValueError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    return int(value)
+
+
 def working_dtype(dtype=None) -> np.dtype:
     """float32 or float64 (default: JAX's default float); anything else is refused."""
     try:

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from ._mdp import TabularMDP, as_numpy, check_range, is_concrete
+from ._mdp import TabularMDP, as_numpy, check_count, check_range, is_concrete
 
 
 class Solution(NamedTuple):
@@ -40,10 +40,7 @@ def check_iterations(tol, max_iterations) -> None:
     """``tol`` a finite scalar > 0 (or None), ``max_iterations`` an int >= 1."""
     if tol is not None:
         check_range("tol", tol, low=0.0, low_open=True, scalar=True)
-    if isinstance(max_iterations, bool) or not isinstance(max_iterations, int | np.integer):
-        raise ValueError(f"max_iterations must be an int >= 1, got {max_iterations!r}")
-    if max_iterations < 1:
-        raise ValueError(f"max_iterations must be an int >= 1, got {max_iterations}")
+    check_count("max_iterations", max_iterations)
 
 
 def default_tolerance(mdp: TabularMDP) -> jax.Array:

@@ -15,7 +15,7 @@ from jax.sharding import PartitionSpec
 from jax.typing import ArrayLike
 
 from ._bounds import bounds_core
-from ._mdp import TabularMDP, check_range
+from ._mdp import TabularMDP, check_count, check_range
 from ._mechanism import Sampler, Support, check_key, prepare_mechanism_input, privatize
 from ._planning import check_iterations, default_tolerance, evaluate, solve
 from ._robust import concentration_radius, fill_width, host_radius
@@ -308,10 +308,7 @@ def sweep(
         raise ValueError(f"ks must be a 1-D sequence of numbers, got {ks!r}") from None
     if ks_np.ndim != 1 or ks_np.size == 0:
         raise ValueError(f"ks must be a non-empty 1-D sequence, got shape {ks_np.shape}")
-    if isinstance(num_trials, bool) or not isinstance(num_trials, int | np.integer):
-        raise ValueError(f"num_trials must be an int >= 1, got {num_trials!r}")
-    if num_trials < 1:
-        raise ValueError(f"num_trials must be >= 1, got {num_trials}")
+    check_count("num_trials", num_trials)
     check_iterations(None, max_iterations)
     key = check_key(key)
     rows, supp, width = _resolve(mdp, support, smoothing, beta, ks_np)
@@ -320,10 +317,8 @@ def sweep(
     if num_devices == 0:
         raise ValueError("devices must list at least one device")
     for name, value in (("batch_size", batch_size), ("vector_width", vector_width)):
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1
-        ):
-            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+        if value is not None:
+            check_count(name, value)
     vector_width = int(vector_width or default_vector_width(mdp, sampler))
     group = vector_width * num_devices
     K, N = ks_np.size, int(num_trials)

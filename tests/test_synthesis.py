@@ -203,7 +203,7 @@ def test_progress_callback(mdp):
         (dict(ks=[[1.0, 2.0]]), "ks must be a non-empty 1-D"),
         (dict(ks=[1.0, 0.0]), "^k must"),
         (dict(ks=[-1.0]), "^k must"),
-        (dict(ks=KS, num_trials=0), "num_trials must be >= 1"),
+        (dict(ks=KS, num_trials=0), "num_trials must be an int >= 1"),
         (dict(ks=KS, num_trials=2.0), "num_trials must be an int"),
         (dict(ks=KS, batch_size=0), "batch_size must be an int >= 1"),
         (dict(ks=KS, batch_size=2.5), "batch_size must be an int >= 1"),
