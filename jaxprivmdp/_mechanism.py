@@ -21,6 +21,18 @@ Support = Literal["nonzero"] | None
 Sampler = Literal["jax", "fast"]
 
 
+class ZeroEntryError(ValueError):
+    """Rows with zero entries were given without ``support="nonzero"`` or ``smoothing``.
+
+    Attributes:
+      rows: the offending ``(state, action)`` pairs, in order.
+    """
+
+    def __init__(self, message: str, rows: list[tuple[int, int]]):
+        super().__init__(message)
+        self.rows = rows
+
+
 class MechanismInput(NamedTuple):
     """Validated inputs of the mechanism, as NumPy arrays (nothing the user gave is changed).
 
@@ -71,11 +83,12 @@ def prepare_mechanism_input(
             rows = sorted({(int(s), int(a)) for s, a, _ in zeros})
             shown = ", ".join(f"(state {s}, action {a})" for s, a in rows[:5])
             more = f" and {len(rows) - 5} more" if len(rows) > 5 else ""
-            raise ValueError(
+            raise ZeroEntryError(
                 f"transition rows {shown}{more} have zero entries: the Dirichlet mechanism "
                 "needs rows in the interior of the simplex. Pass support='nonzero' to treat the "
                 "zero pattern as public and privatize each row over its nonzero entries, or "
-                "smoothing=eta to mix every row with the uniform distribution first."
+                "smoothing=eta to mix every row with the uniform distribution first.",
+                rows,
             )
         supp = np.ones(P.shape, bool)
     return MechanismInput(P, supp, mask)
