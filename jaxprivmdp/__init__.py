@@ -24,6 +24,7 @@ from ._robust import robust_expectation as robust_expectation
 from ._synthesis import SweepResult as SweepResult
 from ._synthesis import Synthesis as Synthesis
 from ._synthesis import sweep as sweep
+from ._synthesis import sweep_key as sweep_key
 from ._synthesis import synthesize as synthesize
 from ._version import __version__ as __version__
 
@@ -44,5 +45,6 @@ __all__ = [
     "secure_key",
     "solve",
     "sweep",
+    "sweep_key",
     "synthesize",
 ]

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
-from ._mdp import TabularMDP, check_range, is_concrete
+from ._checks import is_concrete
+from ._mdp import TabularMDP
 from ._planning import (
     check_iterations,
     default_tolerance,
@@ -18,7 +21,7 @@ from ._planning import (
     validate_policy,
     weighted_sum,
 )
-from ._robust import concentration_radius, fill_width, host_radius, robust_backup
+from ._robust import check_radius_inputs, fill_width, outward_radius, robust_backup
 
 
 class PrivacyBounds(NamedTuple):
@@ -62,39 +65,83 @@ def _finite_bounds(mdp, policy, alpha, beta, width):
     return PrivacyBounds(low, high, high[0, s0] - low[0, s0], jnp.asarray(mdp.horizon), one)
 
 
+def rounding_margin(mdp: TabularMDP, v_low: jax.Array, v_high: jax.Array) -> jax.Array:
+    """A bound on the floating-point error of one robust backup (a documented heuristic).
+
+    A backup adds a reward to ``γ`` times a convex combination of values, summed over up to
+    ``S`` terms: its rounding error is taken as ``(16 + 2⌈log₂ S⌉)`` ulps of
+    ``max|r| + max|v|``, the error of pairwise summation with a factor of safety. Checked
+    against float64 fixed points in ``tests/test_bounds.py``.
+    """
+    eps = jnp.finfo(mdp.rewards.dtype).eps
+    ulps = 16 + 2 * math.ceil(math.log2(max(mdp.num_states, 2)))
+    r = jnp.max(jnp.abs(jnp.where(mdp.action_mask, mdp.rewards, 0)))
+    v = jnp.maximum(jnp.max(jnp.abs(v_low)), jnp.max(jnp.abs(v_high)))
+    return ulps * eps * (r + v)
+
+
+def _dense_tangent_solve(g, y):
+    # Implicit differentiation of the fixed point solves (γB − I) x = y with B the backup's
+    # Jacobian: a dense [2S, 2S] system, built only under differentiation.
+    flat_y, unravel = ravel_pytree(y)
+    jac = jax.jacfwd(lambda x: ravel_pytree(g(unravel(x)))[0])(flat_y)
+    return unravel(jnp.linalg.solve(jac, flat_y))
+
+
 def _infinite_bounds(mdp, policy, alpha, beta, width, tol, max_iterations):
     gamma = mdp.discount
     # Stop when the contraction error bound γ d / (1 − γ) is below tol.
     threshold = jnp.where(gamma > 0, tol * (1 - gamma) / gamma, jnp.inf)
 
-    def cond(carry):
-        _, _, d_low, d_high, it = carry
-        return (jnp.maximum(d_low, d_high) >= threshold) & (it < max_iterations)
+    def backup(v):
+        return _stage_backup(mdp, policy, *v, alpha, beta, width)
 
-    def body(carry):
-        v_low, v_high, _, _, it = carry
-        new_low, new_high = _stage_backup(mdp, policy, v_low, v_high, alpha, beta, width)
-        d_low = jnp.max(jnp.abs(new_low - v_low))
-        d_high = jnp.max(jnp.abs(new_high - v_high))
-        return new_low, new_high, d_low, d_high, it + 1
+    def residual(v):
+        new = backup(v)
+        return new[0] - v[0], new[1] - v[1]
+
+    def iterate(_, v0):
+        def cond(carry):
+            _, _, d_low, d_high, it = carry
+            return (jnp.maximum(d_low, d_high) >= threshold) & (it < max_iterations)
+
+        def body(carry):
+            v_low, v_high, _, _, it = carry
+            new_low, new_high = backup((v_low, v_high))
+            d_low = jnp.max(jnp.abs(new_low - v_low))
+            d_high = jnp.max(jnp.abs(new_high - v_high))
+            return new_low, new_high, d_low, d_high, it + 1
+
+        inf = jnp.asarray(jnp.inf, v0[0].dtype)
+        low, high, d_low, d_high, it = jax.lax.while_loop(cond, body, (*v0, inf, inf, 0))
+        return (low, high), (d_low, d_high, it)
 
     v0 = jnp.zeros(mdp.num_states, mdp.rewards.dtype)
-    inf = jnp.asarray(jnp.inf, v0.dtype)
-    carry = (v0, v0, inf, inf, jnp.asarray(0))
-    low, high, d_low, d_high, it = jax.lax.while_loop(cond, body, carry)
-    # Banach: ‖v_n − v*‖∞ ≤ γ ‖v_n − v_{n−1}‖∞ / (1 − γ); widen so the bounds stay valid.
-    low = low - gamma * d_low / (1 - gamma)
-    high = high + gamma * d_high / (1 - gamma)
+    # custom_root: the loop runs forward only; gradients come from the implicit function
+    # theorem at the fixed point (reverse mode cannot go through a while_loop).
+    (low, high), (d_low, d_high, it) = jax.lax.custom_root(
+        residual, (v0, v0), iterate, _dense_tangent_solve, has_aux=True
+    )
+    # With ρ the rounding error of one backup, ‖v_n − v*‖∞ ≤ (γ‖v_n − v_{n−1}‖∞ + ρ)/(1 − γ)
+    # (Banach, with a perturbed last step): widen so the bounds stay valid, also in float32.
+    rho = rounding_margin(mdp, low, high)
+    low = low - (gamma * d_low + rho) / (1 - gamma)
+    high = high + (gamma * d_high + rho) / (1 - gamma)
     s0 = mdp.initial_state
     converged = jnp.maximum(d_low, d_high) < threshold
     return PrivacyBounds(low, high, high[s0] - low[s0], it, converged)
 
 
-@functools.partial(jax.jit, static_argnames=("width", "max_iterations"))
-def bounds_core(mdp, policy, alpha, beta, tol, *, width: int, max_iterations: int):
-    """:func:`cost_of_privacy` on validated inputs (jit-compiled; vmap-friendly)."""
+@functools.partial(jax.jit, static_argnames=("width",))
+def bounds_core(mdp, policy, alpha, beta, tol, max_iterations, *, width: int) -> PrivacyBounds:
+    """:func:`cost_of_privacy` on validated inputs: pure, jit/vmap/grad-friendly.
+
+    ``alpha`` is the radius in the model's dtype; ``tol=None`` means the default tolerance.
+    Only ``width`` (a shape) is static.
+    """
     if mdp.is_finite_horizon:
         return _finite_bounds(mdp, policy, alpha, beta, width)
+    tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
     return _infinite_bounds(mdp, policy, alpha, beta, width, tol, max_iterations)
 
 
@@ -124,8 +171,15 @@ def cost_of_privacy(
     and ``v̄`` with a max. Then ``v̲ ≤ V̄^π ≤ v̄`` at every stage and state, and
     ``|E[V^π(s0) | P̄, k] − V̄^π(s0)| ≤ v̄_0(s0) − v̲_0(s0)`` (Theorem 1). For an infinite
     horizon the two fixed points (Theorem 2) are approached by iterating the γ-contractions to
-    ``tol``; the returned vectors are widened by the remaining contraction error
-    ``γ‖v_n − v_{n−1}‖∞ / (1 − γ)``, so they bound the fixed points even if not converged.
+    ``tol``; the returned vectors are widened by ``(γ‖v_n − v_{n−1}‖∞ + ρ) / (1 − γ)``, the
+    remaining contraction error plus a rounding margin ``ρ`` per backup (see
+    ``rounding_margin``), so they bound the fixed points even if not converged, in float32
+    too. The radius ``α`` is rounded up to the model's dtype (a larger box is conservative).
+
+    Works under ``jax.jit``, ``jax.vmap`` (over ``k``, ``beta``, the policy and the model's
+    arrays) and ``jax.grad`` (with respect to ``k``, ``beta`` and the model's arrays; for an
+    infinite horizon by implicit differentiation at the fixed point, which builds a dense
+    `[2S, 2S]` Jacobian). Values are checked only when concrete.
 
     Each inner problem is solved exactly by the sort-based greedy of
     :func:`robust_expectation`, ranking the next-stage values once per stage. With concrete
@@ -141,7 +195,7 @@ def cost_of_privacy(
       beta: ``β`` in ``(0, 1)`` of Lemma 1 (the paper's figures fit ``β = 0.1``).
       tol: infinite horizon: iterate until the contraction error is below ``tol`` (default
         :func:`default_tolerance`).
-      max_iterations: infinite horizon: guard on iterations (static).
+      max_iterations: infinite horizon: guard on iterations (not static).
 
     Returns:
       :class:`PrivacyBounds`.
@@ -154,24 +208,15 @@ def cost_of_privacy(
     """
     policy = validate_policy(private_mdp, policy)
     dtype = private_mdp.rewards.dtype
-    check_range("k", k, low=0.0, low_open=True, scalar=True)
-    check_range("beta", beta, low=0.0, high=1.0, low_open=True, high_open=True, scalar=True)
-    if is_concrete(k) and is_concrete(beta):
-        alpha = host_radius(k, beta)  # no device round trip just to size the fill
-    else:
-        alpha = concentration_radius(k, beta)
-    width = fill_width(alpha, private_mdp.num_states)
-    if private_mdp.is_finite_horizon:
-        tol = 0.0  # unused
-    else:
-        check_iterations(tol, max_iterations)
-        tol = default_tolerance(private_mdp) if tol is None else tol
+    check_radius_inputs(k, beta, dtype)
+    check_iterations(tol, max_iterations)
+    alpha = outward_radius(k, beta, dtype)
     return bounds_core(
         private_mdp,
         policy,
         _scalar(alpha, dtype),
         _scalar(beta, dtype),
-        _scalar(tol, dtype),
-        width=width,
-        max_iterations=int(max_iterations),
+        tol,
+        max_iterations,
+        width=fill_width(alpha, private_mdp.num_states),
     )

@@ -13,6 +13,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
+from ._checks import (
+    ROW_SUM_TOLERANCE,
+    as_numpy,
+    check_int,
+    check_range,
+    float_array,
+    working_dtype,
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class TabularMDP:
@@ -59,101 +68,26 @@ jax.tree_util.register_dataclass(
 )
 
 
-def check_count(name: str, value) -> int:
-    """``value`` as an int ``>= 1``, or a ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-    return int(value)
-
-
-def working_dtype(dtype=None) -> np.dtype:
-    """float32 or float64 (default: JAX's default float); anything else is refused."""
-    try:
-        dtype = np.dtype(dtype or jnp.zeros(()).dtype)
-    except TypeError:
-        raise ValueError(f"dtype must be float32 or float64, got {dtype!r}") from None
-    if dtype not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
-    return dtype
-
-
-def row_sum_tolerance(dtype) -> float:
-    """Tolerance on ``|Σ_s' P(s, a, s') − 1|``: a few hundred ulps of the dtype."""
-    return float(256 * np.finfo(dtype).eps)
-
-
-def is_concrete(x) -> bool:
-    """True when ``x`` holds values (not a tracer), so it can be validated eagerly."""
-    return not isinstance(x, jax.core.Tracer)
-
-
-def check_range(
-    name: str, value, *, low=None, high=None, low_open=False, high_open=False, scalar=False
-) -> None:
-    """Raises ValueError unless every entry of a concrete ``value`` lies in the interval.
-
-    With ``scalar=True`` the value must also be a single number (a silently broadcast array
-    would give wrong results). Tracers pass through unchecked: validation happens at the
-    eager API boundary.
-    """
-    if not is_concrete(value):
-        return
-    try:
-        arr = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if scalar and arr.ndim != 0:
-        raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite, got {value!r}")
-    bad = np.zeros(arr.shape, bool)
-    if low is not None:
-        bad |= arr <= low if low_open else arr < low
-    if high is not None:
-        bad |= arr >= high if high_open else arr > high
-    if np.any(bad):
-        lo = "(" if low_open else "["
-        hi = ")" if high_open else "]"
-        interval = f"{lo}{'-inf' if low is None else low}, {'inf' if high is None else high}{hi}"
-        raise ValueError(f"{name} must lie in {interval}, got {arr[bad].ravel()[:5].tolist()}")
-
-
-def as_numpy(name: str, x: ArrayLike) -> np.ndarray:
-    """``np.asarray(x)``, with a ValueError naming ``name`` for ragged or odd input."""
-    try:
-        return np.asarray(x)
-    except Exception as e:  # e.g. ragged nested lists
-        raise ValueError(f"{name} could not be converted to an array: {e}") from None
-
-
-def _float_array(name: str, x: ArrayLike, dtype) -> np.ndarray:
-    arr = as_numpy(name, x)
-    if arr.dtype == object or not (
-        np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.bool_)
-    ):
-        raise ValueError(f"{name} must be numeric, got dtype {arr.dtype}")
-    arr = arr.astype(dtype)
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(f"{name} has a non-finite entry {float(arr[idx])} at index {idx}")
-    return arr
+def check_mdp(mdp, name: str = "mdp") -> TabularMDP:
+    """``mdp`` itself if it is a :class:`TabularMDP`, else a ValueError."""
+    if not isinstance(mdp, TabularMDP):
+        raise ValueError(f"{name} must be a TabularMDP from make_mdp, got {type(mdp).__name__}")
+    return mdp
 
 
 def validate_transitions(
-    transitions: ArrayLike, action_mask: ArrayLike | None = None, *, dtype=None
+    transitions: ArrayLike, action_mask: ArrayLike | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Checks an `[S, A, S]` transition array and an `[S, A]` mask; returns NumPy copies.
+    """Checks a concrete `[S, A, S]` transition array and `[S, A]` mask on the host.
+
+    Returns:
+      float64 and bool NumPy copies (nothing the user gave is changed).
 
     Raises:
       ValueError: naming the first offending entry or row.
     """
-    dtype = working_dtype(dtype)
-    P = _float_array("transitions", transitions, dtype)
-    # The tolerance follows the less precise of the given and the working dtype.
-    given = getattr(transitions, "dtype", dtype)
-    # (float32 at the coarsest: a float16 row can be off by 1e-3 and is refused.)
-    tol_dtype = np.dtype(np.float32) if np.dtype(given) in (np.float16, np.float32) else dtype
+    given = getattr(transitions, "dtype", None)
+    P = float_array("transitions", transitions, np.float64)
     if P.ndim != 3 or P.shape[0] != P.shape[2] or min(P.shape) < 1:
         raise ValueError(f"transitions must have shape [S, A, S] with S, A >= 1, got {P.shape}")
     S, A, _ = P.shape
@@ -177,14 +111,17 @@ def validate_transitions(
             f"transitions has a negative entry {float(P[s, a, s2]):.9g} at (state {s}, action {a}, "
             f"next state {s2})"
         )
-    sums = P.sum(axis=-1)
-    tol = row_sum_tolerance(tol_dtype)
-    off = np.argwhere((np.abs(sums - 1) > tol) & mask)
+    sums = P.astype(np.float64).sum(axis=-1)
+    off = np.argwhere((np.abs(sums - 1) > ROW_SUM_TOLERANCE) & mask)
     if off.size:
         s, a = (int(i) for i in off[0])
+        half = given is not None and np.dtype(given) == np.float16
+        why = (
+            "; float16 rounds rows by up to 1e-3: store them in float32 or float64" if half else ""
+        )
         raise ValueError(
             f"transitions row (state {s}, action {a}) sums to {float(sums[s, a]):.9g}, not 1 "
-            f"(tolerance {tol:.1e} for {tol_dtype}; {len(off)} such row(s)); rows are never "
+            f"(tolerance {ROW_SUM_TOLERANCE:.1e}; {len(off)} such row(s)){why}; rows are never "
             "renormalized silently"
         )
     return P, mask
@@ -223,23 +160,21 @@ def make_mdp(
         does not sum to 1, a state with no allowed action, discount or horizon out of range).
     """
     dtype = working_dtype(dtype)
-    P, mask = validate_transitions(transitions, action_mask, dtype=dtype)
+    P, mask = validate_transitions(transitions, action_mask)
     S, A, _ = P.shape
-    R = _float_array("rewards", rewards, dtype)
+    R = float_array("rewards", rewards, dtype)
     if R.shape != (S, A):
         raise ValueError(f"rewards must have shape [S, A] = {(S, A)}, got {R.shape}")
     if terminal_reward is None:
         RT = np.zeros(S, dtype)
     else:
-        RT = _float_array("terminal_reward", terminal_reward, dtype)
+        RT = float_array("terminal_reward", terminal_reward, dtype)
         if RT.shape != (S,):
             raise ValueError(f"terminal_reward must have shape [S] = {(S,)}, got {RT.shape}")
     if horizon is not None:
         if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer):
             raise ValueError(f"horizon must be an int >= 1 or None, got {horizon!r}")
-        if horizon < 1:
-            raise ValueError(f"horizon must be >= 1 (or None for infinite), got {horizon}")
-        horizon = int(horizon)
+        horizon = check_int("horizon", horizon, low=1)
         check_range("discount", discount, low=0.0, high=1.0, scalar=True)
     else:
         check_range(
@@ -247,12 +182,9 @@ def make_mdp(
         )
         if terminal_reward is not None and np.any(RT != 0):
             raise ValueError("terminal_reward is only meaningful with a finite horizon")
-    if isinstance(initial_state, bool) or not isinstance(initial_state, int | np.integer):
-        raise ValueError(f"initial_state must be an int, got {initial_state!r}")
-    if not 0 <= initial_state < S:
-        raise ValueError(f"initial_state must lie in [0, {S}), got {initial_state}")
+    initial_state = check_int("initial_state", initial_state, low=0, high=S)
     return TabularMDP(
-        transitions=jnp.asarray(P),
+        transitions=jnp.asarray(P, dtype),
         rewards=jnp.asarray(R),
         terminal_reward=jnp.asarray(RT),
         discount=jnp.asarray(discount, dtype),

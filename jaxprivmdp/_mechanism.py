@@ -14,7 +14,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from ._mdp import check_range, validate_transitions
+from ._checks import (
+    check_key,
+    check_positive,
+    check_range,
+    check_shape,
+    is_concrete,
+    working_dtype,
+)
+from ._mdp import validate_transitions
 from ._sampling import loggamma
 
 Support = Literal["nonzero"] | None
@@ -34,7 +42,7 @@ class ZeroEntryError(ValueError):
 
 
 class MechanismInput(NamedTuple):
-    """Validated inputs of the mechanism, as NumPy arrays (nothing the user gave is changed).
+    """The rows the mechanism privatizes (nothing the user gave is changed).
 
     Attributes:
       rows: `[S, A, S]` the rows that are privatized (smoothed when ``smoothing`` was given).
@@ -42,9 +50,33 @@ class MechanismInput(NamedTuple):
       action_mask: `[S, A]` bool, allowed actions; masked rows are never privatized.
     """
 
-    rows: np.ndarray
-    support: np.ndarray
-    action_mask: np.ndarray
+    rows: ArrayLike
+    support: ArrayLike
+    action_mask: ArrayLike
+
+
+def check_options(support: Support, smoothing) -> None:
+    """``support`` and ``smoothing`` as the mechanism accepts them (not their values vs rows)."""
+    if support not in (None, "nonzero"):
+        raise ValueError(f"support must be None or 'nonzero', got {support!r}")
+    if smoothing is not None and support is not None:
+        raise ValueError("pass either support='nonzero' or smoothing, not both")
+
+
+def resolve_rows(xp, P, mask, support: Support, smoothing) -> MechanismInput:
+    """Smoothing and support of the rows, in NumPy (``xp=np``) or JAX (``xp=jnp``).
+
+    One formula for both: the host accounting needs NumPy float64, the jitted cores JAX.
+    """
+    n = P.shape[-1]
+    if smoothing is not None:
+        P = (1.0 - n * smoothing) * P + smoothing
+    allowed = mask[:, :, None]
+    if support == "nonzero":
+        supp = (P > 0) | ~allowed
+    else:
+        supp = xp.ones(P.shape, bool)
+    return MechanismInput(P, supp, mask)
 
 
 def prepare_mechanism_input(
@@ -53,9 +85,8 @@ def prepare_mechanism_input(
     action_mask: ArrayLike | None = None,
     support: Support = None,
     smoothing: float | None = None,
-    dtype=None,
 ) -> MechanismInput:
-    """Validates the rows to privatize and resolves zero entries.
+    """Validates concrete rows on the host and resolves their zero entries (float64 NumPy).
 
     A Dirichlet density needs every concentration ``k·p_j > 0``. Rows with zeros are refused
     unless ``support="nonzero"`` (the zero pattern is public structure, rows are privatized
@@ -63,22 +94,16 @@ def prepare_mechanism_input(
     distribution, ``p ← (1 − nη) p + η``, which changes the data).
 
     Raises:
-      ValueError: for invalid transitions, or zero entries without an option to handle them.
+      ValueError: for invalid transitions, or zero entries without an option to handle them
+        (:class:`ZeroEntryError`).
     """
-    P, mask = validate_transitions(transitions, action_mask, dtype=dtype)
-    n = P.shape[-1]
-    if support not in (None, "nonzero"):
-        raise ValueError(f"support must be None or 'nonzero', got {support!r}")
+    check_options(support, smoothing)
+    P, mask = validate_transitions(transitions, action_mask)
     if smoothing is not None:
-        if support is not None:
-            raise ValueError("pass either support='nonzero' or smoothing, not both")
-        check_range("smoothing", smoothing, low=0.0, high=1.0 / n, low_open=True)
-        P = (1.0 - n * smoothing) * P + smoothing
-    allowed = np.broadcast_to(mask[:, :, None], P.shape)
-    if support == "nonzero":
-        supp = (P > 0) | ~allowed
-    else:
-        zeros = np.argwhere((P <= 0) & allowed)
+        check_range("smoothing", smoothing, low=0.0, high=1.0 / P.shape[-1], low_open=True)
+    inp = resolve_rows(np, P, mask, support, smoothing)
+    if support is None:
+        zeros = np.argwhere((inp.rows <= 0) & mask[:, :, None])
         if zeros.size:
             rows = sorted({(int(s), int(a)) for s, a, _ in zeros})
             shown = ", ".join(f"(state {s}, action {a})" for s, a in rows[:5])
@@ -90,16 +115,47 @@ def prepare_mechanism_input(
                 "smoothing=eta to mix every row with the uniform distribution first.",
                 rows,
             )
-        supp = np.ones(P.shape, bool)
-    return MechanismInput(P, supp, mask)
+    return inp
+
+
+def mechanism_input(
+    transitions: ArrayLike,
+    action_mask: ArrayLike | None,
+    support: Support,
+    smoothing: float | None,
+    dtype,
+) -> MechanismInput:
+    """The boundary of every function that privatizes: device arrays in ``dtype``.
+
+    Concrete rows are validated (:func:`prepare_mechanism_input`); traced rows only have
+    their shapes checked, and their smoothing and support are computed on the device.
+    """
+    check_options(support, smoothing)
+    if is_concrete(transitions, action_mask, smoothing):
+        inp = prepare_mechanism_input(
+            transitions, action_mask=action_mask, support=support, smoothing=smoothing
+        )
+        return MechanismInput(
+            jnp.asarray(inp.rows, dtype), jnp.asarray(inp.support), jnp.asarray(inp.action_mask)
+        )
+    P = jnp.asarray(transitions, dtype)
+    if P.ndim != 3 or P.shape[0] != P.shape[2]:
+        raise ValueError(f"transitions must have shape [S, A, S], got {P.shape}")
+    mask = jnp.ones(P.shape[:2], bool) if action_mask is None else jnp.asarray(action_mask, bool)
+    check_shape("action_mask", mask, P.shape[:2], "[S, A]")
+    return resolve_rows(jnp, P, mask, support, smoothing)
 
 
 def _loggamma(key: jax.Array, a: jax.Array, sampler: Sampler) -> jax.Array:
     if sampler == "jax":
         return jax.random.loggamma(key, a, dtype=a.dtype)
-    if sampler == "fast":
-        return loggamma(key, a, dtype=a.dtype)
-    raise ValueError(f"sampler must be 'jax' or 'fast', got {sampler!r}")
+    return loggamma(key, a, dtype=a.dtype)
+
+
+def check_sampler(sampler) -> Sampler:
+    if sampler not in ("jax", "fast"):
+        raise ValueError(f"sampler must be 'jax' or 'fast', got {sampler!r}")
+    return sampler
 
 
 def privatize(
@@ -108,9 +164,9 @@ def privatize(
     k: jax.Array,
     support: jax.Array,
     action_mask: jax.Array,
-    sampler: Sampler = "fast",
+    sampler: Sampler = "jax",
 ) -> jax.Array:
-    """The mechanism on validated inputs (pure, jit- and vmap-friendly; no checks).
+    """The mechanism on validated inputs: the pure core (jit, vmap; no checks).
 
     Samples normalized log-gamma variates exactly as ``jax.random.dirichlet`` does
     (``softmax(loggamma(k·p))``), with ``-inf`` outside a row's support so those entries are
@@ -128,17 +184,7 @@ def privatize(
     return jnp.where(action_mask[..., None], private, jnp.zeros_like(private))
 
 
-def check_key(key) -> jax.Array:
-    """A typed PRNG key, or a ValueError that says how to make one."""
-    if isinstance(key, jax.Array) and jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        if key.ndim != 0:
-            raise ValueError(f"key must be a single PRNG key, got shape {key.shape}")
-        return key
-    if isinstance(key, jax.Array | np.ndarray) and key.shape == (2,) and key.dtype == np.uint32:
-        return jax.random.wrap_key_data(jnp.asarray(key))  # a legacy jax.random.PRNGKey
-    raise ValueError(
-        f"key must be a JAX PRNG key such as jax.random.key(seed) or secure_key(), got {key!r}"
-    )
+_privatize_jit = jax.jit(privatize, static_argnames=("sampler",))
 
 
 def dirichlet_mechanism(
@@ -149,9 +195,12 @@ def dirichlet_mechanism(
     action_mask: ArrayLike | None = None,
     support: Support = None,
     smoothing: float | None = None,
-    sampler: Sampler = "fast",
+    sampler: Sampler = "jax",
 ) -> jax.Array:
     """Privatizes every allowed row: ``P̄(s, a) ~ Dirichlet(k · P(s, a))``, independently.
+
+    Works under ``jax.jit`` and ``jax.vmap`` over ``key``, ``transitions`` and ``k``; values
+    are checked only when they are concrete (traced inputs get shape checks).
 
     Args:
       key: a JAX PRNG key (``jax.random.key``). The same key gives the same noise; for a real
@@ -166,12 +215,11 @@ def dirichlet_mechanism(
       smoothing: ``η`` in ``(0, 1/S]``: replace each allowed row by ``(1 − Sη) p + η`` before
         privatizing. This changes the data (a bias of at most ``Sη`` in ℓ1 per row) in exchange
         for rows with every entry ``>= η``, which the privacy accounting needs.
-      sampler: ``"fast"`` (default: an exact vectorized Marsaglia–Tsang gamma sampler,
-        ``jaxprivmdp._sampling``, about 50–100x faster than ``jax.random.dirichlet`` in float32
-        on CPU for the sweep's shapes, see ``benchmarks/RESULTS.md``) or ``"jax"`` (the
-        reference: ``jax.random.loggamma``; the result then equals
-        ``jax.random.dirichlet(key, k * P)`` bit for bit). Same distribution, different
-        draws for the same key.
+      sampler: ``"jax"`` (default, the one to audit: ``jax.random.loggamma``, so the result
+        equals ``jax.random.dirichlet(key, k * P)`` bit for bit) or ``"fast"`` (an exact
+        vectorized Marsaglia–Tsang sampler, ``jaxprivmdp._sampling``, 50–100x faster in
+        float32 on CPU, the default of :func:`sweep`). Same distribution, different draws
+        for the same key.
 
     Returns:
       `[S, A, S]` privatized transitions ``P̄``: same dtype as a floating ``transitions``
@@ -185,21 +233,16 @@ def dirichlet_mechanism(
       Gohari, Hale, Topcu, "Privacy-Preserving Policy Synthesis in Markov Decision Processes",
       CDC 2020, Algorithm 1 step 1 and Section II-D.
     """
-    check_range("k", k, low=0.0, low_open=True, scalar=True)
+    key = check_key(key)
+    sampler = check_sampler(sampler)
     given = getattr(transitions, "dtype", None)
-    dtype = given if given is not None and jnp.issubdtype(given, jnp.floating) else None
-    inp = prepare_mechanism_input(
-        transitions, action_mask=action_mask, support=support, smoothing=smoothing, dtype=dtype
-    )
-    rows = jnp.asarray(inp.rows)
-    return privatize(
-        check_key(key),
-        rows,
-        jnp.asarray(k, rows.dtype),
-        jnp.asarray(inp.support),
-        jnp.asarray(inp.action_mask),
-        sampler,
-    )
+    floating = given is not None and np.dtype(given) in (np.float32, np.float64)
+    # A float64 array without x64 is computed in float32, as everywhere in JAX.
+    dtype = jax.dtypes.canonicalize_dtype(given) if floating else working_dtype()
+    check_positive("k", k, dtype=dtype)
+    inp = mechanism_input(transitions, action_mask, support, smoothing, dtype)
+    k = jnp.asarray(k, dtype)
+    return _privatize_jit(key, inp.rows, k, inp.support, inp.action_mask, sampler=sampler)
 
 
 def secure_key(impl: str | None = None) -> jax.Array:

@@ -7,7 +7,6 @@ policy evaluation by a linear solve.
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
@@ -15,7 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from ._mdp import TabularMDP, as_numpy, check_count, check_range, is_concrete
+from ._checks import as_numpy, check_count, check_range, is_concrete
+from ._mdp import TabularMDP, check_mdp
 
 
 class Solution(NamedTuple):
@@ -37,10 +37,11 @@ class Solution(NamedTuple):
 
 
 def check_iterations(tol, max_iterations) -> None:
-    """``tol`` a finite scalar > 0 (or None), ``max_iterations`` an int >= 1."""
+    """``tol`` a finite scalar > 0 (or None), ``max_iterations`` an int >= 1 (or traced)."""
     if tol is not None:
         check_range("tol", tol, low=0.0, low_open=True, scalar=True)
-    check_count("max_iterations", max_iterations)
+    if is_concrete(max_iterations):
+        check_count("max_iterations", max_iterations)
 
 
 def default_tolerance(mdp: TabularMDP) -> jax.Array:
@@ -64,8 +65,7 @@ def _greedy(q: jax.Array) -> tuple[jax.Array, jax.Array]:
     return policy, jnp.take_along_axis(q, policy[:, None], axis=-1)[:, 0]
 
 
-@functools.partial(jax.jit, static_argnames=("max_iterations",))
-def _value_iteration(mdp: TabularMDP, tol: jax.Array, max_iterations: int) -> Solution:
+def _value_iteration(mdp: TabularMDP, tol: jax.Array, max_iterations: jax.Array) -> Solution:
     # Puterman (1994), Thm 6.3.1: once ‖v' − v‖∞ < ε(1 − γ)/(2γ), the greedy policy of v' is
     # ε-optimal and ‖v' − V*‖∞ < ε/2.
     gamma = mdp.discount
@@ -87,7 +87,6 @@ def _value_iteration(mdp: TabularMDP, tol: jax.Array, max_iterations: int) -> So
     return Solution(policy, v, it, delta < threshold)
 
 
-@jax.jit
 def _backward_induction(mdp: TabularMDP) -> Solution:
     def stage(v_next, _):
         policy, v = _greedy(q_values(mdp, mdp.transitions, v_next))
@@ -98,8 +97,20 @@ def _backward_induction(mdp: TabularMDP) -> Solution:
     return Solution(policy, values, jnp.asarray(mdp.horizon), jnp.asarray(True))
 
 
+@jax.jit
+def solve_core(mdp: TabularMDP, tol: jax.Array | None, max_iterations: jax.Array) -> Solution:
+    """:func:`solve` on validated inputs: pure, jit/vmap-friendly; ``tol=None`` = default.
+
+    ``max_iterations`` is an array leaf (a new guard never recompiles).
+    """
+    if mdp.is_finite_horizon:
+        return _backward_induction(mdp)
+    tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
+    return _value_iteration(mdp, tol, max_iterations)
+
+
 def solve(
-    mdp: TabularMDP, *, tol: ArrayLike | None = None, max_iterations: int = 10_000
+    mdp: TabularMDP, *, tol: ArrayLike | None = None, max_iterations: ArrayLike = 10_000
 ) -> Solution:
     """An optimal deterministic Markov policy of ``mdp`` and its values.
 
@@ -107,12 +118,14 @@ def solve(
     jit-compiled reverse ``lax.scan``. Infinite horizon: value iteration from 0 in a
     ``lax.while_loop``, stopped once ``‖v_{n+1} − v_n‖∞ < ε(1 − γ)/(2γ)``, which makes the
     greedy policy ε-optimal (Puterman 1994, Thm 6.3.1), or after ``max_iterations``.
+    Works under ``jax.jit`` and ``jax.vmap`` over the model's arrays.
 
     Args:
       mdp: from :func:`make_mdp` (or a privatized copy of one).
       tol: ε, the optimality target of value iteration (infinite horizon only); default
         :func:`default_tolerance`.
-      max_iterations: guard on value-iteration sweeps (static).
+      max_iterations: guard on value-iteration sweeps (not static: changing it does not
+        recompile).
 
     Returns:
       A :class:`Solution`. Masked actions are never chosen; ties go to the lowest index.
@@ -120,11 +133,9 @@ def solve(
     References:
       Gohari, Hale, Topcu, CDC 2020, Algorithm 1 steps 3-4, Section III-A.
     """
-    if mdp.is_finite_horizon:
-        return _backward_induction(mdp)
+    check_mdp(mdp)
     check_iterations(tol, max_iterations)
-    tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
-    return _value_iteration(mdp, tol, int(max_iterations))
+    return solve_core(mdp, tol, max_iterations)
 
 
 # ----------------------------------------------------------------------------- policies
@@ -170,13 +181,20 @@ def validate_policy(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
     Raises:
       ValueError: naming the problem (shape, out-of-range or masked action, bad row).
     """
-    if not isinstance(mdp, TabularMDP):
-        raise ValueError(f"expected a TabularMDP from make_mdp, got {type(mdp).__name__}")
-    if not (is_concrete(policy) and is_concrete(mdp.action_mask)):
-        return jnp.asarray(policy)  # under a transformation: checked by the eager caller
-    pol = as_numpy("policy", policy)
+    check_mdp(mdp)
     S, A = mdp.num_states, mdp.num_actions
     lead = (mdp.horizon,) if mdp.is_finite_horizon else ()
+    if not is_concrete(policy, mdp.action_mask):
+        # Under a transformation: shapes and dtypes are known at trace time, values are not.
+        policy = jnp.asarray(policy)
+        if is_deterministic(policy):
+            shape, dtype = lead + (S,), jnp.int32
+        else:
+            shape, dtype = lead + (S, A), mdp.rewards.dtype
+        if policy.shape != shape:
+            raise ValueError(f"policy must have shape {shape}, got {policy.shape}")
+        return policy.astype(dtype)
+    pol = as_numpy("policy", policy)
     mask = np.asarray(mdp.action_mask)
     if np.issubdtype(pol.dtype, np.integer):
         if pol.shape != lead + (S,):
@@ -220,7 +238,6 @@ def policy_rows(mdp: TabularMDP, decision: jax.Array):
     return rows, rewards, weights
 
 
-@jax.jit
 def _evaluate_finite(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
     def stage(v_next, decision):
         rows, rewards, weights = policy_rows(mdp, decision)
@@ -231,7 +248,6 @@ def _evaluate_finite(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
     return jnp.concatenate([values, mdp.terminal_reward[None]], axis=0)
 
 
-@jax.jit
 def _evaluate_infinite(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
     rows, rewards, weights = policy_rows(mdp, policy)
     used = weights > 0
@@ -241,11 +257,22 @@ def _evaluate_infinite(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
     return jnp.linalg.solve(lhs, r_pi)
 
 
+@jax.jit
+def evaluate_core(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
+    """:func:`evaluate` on a validated policy: pure, jit/vmap/grad-friendly."""
+    if mdp.is_finite_horizon:
+        return _evaluate_finite(mdp, policy)
+    return _evaluate_infinite(mdp, policy)
+
+
 def evaluate(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
     """Values of a Markov policy on ``mdp``.
 
     Finite horizon: ``V_t(s) = Σ_a π_t(a|s) (r(s, a) + γ Σ_s' P(s, a, s') V_{t+1}(s'))`` by a
     reverse ``lax.scan``. Infinite horizon: the exact solution of ``(I − γ P_π) V = r_π``.
+
+    Works under ``jax.jit``, ``jax.vmap`` and ``jax.grad`` (with respect to the model's
+    arrays or a stochastic policy).
 
     Args:
       mdp: the MDP to evaluate on (e.g. the true one, for a policy synthesized privately).
@@ -258,7 +285,4 @@ def evaluate(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
     Raises:
       ValueError: for a policy of the wrong shape or one using masked actions.
     """
-    policy = validate_policy(mdp, policy)
-    if mdp.is_finite_horizon:
-        return _evaluate_finite(mdp, policy)
-    return _evaluate_infinite(mdp, policy)
+    return evaluate_core(mdp, validate_policy(mdp, policy))

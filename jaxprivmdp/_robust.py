@@ -25,7 +25,14 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from ._mdp import check_range, is_concrete, row_sum_tolerance
+from ._checks import (
+    ROW_SUM_TOLERANCE,
+    check_positive,
+    check_probability,
+    check_range,
+    is_concrete,
+    round_up,
+)
 
 
 def concentration_radius(k: ArrayLike, beta: ArrayLike) -> jax.Array:
@@ -47,7 +54,7 @@ def concentration_radius(k: ArrayLike, beta: ArrayLike) -> jax.Array:
     References:
       Gohari, Hale, Topcu, CDC 2020, Lemma 1.
     """
-    check_range("k", k, low=0.0, low_open=True)
+    check_positive("k", k, scalar=False)
     check_range("beta", beta, low=0.0, high=1.0, low_open=True, high_open=True)
     k, beta = jnp.asarray(k), jnp.asarray(beta)
     dtype = jnp.result_type(k, beta, float)
@@ -64,6 +71,25 @@ def host_radius(k, beta) -> np.ndarray:
     return _radius(np, np.asarray(k, np.float64), np.asarray(beta, np.float64))
 
 
+def outward_radius(k, beta, dtype) -> jax.Array | np.ndarray:
+    """Lemma 1's ``α`` in ``dtype``, rounded up: a larger box only widens the bounds.
+
+    Concrete ``k`` and ``β`` are computed in float64 on the host and rounded up to
+    ``dtype``; traced ones on the device, raised by 4 ulps (more than the rounding of
+    ``log``, the division and ``sqrt``).
+    """
+    if is_concrete(k, beta):
+        return round_up(host_radius(k, beta), dtype)
+    alpha = _radius(jnp, jnp.asarray(k, dtype), jnp.asarray(beta, dtype))
+    return alpha * (1 + 4 * jnp.finfo(dtype).eps)
+
+
+def check_radius_inputs(k, beta, dtype) -> None:
+    """``k > 0`` finite in ``dtype`` and ``β ∈ (0, 1)``, both scalars (traced: shapes only)."""
+    check_positive("k", k, dtype=dtype)
+    check_probability("beta", beta)
+
+
 def _pour(slack: jax.Array, caps_sorted: jax.Array) -> jax.Array:
     """The greedy fill: ``clip(slack − Σ_{j<i} cap_(j), 0, cap_(i))`` along the last axis."""
     before = jnp.cumsum(caps_sorted, axis=-1) - caps_sorted
@@ -72,7 +98,7 @@ def _pour(slack: jax.Array, caps_sorted: jax.Array) -> jax.Array:
 
 
 def _check_rows(values, p_bar) -> None:
-    if not (is_concrete(values) and is_concrete(p_bar)):
+    if not is_concrete(values, p_bar):
         return
     v, p = np.asarray(values, float), np.asarray(p_bar, float)
     if not np.all(np.isfinite(v)):
@@ -80,7 +106,7 @@ def _check_rows(values, p_bar) -> None:
     if p.ndim == 0 or not np.all(np.isfinite(p)) or np.any(p < 0):
         raise ValueError("p_bar must be finite, non-negative rows of shape [..., n]")
     sums = p.sum(axis=-1)
-    if np.any(np.abs(sums - 1) > row_sum_tolerance(np.float32)):  # float32 rows pass
+    if np.any(np.abs(sums - 1) > ROW_SUM_TOLERANCE):
         bad = float(sums.ravel()[np.argmax(np.abs(sums - 1).ravel())])
         raise ValueError(f"p_bar rows must sum to 1, one sums to {bad:.9g}")
 

@@ -32,7 +32,9 @@ import numpy as np
 from jax import lax
 from jax.typing import ArrayLike, DTypeLike
 
-__all__ = ["dirichlet", "loggamma"]
+from ._checks import check_key
+
+__all__ = ["loggamma"]
 
 # Block size of the fallback's two-level search for unaccepted elements.
 _BLOCK = 16
@@ -293,15 +295,6 @@ def _float_dtype(dtype: DTypeLike | None) -> np.dtype:
     return np.dtype(dtype)
 
 
-def _typed_key(key: ArrayLike) -> jax.Array:
-    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
-    if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        key = jax.random.wrap_key_data(key)
-    if key.shape:
-        raise ValueError(f"key must be a single PRNG key, got key array of shape {key.shape}")
-    return key
-
-
 def loggamma(
     key: ArrayLike, a: ArrayLike, *, dtype: DTypeLike | None = None, num_candidates: int = 2
 ) -> jax.Array:
@@ -370,7 +363,7 @@ def loggamma(
       method above and, in the same paper, the boost ``Gamma(a) = Gamma(a + 1) U^{1/a}``
       for ``a < 1``.
     """
-    key = _typed_key(key)
+    key = check_key(key)
     dtype = _float_dtype(dtype)
     a = jnp.asarray(a)
     if num_candidates < 1:
@@ -382,28 +375,3 @@ def loggamma(
     # Flattened outside the jit: one compilation per size, not per shape.
     out, _ = _loggamma_and_rounds(key, a.reshape(-1), dtype, int(num_candidates))
     return out.reshape(a.shape)
-
-
-def dirichlet(
-    key: ArrayLike, alpha: ArrayLike, *, dtype: DTypeLike | None = None, num_candidates: int = 2
-) -> jax.Array:
-    r"""Samples ``x ~ Dirichlet(alpha)`` over the last axis, exactly.
-
-    :math:`x_i = G_i / \sum_j G_j` with independent :math:`G_i \sim \mathrm{Gamma}(\alpha_i)`,
-    computed as ``softmax(loggamma(key, alpha), axis=-1)`` so that tiny ``alpha`` stays
-    finite.
-
-    Args:
-      key: a single PRNG key.
-      alpha: concentration parameters, shape ``(..., S)``, positive.
-      dtype: float32 or float64; see :func:`loggamma`.
-      num_candidates: see :func:`loggamma`.
-
-    Returns:
-      Samples with the shape of ``alpha``; each row over the last axis sums to 1.
-
-    References:
-      G. Marsaglia and W. W. Tsang, ACM TOMS 26(3), 2000 (via :func:`loggamma`).
-    """
-    log_g = loggamma(key, alpha, dtype=dtype, num_candidates=num_candidates)
-    return jax.nn.softmax(log_g, axis=-1)

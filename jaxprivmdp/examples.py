@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 
+from ._checks import check_count, check_key
 from ._mdp import TabularMDP, make_mdp
 
 HIT_PROBABILITIES = (0.9, 0.2, 0.8, 0.3)
@@ -66,10 +67,14 @@ def random_mdp(
         rewards are ``U[0, 1]``, no terminal reward).
       discount: ``γ`` (default 1 for a finite horizon, 0.95 for an infinite one).
       dtype: float dtype of the arrays.
+
+    Raises:
+      ValueError: for a key that is not a PRNG key (an int seed included) or sizes < 1.
     """
+    key = check_key(key)
+    S, A = check_count("num_states", num_states), check_count("num_actions", num_actions)
     seed = np.asarray(jax.random.key_data(key)).astype(np.uint64).ravel().tolist()
     rng = np.random.default_rng(seed)
-    S, A = int(num_states), int(num_actions)
     P = rng.dirichlet(np.ones(S), size=(S, A))
     P /= P.sum(-1, keepdims=True)  # exact rounding of the float64 draws
     if discount is None:

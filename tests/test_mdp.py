@@ -152,16 +152,19 @@ def test_float32_rounding_accepted_and_nothing_renormalized(arrays):
         jp.make_mdp(P_off, R, horizon=T)
 
 
-def test_float64_tolerance_is_tighter(arrays):
+def test_one_row_sum_tolerance_in_every_dtype(arrays):
+    """float32 rounding passes in float64 too (a float32 file used in float64 mode), a real
+    error fails in both, and nothing is renormalized."""
     P, R, _ = (x.copy() for x in arrays)
-    P[1, 1, 0] += 1e-9  # invisible in float32, a real error in float64
+    P[1, 1, 0] += 1e-6  # float32-level rounding: accepted in every dtype
     with jax.enable_x64(True):
-        with pytest.raises(ValueError, match=r"row \(state 1, action 1\) sums to"):
-            jp.make_mdp(P, R, horizon=T, dtype=np.float64)
-    # In float32 (the default working dtype) the same rows pass.
-    mdp = jp.make_mdp(P, R, horizon=T)
-    assert mdp.transitions.dtype == jnp.float32
-    # float32 input rows with float64 working dtype: the tolerance follows the input.
+        mdp = jp.make_mdp(P, R, horizon=T, dtype=np.float64)
+        np.testing.assert_array_equal(np.asarray(mdp.transitions), P)
+    P[1, 1, 0] += 1e-3  # a real error: refused in every dtype
+    for dtype in (np.float32, np.float64):
+        with jax.enable_x64(True):
+            with pytest.raises(ValueError, match=r"row \(state 1, action 1\) sums to"):
+                jp.make_mdp(P, R, horizon=T, dtype=dtype)
     with jax.enable_x64(True):
         mdp = jp.make_mdp(arrays[0].astype(np.float32), R, horizon=T, dtype=np.float64)
         assert mdp.transitions.dtype == jnp.float64
@@ -210,7 +213,7 @@ def test_discount_out_of_range(arrays, discount):
 
 def test_discount_one_needs_finite_horizon(arrays):
     P, R, _ = arrays
-    with pytest.raises(ValueError, match=r"discount \(infinite horizon\) must lie in \[0.0, 1.0\)"):
+    with pytest.raises(ValueError, match=r"discount \(infinite horizon\) must lie in \[0, 1\)"):
         jp.make_mdp(P, R, discount=1.0)
     assert jp.make_mdp(P, R, horizon=T, discount=1.0).discount == 1.0
     assert jp.make_mdp(P, R, horizon=T, discount=0.0).discount == 0.0

@@ -58,8 +58,10 @@ def test_equals_jax_dirichlet_bit_for_bit(full_support, seed):
     want = jax.random.dirichlet(key, jnp.float32(k) * jnp.asarray(full_support))
     assert got.shape == (S, A, S) and got.dtype == jnp.float32
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
-    # The default sampler ("fast") is exact too but draws differently from the same key.
-    fast = jp.dirichlet_mechanism(key, full_support, k)
+    # "jax" is the default of the release path: the sampler to audit.
+    np.testing.assert_array_equal(jp.dirichlet_mechanism(key, full_support, k), got)
+    # The "fast" sampler is exact too but draws differently from the same key.
+    fast = jp.dirichlet_mechanism(key, full_support, k, sampler="fast")
     assert not np.array_equal(np.asarray(fast), np.asarray(want))
 
 

@@ -1,0 +1,63 @@
+"""(ε, δ) accounting for the Dirichlet mechanism, per row and for a whole MDP.
+
+Per-row accounting lives in ``_row.py`` (with special functions in ``_special.py``), the
+lifting to a whole MDP and composition in ``_mdp.py``.
+
+The mechanism outputs ``x ~ Dirichlet(k·p)`` for a row ``p`` of the transition function.
+This module answers: which (ε, δ) does a given ``k`` buy, and which ``k`` buys a target
+(ε, δ)? It is plain NumPy/SciPy float64 bookkeeping (no JAX), done in log space because the
+optimal ``γ`` below is often far smaller than the smallest float64 (``γ ≈ 10⁻⁴⁰⁰``).
+
+Setting (Gohari et al., TIFS 2021):
+
+* **Domain.** Rows ``p`` in the simplex of dimension ``n`` with every entry ``>= η``.
+  ``η`` is a *public* assumption: the guarantee covers every pair of rows in this domain.
+* **Adjacency.** ``p`` and ``q`` are b-adjacent if they differ in two entries ``i, j`` only
+  and ``‖p − q‖₁ <= b``, i.e. ``q_i = p_i + t``, ``q_j = p_j − t``, ``|t| <= b/2``.
+* **Good outputs.** ``Ω₁ = {x : x_l >= γ for all l}``; ``δ`` bounds ``P[x ∉ Ω₁]``.
+
+What is promised: probabilistic (ε, δ)-DP of one row's mechanism for b-adjacent rows in the
+η-domain (the privacy loss is ``<= ε`` on ``Ω₁`` and ``P[Ω₁ᶜ] <= δ``), which implies ordinary
+(ε, δ)-DP. Policy synthesis on the privatized MDP is post-processing and keeps the guarantee.
+:func:`mdp_guarantee` lifts the per-row guarantee to a whole MDP for two notions of MDP
+adjacency (one row changes, or every row may change).
+
+What is not promised: nothing about rows outside the η-domain (entries below ``η`` or a
+different support), nothing about the public structure (the zero pattern with
+``support="nonzero"``, which actions are allowed, the dimension). The analysis is of the
+ideal real-valued mechanism: floating-point sampling artefacts (Mironov 2012, "On
+significance of the least significant bits for differential privacy") are not defended
+against, and the sampler's randomness must be secret and fresh.
+
+The derivations of ε and δ, with the conditions under which ε is exact, are in
+``docs/privacy.md``.
+
+References:
+  P. Gohari, B. Wu, C. Hawkins, M. Hale, U. Topcu, "Differential Privacy on the Unit Simplex
+  via the Dirichlet Mechanism", IEEE Trans. Information Forensics and Security 16, 2021
+  (Definition 1: b-adjacency; probabilistic DP; the mechanism's (ε, δ) theorem).
+  P. Gohari, M. Hale, U. Topcu, "Privacy-Preserving Policy Synthesis in Markov Decision
+  Processes", IEEE CDC 2020 (Algorithm 1; privacy by post-processing, Section III).
+"""
+
+from ._mdp import Composition as Composition
+from ._mdp import MDPGuarantee as MDPGuarantee
+from ._mdp import compose as compose
+from ._mdp import mdp_guarantee as mdp_guarantee
+from ._row import Guarantee as Guarantee
+from ._row import calibrate_k as calibrate_k
+from ._row import delta as delta
+from ._row import epsilon as epsilon
+from ._row import guarantee as guarantee
+
+__all__ = [
+    "Composition",
+    "Guarantee",
+    "MDPGuarantee",
+    "calibrate_k",
+    "compose",
+    "delta",
+    "epsilon",
+    "guarantee",
+    "mdp_guarantee",
+]
