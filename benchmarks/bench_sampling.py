@@ -1,4 +1,4 @@
-"""Dirichlet sampling throughput: ``jaxprivmdp._sampling.dirichlet`` vs ``jax.random`` vs NumPy.
+"""Dirichlet sampling throughput: ``softmax(jaxprivmdp._sampling.loggamma)`` vs ``jax.random`` vs NumPy.
 
 Run ``python benchmarks/bench_sampling.py [--dtype float64] [--repeats 7]``. Not a test.
 
@@ -8,7 +8,7 @@ The shapes are those of a privacy sweep: ``alpha`` of shape ``(K·N, S, A, S)`` 
 
 Timed, on the same rows:
   * ``jax.random.dirichlet`` (jitted; the reference),
-  * ``jaxprivmdp._sampling.dirichlet`` (jitted; ours), on the whole array and ``vmap``-ed
+  * ``softmax(jaxprivmdp._sampling.loggamma)`` (jitted; ours), on the whole array and ``vmap``-ed
     over the ``K·N`` blocks with one key each (as the library calls it),
   * NumPy ``rng.standard_gamma(alpha)`` normalised (per-row alphas, like ours),
   * NumPy ``rng.dirichlet(alpha_row, size=rows)`` (one constant row: NumPy's fastest path),
@@ -43,6 +43,8 @@ CONCENTRATIONS = (1.0, 40.0)
 
 def _fast_dirichlet(key, alpha):
     # What the mechanism does with sampler="fast": normalized log-gamma variates.
+    from jaxprivmdp import _sampling
+
     return jax.nn.softmax(_sampling.loggamma(key, alpha), axis=-1)
 
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import platform
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import jax
 import numpy as np
 
+from ._io import atomic_path
 from ._synthesis import SweepResult
 from ._version import __version__
 
@@ -25,10 +27,15 @@ LABELS = {
 
 
 def summarize(result: SweepResult) -> list[dict]:
-    """One row per ``k``: mean and sample std (ddof=1) over trials of every quantity."""
+    """One row per ``k``, in increasing ``k``: mean and sample std (ddof=1) over trials.
+
+    The rows are sorted because tables and figures read them as a curve in ``k``; a sweep
+    may have been run over an unsorted grid.
+    """
     rows = []
-    for i, k in enumerate(np.asarray(result.ks)):
-        row = {"k": float(k), "trials": int(np.asarray(result.cost).shape[1])}
+    ks = np.asarray(result.ks)
+    for i in np.argsort(ks, kind="stable"):
+        row = {"k": float(ks[i]), "trials": int(np.asarray(result.cost).shape[1])}
         for q in QUANTITIES:
             x = np.asarray(getattr(result, q)[i], dtype=float)
             row[f"{q}_mean"] = float(x.mean())
@@ -37,6 +44,18 @@ def summarize(result: SweepResult) -> list[dict]:
         row["converged_fraction"] = float(np.mean(np.asarray(result.converged[i])))
         rows.append(row)
     return rows
+
+
+Stage = Callable[[Path], Path]
+
+
+def _writing(path: Path, stage: Stage | None):
+    """The temporary path to write ``path`` through: staged, or atomic on its own."""
+    return atomic_path(path) if stage is None else contextlib.nullcontext(stage(path))
+
+
+def _by_k(rows: Sequence[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: r["k"])
 
 
 def environment() -> dict:
@@ -57,19 +76,37 @@ def environment() -> dict:
     }
 
 
-def write_tables(path_stem: Path, tables: Mapping[str, list[dict]], meta: dict) -> list[Path]:
-    """Writes ``<stem>.csv`` (one row per example and k) and ``<stem>.json`` (with ``meta``)."""
-    path_stem.parent.mkdir(parents=True, exist_ok=True)
+def write_tables(
+    path_stem: Path,
+    tables: Mapping[str, list[dict]],
+    meta: dict,
+    *,
+    stage: Stage | None = None,
+) -> list[Path]:
+    """Writes ``<stem>.csv`` (one row per example and k) and ``<stem>.json`` (with ``meta``).
+
+    Args:
+      path_stem: the files' path without suffix.
+      tables: ``{example: rows}`` as :func:`summarize` returns them (sorted by ``k`` here).
+      meta: what the JSON records beside the results.
+      stage: the ``stage`` of :func:`jaxprivmdp._io.atomic_outputs` to write through, so a
+        command's files appear together; None writes each file atomically on its own.
+
+    Returns:
+      The two paths.
+    """
+    tables = {name: _by_k(rows) for name, rows in tables.items()}
     csv_path = path_stem.with_suffix(".csv")
     fields = ["example"] + list(next(iter(tables.values()))[0].keys())
-    with csv_path.open("w", newline="") as f:
+    with _writing(csv_path, stage) as tmp, tmp.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         for name, rows in tables.items():
             for row in rows:
                 w.writerow({"example": name, **row})
     json_path = path_stem.with_suffix(".json")
-    json_path.write_text(json.dumps({**meta, "results": tables}, indent=2) + "\n")
+    with _writing(json_path, stage) as tmp:
+        tmp.write_text(json.dumps({**meta, "results": tables}, indent=2) + "\n")
     return [csv_path, json_path]
 
 
@@ -98,19 +135,36 @@ def _value_panel(ax, rows: Sequence[dict], title: str) -> None:
 
 
 def plot_sweeps(
-    tables: Mapping[str, list[dict]], path_stem: Path, *, beta: float, trials: int
+    tables: Mapping[str, list[dict]],
+    path_stem: Path,
+    *,
+    beta: float,
+    trials: int,
+    stage: Stage | None = None,
 ) -> list[Path]:
     """A value panel per sweep and a cost-of-privacy panel for all; PNG and PDF.
 
     Each value panel shows mean ± std over trials of the optimistic and pessimistic bounds,
     the private value, the true value of the private policy (not in the paper) and the
-    non-private optimum. The cost panel labels each curve with its own example (the paper's
-    Figure 1c swaps the two labels).
+    non-private optimum, against increasing ``k``. The cost panel labels each curve with its
+    own example (the paper's Figure 1c swaps the two labels).
+
+    Args:
+      tables: ``{example: rows}`` as :func:`summarize` returns them.
+      path_stem: the figures' path without suffix.
+      beta: ``β`` of the sweeps, for the title.
+      trials: trials per ``k``, for the title.
+      stage: as in :func:`write_tables`.
+
+    Returns:
+      The PNG and PDF paths.
     """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    tables = {name: _by_k(rows) for name, rows in tables.items()}  # a curve needs sorted k
 
     n = len(tables)
     fig, axes = plt.subplots(1, n + 1, figsize=(5.2 * (n + 1), 4.2), constrained_layout=True)
@@ -136,9 +190,11 @@ def plot_sweeps(
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.suptitle(f"mean ± std over {trials} trials, β = {beta}", fontsize=9)
-    path_stem.parent.mkdir(parents=True, exist_ok=True)
     out = [path_stem.with_suffix(".png"), path_stem.with_suffix(".pdf")]
-    for p in out:
-        fig.savefig(p, dpi=150)
-    plt.close(fig)
+    try:
+        for p in out:
+            with _writing(p, stage) as tmp:
+                fig.savefig(tmp, dpi=150, format=p.suffix[1:])
+    finally:
+        plt.close(fig)
     return out

@@ -1,17 +1,25 @@
 """Command-line interface: ``jaxprivmdp reproduce | sweep | privacy | privatize``.
 
-Every command validates its inputs and reports a bad argument or file as a one-line error
-(exit status 2), never a traceback.
+Every command validates its arguments before it reads or computes anything, and reports a
+bad argument or file as a one-line error (exit status 2), never a traceback. Every file it
+writes appears whole or not at all (see :func:`jaxprivmdp._io.atomic_outputs`).
 """
 
 from __future__ import annotations
 
-import argparse
+import json
+import math
 import sys
 import time
 from pathlib import Path
 
-PAPER_KS = (1, 5, 10, 15, 20, 25, 30, 35, 40)
+from ._cli_args import ONE_OVER_N_RTOL, build_parser, check_args
+from ._io import atomic_outputs, atomic_path, read_npz
+
+PRIVACY_B = 0.1
+PRIVACY_DELTA = 1e-3
+# Arrays `jaxprivmdp privatize` stores beside the MDP; reading them back is fine.
+RELEASE_METADATA = ("k", "epsilon", "delta", "b", "adjacency", "eta")
 
 
 def _log(msg: str) -> None:
@@ -27,15 +35,199 @@ def _progress(label: str):
     return report
 
 
-def _sweep_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, default=Path("results"), help="output folder")
-    p.add_argument("--seed", type=int, default=0, help="PRNG seed (experiments only)")
-    p.add_argument("--trials", type=int, default=50, help="trials per k (default 50)")
-    p.add_argument("--ks", type=float, nargs="+", default=list(PAPER_KS), help="grid of k")
-    p.add_argument("--beta", type=float, default=0.1, help="β of Lemma 1 (default 0.1)")
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float32")
-    p.add_argument("--sampler", choices=("fast", "jax"), default="fast", help="gamma sampler")
-    p.add_argument("--batch-size", type=int, default=None, help="runs per chunk (memory)")
+# --------------------------------------------------------------------------- reading MDPs
+
+
+def _read_mdp_arrays(path: Path) -> dict:
+    return read_npz(
+        path,
+        required=("transitions", "rewards"),
+        optional=("terminal_reward", "action_mask"),
+        ignored=RELEASE_METADATA,
+    )
+
+
+def load_npz_mdp(path: Path, *, horizon, discount, initial_state, dtype, arrays=None):
+    """Reads an MDP from ``.npz`` and validates it with :func:`jaxprivmdp.make_mdp`.
+
+    Args:
+      path: the file, with arrays ``transitions`` `[S, A, S]`, ``rewards`` `[S, A]` and
+        optionally ``terminal_reward`` `[S]`, ``action_mask`` `[S, A]` (and the metadata
+        that ``privatize`` writes, which is ignored).
+      horizon, discount, initial_state, dtype: as in :func:`jaxprivmdp.make_mdp`.
+      arrays: the arrays of ``path`` if already read by :func:`read_npz`.
+
+    Returns:
+      The validated :class:`jaxprivmdp.TabularMDP`.
+
+    Raises:
+      ValueError: one line naming ``--mdp`` and the file (see :func:`jaxprivmdp._io.read_npz`
+        for the file checks), or the problem :func:`jaxprivmdp.make_mdp` found.
+    """
+    from . import make_mdp
+
+    if arrays is None:
+        arrays = _read_mdp_arrays(path)
+    where = f"--mdp {str(path)!r}"
+    num_states = arrays["transitions"].shape[0] if arrays["transitions"].ndim else 0
+    if initial_state >= num_states > 0:
+        raise ValueError(
+            f"--initial-state {initial_state} is not a state of {where} (S = {num_states})"
+        )
+    try:
+        return make_mdp(
+            arrays["transitions"],
+            arrays["rewards"],
+            terminal_reward=arrays.get("terminal_reward"),
+            action_mask=arrays.get("action_mask"),
+            horizon=horizon,
+            discount=discount,
+            initial_state=initial_state,
+            dtype=dtype,
+        )
+    except ValueError as e:
+        # float16 keeps about 3 significant digits: the likely cause of a row sum that is off.
+        half = sorted(n for n, a in arrays.items() if a.dtype.name == "float16")
+        note = f" (note: {', '.join(half)} stored as float16)" if half else ""
+        raise ValueError(f"{where}: {e}{note}") from None
+
+
+def _load_user_mdp(args, *, validation_only: bool = False):
+    """``--mdp`` as an MDP; with ``validation_only`` no horizon is needed.
+
+    ``privacy`` and ``privatize`` only privatize transitions: there, without ``--horizon``
+    the file is validated as a one-stage MDP, which accepts every terminal reward and
+    discount an MDP of any horizon could have.
+    """
+    arrays = _read_mdp_arrays(args.mdp)
+    horizon = args.horizon
+    if validation_only and horizon is None:
+        horizon = 1
+    discount = args.discount if args.discount is not None else (1.0 if horizon else 0.95)
+    mdp = load_npz_mdp(
+        args.mdp,
+        horizon=horizon,
+        discount=discount,
+        initial_state=args.initial_state,
+        dtype=getattr(args, "dtype", None),
+        arrays=arrays,
+    )
+    smoothing = getattr(args, "smoothing", None)
+    if smoothing is not None and smoothing * mdp.num_states > 1 + ONE_OVER_N_RTOL:
+        raise ValueError(
+            f"--smoothing {smoothing:g} exceeds 1/S = {1 / mdp.num_states:.6g} for the "
+            f"S = {mdp.num_states} states of --mdp {str(args.mdp)!r}"
+        )
+    return mdp, arrays
+
+
+# --------------------------------------------------------------------------- accounting
+
+
+def _accounting(flag: str, k: float, compute):
+    """Runs a privacy computation for one ``k``; its errors name ``flag`` and the value.
+
+    A numerical failure (the library's series may not converge for huge ``k``) becomes a
+    ValueError too. Rows with zeros keep their own error, whose message names other flags.
+    """
+    from ._mechanism import ZeroEntryError
+
+    try:
+        return compute()
+    except ZeroEntryError:
+        raise
+    except ValueError as e:
+        raise ValueError(f"privacy accounting at {flag} {k:g}: {e}") from None
+    except (RuntimeError, OverflowError) as e:
+        raise ValueError(
+            f"privacy accounting at {flag} {k:g} failed ({e}); use a smaller k"
+        ) from None
+
+
+def _format_log10(log_value: float) -> str:
+    """``exp(log_value)`` in scientific notation, also far below float64's range."""
+    if not math.isfinite(log_value):
+        return "nan" if math.isnan(log_value) else ("0" if log_value < 0 else "inf")
+    exponent = log_value / math.log(10)
+    e = math.floor(exponent)
+    mantissa = 10 ** (exponent - e)
+    if mantissa >= 9.995:
+        mantissa, e = 1.0, e + 1
+    return f"{mantissa:.2f}e{e:+d}"
+
+
+def format_table(rows: list[dict]) -> str:
+    """A plain-text table with columns ``k``, ``epsilon``, ``delta``, ``gamma``.
+
+    Args:
+      rows: dicts with ``k``, ``epsilon``, ``delta`` and ``log_gamma`` (None or NaN where
+        there is no good set), one per line.
+
+    Returns:
+      The table as a string (no trailing newline).
+    """
+    lines = [f"{'k':>10}  {'epsilon':>12}  {'delta':>10}  {'gamma':>12}"]
+    for r in rows:
+        log_delta = math.log(r["delta"]) if r["delta"] > 0 else -math.inf
+        log_gamma = math.nan if r["log_gamma"] is None else r["log_gamma"]
+        lines.append(
+            f"{r['k']:>10.4g}  {r['epsilon']:>12.6g}  {_format_log10(log_delta):>10}  "
+            f"{_format_log10(log_gamma):>12}"
+        )
+    return "\n".join(lines)
+
+
+def _guarantees(mdp, ks, *, support=None, b=PRIVACY_B, target_delta=PRIVACY_DELTA) -> dict:
+    """The (ε, δ) that each k of a sweep buys, for one-row adjacency (recorded in the JSON)."""
+    import numpy as np
+
+    from . import privacy
+
+    P, mask = np.asarray(mdp.transitions), np.asarray(mdp.action_mask)
+    out = {
+        "assumptions": (
+            f"b = {b}; eta = each row's smallest entry on its support (data-derived: the "
+            f"examples are public); target delta = {target_delta}; adjacency = one row "
+            "differs (see jaxprivmdp.privacy.mdp_guarantee)"
+        ),
+        "per_k": [],
+    }
+    for k in ks:
+        g = _accounting(
+            "--ks",
+            k,
+            lambda k=k: privacy.mdp_guarantee(
+                k, P, b=b, target_delta=target_delta, action_mask=mask, support=support
+            ),
+        )
+        out["per_k"].append({"k": float(k), "epsilon": g.epsilon, "delta": g.delta})
+    return out
+
+
+def _mdp_guarantee(args, mdp, k):
+    """The guarantee of privatizing ``mdp`` with ``k`` under the command's privacy options."""
+    import numpy as np
+
+    from . import privacy
+
+    return _accounting(
+        "--k",
+        k,
+        lambda: privacy.mdp_guarantee(
+            k,
+            np.asarray(mdp.transitions),
+            b=args.b,
+            eta=args.eta,
+            target_delta=args.delta,
+            action_mask=np.asarray(mdp.action_mask),
+            support=args.support,
+            smoothing=args.smoothing,
+            adjacency=args.adjacency,
+        ),
+    )
+
+
+# --------------------------------------------------------------------------- sweeps
 
 
 def _setup(args) -> None:
@@ -45,14 +237,12 @@ def _setup(args) -> None:
         jax.config.update("jax_enable_x64", True)
 
 
-def _run_sweeps(args, mdps: dict, supports: dict, stem: str, extra_meta: dict) -> list[Path]:
+def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) -> list[Path]:
     import jax
     import numpy as np
 
     from . import _report, sweep
 
-    if args.trials < 2:
-        raise ValueError(f"--trials must be >= 2 to report a standard deviation, got {args.trials}")
     start = time.perf_counter()
     key = jax.random.key(args.seed)
     tables, timings = {}, {}
@@ -65,10 +255,10 @@ def _run_sweeps(args, mdps: dict, supports: dict, stem: str, extra_meta: dict) -
             ks=args.ks,
             num_trials=args.trials,
             beta=args.beta,
-            support=supports.get(name),
             batch_size=args.batch_size,
             sampler=args.sampler,
             progress=_progress(name),
+            **options.get(name, {}),
         )
         tables[name] = _report.summarize(result)
         not_converged = int((~np.asarray(result.converged)).sum())
@@ -92,9 +282,13 @@ def _run_sweeps(args, mdps: dict, supports: dict, stem: str, extra_meta: dict) -
         **extra_meta,
     }
     stem_path = args.out / stem
-    figs = _report.plot_sweeps(tables, stem_path, beta=args.beta, trials=args.trials)
-    meta["wall_time_s"] = round(time.perf_counter() - start, 3)
-    files = _report.write_tables(stem_path, tables, meta) + figs
+    # All four files are staged and renamed together: never a figure without its table.
+    with atomic_outputs() as stage:
+        figs = _report.plot_sweeps(
+            tables, stem_path, beta=args.beta, trials=args.trials, stage=stage
+        )
+        meta["wall_time_s"] = round(time.perf_counter() - start, 3)
+        files = _report.write_tables(stem_path, tables, meta, stage=stage) + figs
     _print_table(tables)
     return files
 
@@ -119,167 +313,95 @@ def cmd_reproduce(args) -> list[Path]:
         "Example 1 (investment)": examples.investment(dtype=dtype),
         "Example 2 (random, S=20, A=5, T=10)": examples.random_mdp(jax.random.key(0), dtype=dtype),
     }
-    supports = {"Example 1 (investment)": "nonzero"}
+    options = {"Example 1 (investment)": {"support": "nonzero"}}
     meta = {
         "examples": {"Example 2": "examples.random_mdp(jax.random.key(0))"},
         "privacy": {
-            name: _guarantees(mdp, args.ks, support=supports.get(name))
-            for name, mdp in mdps.items()
+            name: _guarantees(mdp, args.ks, **options.get(name, {})) for name, mdp in mdps.items()
         },
     }
-    return _run_sweeps(args, mdps, supports, "figure1", meta)
-
-
-PRIVACY_B = 0.1
-PRIVACY_DELTA = 1e-3
-
-
-def _guarantees(mdp, ks, *, support=None, b=PRIVACY_B, target_delta=PRIVACY_DELTA) -> dict:
-    """The (ε, δ) that each k of a sweep buys, for one-row adjacency (recorded in the JSON)."""
-    import numpy as np
-
-    from . import privacy
-
-    P, mask = np.asarray(mdp.transitions), np.asarray(mdp.action_mask)
-    out = {
-        "assumptions": (
-            f"b = {b}; eta = each row's smallest entry on its support (data-derived: the "
-            f"examples are public); target delta = {target_delta}; adjacency = one row "
-            "differs (see jaxprivmdp.privacy.mdp_guarantee)"
-        ),
-        "per_k": [],
-    }
-    for k in ks:
-        g = privacy.mdp_guarantee(
-            k, P, b=b, target_delta=target_delta, action_mask=mask, support=support
-        )
-        out["per_k"].append({"k": float(k), "epsilon": g.epsilon, "delta": g.delta})
-    return out
-
-
-RELEASE_METADATA = ("k", "epsilon", "delta", "b", "adjacency", "eta")
-
-
-def load_npz_mdp(path: Path, *, horizon, discount, initial_state, dtype):
-    """Reads an MDP from ``.npz`` (``transitions``, ``rewards``, optional ``terminal_reward``
-    and ``action_mask``) and validates it with :func:`make_mdp`."""
-    import numpy as np
-
-    from . import make_mdp
-
-    if not path.is_file():
-        raise ValueError(f"--mdp: no such file {str(path)!r}")
-    try:
-        data = np.load(path, allow_pickle=False)
-    except Exception as e:
-        raise ValueError(f"--mdp: {str(path)!r} is not a readable .npz file ({e})") from None
-    with data:
-        names = set(data.files)
-        missing = {"transitions", "rewards"} - names
-        if missing:
-            raise ValueError(
-                f"--mdp: {str(path)!r} lacks array(s) {sorted(missing)}; it has {sorted(names)}"
-            )
-        # `jaxprivmdp privatize` stores its guarantee beside the arrays; those are fine here.
-        unknown = names - {"transitions", "rewards", "terminal_reward", "action_mask"}
-        unknown -= set(RELEASE_METADATA)
-        if unknown:
-            raise ValueError(f"--mdp: unknown array(s) {sorted(unknown)} in {str(path)!r}")
-        arrays = {n: data[n] for n in names}
-    return make_mdp(
-        arrays["transitions"],
-        arrays["rewards"],
-        terminal_reward=arrays.get("terminal_reward"),
-        action_mask=arrays.get("action_mask"),
-        horizon=horizon,
-        discount=discount,
-        initial_state=initial_state,
-        dtype=dtype,
-    )
-
-
-def _mdp_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mdp", type=Path, required=True, help=".npz with transitions, rewards, ...")
-    p.add_argument("--horizon", type=int, default=None, help="T (omit for infinite horizon)")
-    p.add_argument("--discount", type=float, default=None, help="γ (default 1, or 0.95 if T unset)")
-    p.add_argument("--initial-state", type=int, default=0)
-    p.add_argument("--support", choices=("nonzero",), default=None, help="privatize nonzeros only")
-
-
-def _load_user_mdp(args):
-    discount = args.discount if args.discount is not None else (1.0 if args.horizon else 0.95)
-    return load_npz_mdp(
-        args.mdp,
-        horizon=args.horizon,
-        discount=discount,
-        initial_state=args.initial_state,
-        dtype=getattr(args, "dtype", None),
-    )
+    return _run_sweeps(args, mdps, options, "figure1", meta)
 
 
 def cmd_sweep(args) -> list[Path]:
     """The same sweep, figure and table on a user's MDP."""
-    mdp = _load_user_mdp(args)
+    mdp, _ = _load_user_mdp(args)
     name = args.mdp.stem
-    return _run_sweeps(args, {name: mdp}, {name: args.support}, "sweep", {"mdp": str(args.mdp)})
+    options = {name: {"support": args.support, "smoothing": args.smoothing}}
+    return _run_sweeps(args, {name: mdp}, options, "sweep", {"mdp": str(args.mdp)})
 
 
-def _mdp_guarantee(args, mdp, k):
-    """The guarantee of privatizing ``mdp`` with ``k`` under the command's privacy options."""
-    import numpy as np
+# --------------------------------------------------------------------------- privacy
 
+
+def _one_row(args) -> tuple[list[dict], str, dict]:
+    """Guarantees of one row of ``--n`` entries; ``--smoothing`` as in ``mdp_guarantee``."""
     from . import privacy
 
-    return privacy.mdp_guarantee(
-        k,
-        np.asarray(mdp.transitions),
-        b=args.b,
-        eta=args.eta,
-        target_delta=args.delta,
-        action_mask=np.asarray(mdp.action_mask),
-        support=args.support,
-        smoothing=args.smoothing,
-        adjacency=args.adjacency,
-    )
+    n, smoothing = args.n, args.smoothing
+    eta = args.eta if args.eta is not None else smoothing  # smoothing's public lower bound
+    # Smoothing mixes p with the uniform row: b-adjacent rows stay adjacent with a smaller b,
+    # and at smoothing = 1/n the output no longer depends on the data at all.
+    data_free = smoothing is not None and smoothing * n >= 1 - ONE_OVER_N_RTOL
+    b = args.b if smoothing is None else max(args.b * (1 - n * smoothing), 0.0)
+    if data_free:
+        b = 0.0
+        _log(
+            f"note: --smoothing {smoothing:g} = 1/n turns every row into the uniform row: ε = 0 "
+            "because the output does not depend on the data (nor tells anything about it)"
+        )
+    elif eta * n >= 1 - ONE_OVER_N_RTOL:
+        eta = 1.0 / n  # 0.333333333333333 means 1/3: its ε is 0, not 2e-14
+        _log(
+            f"note: --eta {eta:g} = 1/n leaves only the uniform row in the domain (entries >= "
+            "eta that sum to 1), so there is no other row to protect: the guarantee is "
+            "vacuous (ε = 0 trivially)"
+        )
+    rows = []
+    for k in args.k:
+        if data_free:
+            rows.append({"k": k, "epsilon": 0.0, "delta": 0.0, "log_gamma": None})
+            continue
+        g = _accounting(
+            "--k",
+            k,
+            lambda k=k: privacy.guarantee(k, b=b, eta=eta, n=n, target_delta=args.delta),
+        )
+        rows.append({"k": g.k, "epsilon": g.epsilon, "delta": g.delta, "log_gamma": g.log_gamma})
+    print(format_table(rows))
+    what = f"one row: n = {n}, eta = {eta:g}"
+    if smoothing is not None:
+        what += f", smoothing = {smoothing:g} (effective b = {b:g})"
+    return rows, what, {"effective_b": b, "effective_eta": eta}
 
 
 def cmd_privacy(args) -> list[Path]:
     """The (ε, δ) each k buys: a table on the terminal, a plot and a JSON in --out."""
-    import json
-
-    from . import privacy
-
+    extra = {}
     if args.mdp is not None:
-        mdp = _load_user_mdp(args)
+        mdp, _ = _load_user_mdp(args, validation_only=True)
         rows = []
         for k in args.k:
             g = _mdp_guarantee(args, mdp, k)
             rows.append({"k": k, "epsilon": g.epsilon, "delta": g.delta, "rows": g.num_rows})
         what = f"MDP {args.mdp} ({args.adjacency} adjacency, {rows[0]['rows']} private rows)"
-        if args.eta is None:
+        if args.eta is None and args.smoothing is None:
             _log("note: eta derived from the data (row minima); pass --eta for a public bound")
     else:
-        if args.n is None or args.eta is None:
-            raise ValueError("give --n and --eta (one row), or --mdp FILE.npz")
-        gs = [
-            privacy.guarantee(k, b=args.b, eta=args.eta, n=args.n, target_delta=args.delta)
-            for k in args.k
-        ]
-        print(privacy.format_table(gs))
-        rows = [
-            {"k": g.k, "epsilon": g.epsilon, "delta": g.delta, "log_gamma": g.log_gamma} for g in gs
-        ]
-        what = f"one row: n = {args.n}, eta = {args.eta}"
+        rows, what, extra = _one_row(args)
     print(f"\n{what}; b = {args.b}, target delta = {args.delta}")
     print(f"{'k':>10} {'epsilon':>14} {'delta':>12}")
     for r in rows:
         print(f"{r['k']:10g} {r['epsilon']:14.6g} {r['delta']:12.3g}")
-    args.out.mkdir(parents=True, exist_ok=True)
-    meta = {k: v for k, v in vars(args).items() if k not in ("func", "out", "mdp", "command")}
+    meta = {k: v for k, v in vars(args).items() if k not in ("out", "mdp", "command")}
     meta["mdp"] = None if args.mdp is None else str(args.mdp)
     json_path = args.out / "privacy.json"
-    json_path.write_text(json.dumps({**meta, "guarantees": rows}, indent=2) + "\n")
-    return [json_path, _plot_epsilon(rows, args.out / "privacy_epsilon.png", what)]
+    plot_path = args.out / "privacy_epsilon.png"
+    with atomic_outputs() as stage:
+        text = json.dumps({**meta, **extra, "guarantees": rows}, indent=2, allow_nan=False)
+        stage(json_path).write_text(text + "\n")
+        _plot_epsilon(rows, stage(plot_path), what)
+    return [json_path, plot_path]
 
 
 def _plot_epsilon(rows, path: Path, title: str) -> Path:
@@ -294,8 +416,10 @@ def _plot_epsilon(rows, path: Path, title: str) -> Path:
     ax.set_ylabel(r"$\epsilon$ at the target $\delta$")
     ax.set_title(title, fontsize=8)
     ax.grid(alpha=0.3)
-    fig.savefig(path, dpi=150)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=150, format="png")
+    finally:
+        plt.close(fig)
     return path
 
 
@@ -305,14 +429,7 @@ def cmd_privatize(args) -> list[Path]:
 
     from . import dirichlet_mechanism, secure_key
 
-    if args.eta is None and args.smoothing is None:
-        raise ValueError(
-            "a release needs a public lower bound on the rows: pass --eta (or --smoothing, "
-            "which implies it); an eta derived from the data would leak the data"
-        )
-    mdp = _load_user_mdp(args)
-    if args.out.exists() and not args.force:
-        raise ValueError(f"--out {str(args.out)!r} exists; pass --force to overwrite")
+    mdp, arrays = _load_user_mdp(args, validation_only=True)
     g = _mdp_guarantee(args, mdp, args.k)
     private = dirichlet_mechanism(
         secure_key(),
@@ -322,14 +439,14 @@ def cmd_privatize(args) -> list[Path]:
         support=args.support,
         smoothing=args.smoothing,
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("wb") as f:
+    # Rewards and terminal reward are public and kept exactly as given.
+    public = {n: arrays[n] for n in ("rewards", "terminal_reward") if n in arrays}
+    with atomic_path(args.out) as tmp, tmp.open("wb") as f:
         np.savez(
             f,
             transitions=np.asarray(private),
-            rewards=np.asarray(mdp.rewards),
-            terminal_reward=np.asarray(mdp.terminal_reward),
             action_mask=np.asarray(mdp.action_mask),
+            **public,
             k=args.k,
             epsilon=g.epsilon,
             delta=g.delta,
@@ -344,59 +461,58 @@ def cmd_privatize(args) -> list[Path]:
     return [args.out]
 
 
-def _privacy_options(p: argparse.ArgumentParser, *, many_k: bool) -> None:
-    if many_k:
-        p.add_argument("--k", type=float, nargs="+", required=True, help="values of k")
-    else:
-        p.add_argument("--k", type=float, required=True, help="the mechanism's k")
-    p.add_argument("--b", type=float, default=0.1, help="adjacency bound b in (0, 1]")
-    p.add_argument("--eta", type=float, default=None, help="public lower bound on row entries")
-    p.add_argument("--delta", type=float, default=1e-3, help="target delta")
-    p.add_argument("--adjacency", choices=("row", "all"), default="row")
-    p.add_argument("--smoothing", type=float, default=None, help="mix rows with uniform")
+# --------------------------------------------------------------------------- main
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="jaxprivmdp", description="Privacy-preserving policy synthesis in MDPs (JAX)."
+def _zero_entry_message(e) -> str:
+    shown = ", ".join(f"(state {s}, action {a})" for s, a in e.rows[:5])
+    more = f" and {len(e.rows) - 5} more" if len(e.rows) > 5 else ""
+    return (
+        f"transition rows {shown}{more} have zero entries, which the Dirichlet mechanism "
+        "cannot privatize: pass --support nonzero to treat the zero pattern as public, or "
+        "--smoothing ETA to mix every row with the uniform distribution first"
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("reproduce", help="reproduce the paper's Figure 1 into --out")
-    _sweep_options(p)
-    p.set_defaults(func=cmd_reproduce)
-    p = sub.add_parser("sweep", help="Figure-1-style sweep on your own MDP (.npz)")
-    _mdp_options(p)
-    _sweep_options(p)
-    p.set_defaults(func=cmd_sweep)
-    p = sub.add_parser("privacy", help="(epsilon, delta) per k: table, plot, JSON")
-    _privacy_options(p, many_k=True)
-    p.add_argument("--n", type=int, default=None, help="row dimension (without --mdp)")
-    p.add_argument("--mdp", type=Path, default=None, help="or: account for a whole MDP (.npz)")
-    p.add_argument("--horizon", type=int, default=None)
-    p.add_argument("--discount", type=float, default=None)
-    p.add_argument("--initial-state", type=int, default=0)
-    p.add_argument("--support", choices=("nonzero",), default=None)
-    p.add_argument("--out", type=Path, default=Path("results"), help="output folder")
-    p.set_defaults(func=cmd_privacy)
-    p = sub.add_parser("privatize", help="release a privatized MDP (OS-entropy randomness)")
-    _mdp_options(p)
-    _privacy_options(p, many_k=False)
-    p.add_argument("--out", type=Path, required=True, help="output .npz (private data only)")
-    p.add_argument("--force", action="store_true", help="overwrite --out")
-    p.set_defaults(func=cmd_privatize)
-    return parser
+
+
+COMMANDS = {
+    "reproduce": cmd_reproduce,
+    "sweep": cmd_sweep,
+    "privacy": cmd_privacy,
+    "privatize": cmd_privatize,
+}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if hasattr(args, "dtype"):
-        _setup(args)
+    """Runs a command; returns its exit status (0, 2 for a bad input, 130 when interrupted)."""
+    args = build_parser().parse_args(argv)
+    import jax
+
+    from ._mechanism import ZeroEntryError
+
+    x64 = jax.config.jax_enable_x64  # restored: callers in Python keep their setting
+
+    def error(msg) -> None:
+        print(f"jaxprivmdp {args.command}: error: {' '.join(str(msg).split())}", file=sys.stderr)
+
     try:
-        files = args.func(args)
-    except (ValueError, OSError) as e:
-        print(f"jaxprivmdp {args.command}: error: {e}", file=sys.stderr)
+        check_args(args)
+        if hasattr(args, "dtype"):
+            _setup(args)
+        files = COMMANDS[args.command](args)
+    except KeyboardInterrupt:
+        print(f"jaxprivmdp {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except ZeroEntryError as e:
+        error(_zero_entry_message(e))
         return 2
+    except MemoryError:
+        error("out of memory: try a smaller --batch-size, fewer --trials or a smaller MDP")
+        return 2
+    except (ValueError, OSError) as e:
+        error(e)
+        return 2
+    finally:
+        jax.config.update("jax_enable_x64", x64)
     for f in files:
         _log(f"wrote {f}")
     return 0

@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from jaxprivmdp import privacy
-from jaxprivmdp.privacy import _special
 from jaxprivmdp.privacy import (
+    _special,
     calibrate_k,
     compose,
     delta,

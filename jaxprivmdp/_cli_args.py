@@ -1,0 +1,262 @@
+"""The command line's arguments: the parser and the checks that run before anything else.
+
+:func:`check_args` runs before any file is read or anything is computed, so a typo costs
+nothing and never leaves an output behind. Every message names a flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ._io import check_output_file, check_output_folder
+
+PAPER_KS = (1, 5, 10, 15, 20, 25, 30, 35, 40)
+# Counts become int32 shapes and loop bounds inside JAX; beyond this they overflow.
+MAX_COUNT = 2**31 - 1
+# `jax.random.key` takes a seed that fits a signed 64-bit integer.
+SEED_LIMIT = 2**63
+# The files each folder-writing command writes into --out.
+OUTPUT_FILES = {
+    "reproduce": ("figure1.png", "figure1.pdf", "figure1.csv", "figure1.json"),
+    "sweep": ("sweep.png", "sweep.pdf", "sweep.csv", "sweep.json"),
+    "privacy": ("privacy.json", "privacy_epsilon.png"),
+}
+# Relative slack for "eta = 1/n" and "smoothing = 1/n" typed as decimals (0.333...).
+ONE_OVER_N_RTOL = 1e-12
+
+
+def _interval(low, high, low_open, high_open) -> str:
+    if high is None:
+        return f"{'>' if low_open else '>='} {low:g}"
+    return f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+
+
+def check_number(
+    flag: str,
+    value: float,
+    *,
+    low: float,
+    high: float | None = None,
+    low_open=False,
+    high_open=False,
+) -> None:
+    """Refuses NaN, infinities and numbers outside ``low .. high``.
+
+    Raises:
+      ValueError: naming ``flag`` and the allowed range.
+    """
+    if not math.isfinite(value):
+        raise ValueError(f"{flag} must be a finite number, got {value}")
+    too_low = value < low or (low_open and value == low)
+    too_high = high is not None and (value > high or (high_open and value == high))
+    if too_low or too_high:
+        raise ValueError(
+            f"{flag} must be {_interval(low, high, low_open, high_open)}, got {value:g}"
+        )
+
+
+def check_integer(flag: str, value: int, *, low: int, high: int = MAX_COUNT, why="") -> None:
+    """Refuses integers outside ``[low, high]``.
+
+    Raises:
+      ValueError: naming ``flag``, the allowed range and ``why``.
+    """
+    if not low <= value <= high:
+        raise ValueError(f"{flag} must lie in [{low}, {high}]{why}, got {value}")
+
+
+def sorted_grid(flag: str, values, *, high: float) -> list[float]:
+    """The values of a grid of ``k``, each in ``(0, high]``, sorted ascending, no repeats.
+
+    A figure and a table of ε against ``k`` need increasing ``k``; a repeated value is
+    almost always a typo, so it is refused rather than dropped.
+
+    Raises:
+      ValueError: an empty grid, a bad value or a repeated one, naming ``flag``.
+    """
+    if not values:
+        raise ValueError(f"{flag} needs at least one value")
+    for v in values:
+        check_number(flag, v, low=0.0, high=high, low_open=True)
+    grid = sorted(float(v) for v in values)
+    for a, b in zip(grid, grid[1:], strict=False):
+        if a == b:
+            raise ValueError(f"{flag} lists {a:g} twice")
+    return grid
+
+
+def _one_over_n(flag: str, value: float, n: int) -> None:
+    if value * n > 1 + ONE_OVER_N_RTOL:
+        raise ValueError(
+            f"{flag} {value:g} exceeds 1/n = {1 / n:.6g} for --n {n}: no row of {n} entries "
+            f"has every entry >= {value:g}"
+        )
+
+
+def check_args(args: argparse.Namespace) -> None:
+    """Validates every argument of a command, sorts grids of ``k``, checks ``--out``.
+
+    Modifies ``args`` in place only to sort ``--ks`` and ``--k`` lists.
+
+    Raises:
+      ValueError: one line naming the flag: a number that is not finite or out of range,
+        a repeated ``k``, flags that exclude each other, or an ``--out`` that cannot be
+        written (or would overwrite ``--mdp``).
+    """
+    get = vars(args).get
+    dtype_max = float(np.finfo(get("dtype") or "float64").max)
+    if get("seed") is not None:
+        check_integer("--seed", args.seed, low=0, high=SEED_LIMIT - 1)
+    if get("trials") is not None:
+        check_integer("--trials", args.trials, low=2, why=" (a standard deviation needs 2)")
+    if get("batch_size") is not None:
+        check_integer("--batch-size", args.batch_size, low=1)
+    if get("horizon") is not None:
+        check_integer("--horizon", args.horizon, low=1)
+    if get("initial_state") is not None:
+        check_integer("--initial-state", args.initial_state, low=0)
+    if get("n") is not None:
+        check_integer("--n", args.n, low=2)
+    if get("ks") is not None:
+        args.ks = sorted_grid("--ks", args.ks, high=dtype_max)
+    if isinstance(get("k"), list):
+        args.k = sorted_grid("--k", args.k, high=dtype_max)
+    elif get("k") is not None:
+        check_number("--k", args.k, low=0.0, high=dtype_max, low_open=True)
+    if get("beta") is not None:
+        check_number("--beta", args.beta, low=0.0, high=1.0, low_open=True, high_open=True)
+    if get("discount") is not None:
+        check_number("--discount", args.discount, low=0.0, high=1.0)
+        if args.command == "sweep" and args.horizon is None and args.discount == 1:
+            raise ValueError("--discount 1 needs --horizon: an infinite horizon needs γ < 1")
+    if get("b") is not None:
+        check_number("--b", args.b, low=0.0, high=1.0, low_open=True)
+    if get("delta") is not None:
+        check_number("--delta", args.delta, low=0.0, high=1.0, low_open=True, high_open=True)
+    # A privatized row has n >= 2 entries, so a lower bound on all of them is at most 1/2.
+    for flag, value in (("--eta", get("eta")), ("--smoothing", get("smoothing"))):
+        if value is not None:
+            check_number(flag, value, low=0.0, high=0.5, low_open=True)
+            if get("n") is not None:
+                _one_over_n(flag, value, args.n)
+    if get("smoothing") is not None and get("support") is not None:
+        raise ValueError(
+            "--smoothing and --support nonzero exclude each other: smoothing fills the zeros "
+            "that --support nonzero keeps"
+        )
+    if args.command == "privacy":
+        if args.mdp is not None and args.n is not None:
+            raise ValueError("--n is for one row; with --mdp the rows come from the file")
+        if args.mdp is None and (args.n is None or (args.eta is None and args.smoothing is None)):
+            raise ValueError("give --n and --eta (or --smoothing) for one row, or --mdp FILE.npz")
+    if args.command == "privatize" and args.eta is None and args.smoothing is None:
+        raise ValueError(
+            "a release needs a public lower bound on the rows: pass --eta (or --smoothing, "
+            "which implies it); an eta derived from the data would leak the data"
+        )
+    _check_out(args)
+
+
+def _check_out(args: argparse.Namespace) -> None:
+    mdp = vars(args).get("mdp")
+    if args.command == "privatize":
+        check_output_file(args.out, flag="--out", force=args.force, inputs=[mdp])
+    else:
+        check_output_folder(args.out, flag="--out", names=OUTPUT_FILES[args.command], inputs=[mdp])
+
+
+# --------------------------------------------------------------------------- parser
+
+_NOT_NEEDED = "only checked; not needed"
+
+
+def _sweep_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", type=Path, default=Path("results"), help="output folder")
+    p.add_argument("--seed", type=int, default=0, help="PRNG seed in [0, 2**63) (experiments)")
+    p.add_argument("--trials", type=int, default=50, help="trials per k (>= 2)")
+    p.add_argument("--ks", type=float, nargs="+", default=list(PAPER_KS), help="grid of k > 0")
+    p.add_argument("--beta", type=float, default=0.1, help="β of Lemma 1, in (0, 1)")
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
+    p.add_argument("--sampler", choices=("fast", "jax"), default="fast", help="gamma sampler")
+    p.add_argument("--batch-size", type=int, default=None, help="runs per chunk (memory)")
+
+
+def _mdp_options(p: argparse.ArgumentParser, *, planning: bool, required: bool = True) -> None:
+    """``--mdp`` and the MDP's options; without ``planning`` they are only checked."""
+    help_t = "T (omit for infinite horizon)" if planning else _NOT_NEEDED
+    help_gamma = "γ in [0, 1] (None: 1 with --horizon, else 0.95)" if planning else _NOT_NEEDED
+    p.add_argument(
+        "--mdp", type=Path, required=required, default=None, help=".npz: transitions, rewards"
+    )
+    p.add_argument("--horizon", type=int, default=None, help=help_t)
+    p.add_argument("--discount", type=float, default=None, help=help_gamma)
+    p.add_argument("--initial-state", type=int, default=0, help="index of s0")
+    p.add_argument(
+        "--support", choices=("nonzero",), default=None, help="privatize nonzero entries only"
+    )
+
+
+def _privacy_options(p: argparse.ArgumentParser, *, many_k: bool) -> None:
+    if many_k:
+        p.add_argument("--k", type=float, nargs="+", required=True, help="values of k > 0")
+    else:
+        p.add_argument("--k", type=float, required=True, help="the mechanism's k > 0")
+    p.add_argument("--b", type=float, default=0.1, help="adjacency bound b in (0, 1]")
+    p.add_argument("--eta", type=float, default=None, help="public lower bound on row entries")
+    p.add_argument("--delta", type=float, default=1e-3, help="target delta in (0, 1)")
+    p.add_argument("--adjacency", choices=("row", "all"), default="row", help="rows that differ")
+
+
+def _smoothing_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--smoothing", type=float, default=None, help="mix rows with uniform: (1-nη)p + η"
+    )
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows every default, except where there is none to show (None, a required flag)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.required or isinstance(action.default, bool):
+            return action.help
+        return super()._get_help_string(action)
+
+
+class _Parser(argparse.ArgumentParser):
+    """Reports a bad command line on one line, as the commands report their errors."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``jaxprivmdp`` parser; ``args.command`` names the command to run."""
+    fmt = {"formatter_class": _HelpFormatter}
+    parser = _Parser(
+        prog="jaxprivmdp", description="Privacy-preserving policy synthesis in MDPs (JAX).", **fmt
+    )
+    sub = parser.add_subparsers(dest="command", required=True)  # of the same _Parser class
+    p = sub.add_parser("reproduce", help="reproduce the paper's Figure 1 into --out", **fmt)
+    _sweep_options(p)
+    p = sub.add_parser("sweep", help="Figure-1-style sweep on your own MDP (.npz)", **fmt)
+    _mdp_options(p, planning=True)
+    _smoothing_option(p)
+    _sweep_options(p)
+    p = sub.add_parser("privacy", help="(epsilon, delta) per k: table, plot, JSON", **fmt)
+    _privacy_options(p, many_k=True)
+    _smoothing_option(p)
+    p.add_argument("--n", type=int, default=None, help="row dimension (one row, no --mdp)")
+    _mdp_options(p, planning=False, required=False)
+    p.add_argument("--out", type=Path, default=Path("results"), help="output folder")
+    p = sub.add_parser("privatize", help="release a privatized MDP (OS-entropy randomness)", **fmt)
+    _mdp_options(p, planning=False)
+    _privacy_options(p, many_k=False)
+    _smoothing_option(p)
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
+    p.add_argument("--out", type=Path, required=True, help="output .npz (private data only)")
+    p.add_argument("--force", action="store_true", help="overwrite --out")
+    return parser
