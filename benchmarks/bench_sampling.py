@@ -1,4 +1,4 @@
-"""Dirichlet sampling throughput: ``softmax(jaxprivmdp._sampling.loggamma)`` vs ``jax.random`` vs NumPy.
+"""Dirichlet sampling throughput: the fast sampler vs ``jax.random`` vs NumPy.
 
 Run ``python benchmarks/bench_sampling.py [--dtype float64] [--repeats 7]``. Not a test.
 

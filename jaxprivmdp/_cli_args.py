@@ -7,11 +7,11 @@ nothing and never leaves an output behind. Every message names a flag.
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 import numpy as np
 
+from ._checks import check_int, check_range
 from ._io import check_output_file, check_output_folder
 
 PAPER_KS = (1, 5, 10, 15, 20, 25, 30, 35, 40)
@@ -29,34 +29,13 @@ OUTPUT_FILES = {
 ONE_OVER_N_RTOL = 1e-12
 
 
-def _interval(low, high, low_open, high_open) -> str:
-    if high is None:
-        return f"{'>' if low_open else '>='} {low:g}"
-    return f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
-
-
-def check_number(
-    flag: str,
-    value: float,
-    *,
-    low: float,
-    high: float | None = None,
-    low_open=False,
-    high_open=False,
-) -> None:
-    """Refuses NaN, infinities and numbers outside ``low .. high``.
+def check_number(flag: str, value: float, **interval) -> None:
+    """A finite number in the interval of :func:`jaxprivmdp._checks.check_range`.
 
     Raises:
       ValueError: naming ``flag`` and the allowed range.
     """
-    if not math.isfinite(value):
-        raise ValueError(f"{flag} must be a finite number, got {value}")
-    too_low = value < low or (low_open and value == low)
-    too_high = high is not None and (value > high or (high_open and value == high))
-    if too_low or too_high:
-        raise ValueError(
-            f"{flag} must be {_interval(low, high, low_open, high_open)}, got {value:g}"
-        )
+    check_range(flag, value, scalar=True, **interval)
 
 
 def check_integer(flag: str, value: int, *, low: int, high: int = MAX_COUNT, why="") -> None:
@@ -65,8 +44,10 @@ def check_integer(flag: str, value: int, *, low: int, high: int = MAX_COUNT, why
     Raises:
       ValueError: naming ``flag``, the allowed range and ``why``.
     """
-    if not low <= value <= high:
-        raise ValueError(f"{flag} must lie in [{low}, {high}]{why}, got {value}")
+    try:
+        check_int(flag, value, low=low, high=high + 1)
+    except ValueError as e:
+        raise ValueError(f"{e}{why}") from None
 
 
 def sorted_grid(flag: str, values, *, high: float) -> list[float]:
