@@ -1,0 +1,326 @@
+"""The JAX-native public API: every public function under jit, vmap and grad, and the
+regressions a new user found (float64 mode, overflow, complex input, keys, accounting)."""
+
+import dataclasses
+
+import chex
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import build_mdp
+
+import jaxprivmdp as jp
+from jaxprivmdp import _bounds, _planning
+from jaxprivmdp.privacy import _special
+
+KS = jnp.asarray([1.0, 5.0, 40.0])
+KEY = jax.random.key(0)
+
+
+@pytest.fixture(scope="module")
+def mdp():
+    return build_mdp(0)
+
+
+@pytest.fixture(scope="module")
+def imdp():
+    return build_mdp(1, horizon=None)
+
+
+def _close(a, b, **kw):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), **kw)
+
+
+# ----------------------------------------------------------------------------- jit, vmap
+
+
+def test_synthesize_under_vmap_and_jit_over_k_beta_keys(mdp):
+    eager = [jp.synthesize(KEY, mdp, k=float(k)) for k in KS]
+    batched = jax.vmap(lambda k: jp.synthesize(KEY, mdp, k=k))(KS)
+    for i, one in enumerate(eager):
+        np.testing.assert_array_equal(batched.policy[i], one.policy)
+        _close(batched.pessimistic[i], one.pessimistic, atol=1e-5)
+        _close(batched.cost[i], one.cost, atol=1e-5)
+    jitted = jax.jit(lambda k, b: jp.synthesize(KEY, mdp, k=k, beta=b))(5.0, 0.2)
+    _close(jitted.cost, jp.synthesize(KEY, mdp, k=5.0, beta=0.2).cost, atol=1e-5)
+    keys = jax.random.split(KEY, 3)
+    by_key = jax.vmap(lambda key: jp.synthesize(key, mdp, k=5.0).cost)(keys)
+    _close(by_key, [jp.synthesize(key, mdp, k=5.0).cost for key in keys], atol=1e-5)
+
+
+def test_synthesize_under_vmap_and_jit_over_the_model(mdp, imdp):
+    P = jnp.stack([mdp.transitions, jnp.roll(mdp.transitions, 1, axis=-1)])
+    costs = jax.vmap(lambda p: jp.synthesize(KEY, dataclasses.replace(mdp, transitions=p), k=5.0))(
+        P
+    ).cost
+    for i in range(2):
+        one = jp.synthesize(KEY, dataclasses.replace(mdp, transitions=P[i]), k=5.0)
+        _close(costs[i], one.cost, atol=1e-5)
+    for m in (mdp, imdp):
+        _close(
+            jax.jit(lambda m: jp.synthesize(KEY, m, k=5.0).cost)(m),
+            jp.synthesize(KEY, m, k=5.0).cost,
+            atol=1e-5,
+        )
+
+
+def test_mechanism_under_jit_and_vmap(mdp):
+    P = mdp.transitions
+    want = jp.dirichlet_mechanism(KEY, P, 5.0)
+    np.testing.assert_array_equal(jax.jit(lambda p: jp.dirichlet_mechanism(KEY, p, 5.0))(P), want)
+    got = jax.vmap(lambda k: jp.dirichlet_mechanism(KEY, P, k, sampler="fast"))(KS)
+    for i, k in enumerate(KS):
+        np.testing.assert_array_equal(got[i], jp.dirichlet_mechanism(KEY, P, k, sampler="fast"))
+    # Traced rows with structural zeros: support and smoothing are computed on the device.
+    Z = np.asarray(P).copy()
+    Z[0, 0] = [1.0] + [0.0] * (Z.shape[-1] - 1)
+    for opts in (dict(support="nonzero"), dict(smoothing=0.01)):
+        eager = jp.dirichlet_mechanism(KEY, Z, 5.0, **opts)
+        traced = jax.jit(lambda p: jp.dirichlet_mechanism(KEY, p, 5.0, **opts))(Z)  # noqa: B023
+        _close(traced, eager, atol=1e-6)
+
+
+def test_solve_and_evaluate_under_jit_and_vmap(mdp, imdp):
+    for m in (mdp, imdp):
+        sol = jp.solve(m)
+        jitted = jax.jit(jp.solve)(m)
+        np.testing.assert_array_equal(jitted.policy, sol.policy)
+        _close(jax.jit(jp.evaluate)(m, sol.policy), jp.evaluate(m, sol.policy), atol=1e-6)
+        rewards = jnp.stack([m.rewards, 2 * m.rewards])
+        values = jax.vmap(lambda r: jp.solve(dataclasses.replace(m, rewards=r)).values)(rewards)  # noqa: B023
+        _close(values[1], jp.solve(dataclasses.replace(m, rewards=rewards[1])).values, atol=1e-5)
+
+
+def test_cost_of_privacy_under_jit_and_vmap(mdp, imdp):
+    for m in (mdp, imdp):
+        policy = jp.solve(m).policy
+        eager = [jp.cost_of_privacy(m, policy, k=float(k), beta=0.2) for k in KS]
+        batched = jax.vmap(lambda k: jp.cost_of_privacy(m, policy, k=k, beta=0.2))(KS)  # noqa: B023
+        jitted = jax.jit(lambda k, b: jp.cost_of_privacy(m, policy, k=k, beta=b))(KS[1], 0.2)  # noqa: B023
+        for i, one in enumerate(eager):
+            _close(batched.pessimistic[i], one.pessimistic, atol=1e-4)
+            _close(batched.optimistic[i], one.optimistic, atol=1e-4)
+        _close(jitted.cost, eager[1].cost, atol=1e-4)
+
+
+def test_max_iterations_does_not_recompile(imdp):
+    policy = jp.solve(imdp).policy
+    jp.solve(imdp, max_iterations=100)
+    jp.cost_of_privacy(imdp, policy, k=5.0, max_iterations=100)
+    sizes = _planning.solve_core._cache_size(), _bounds.bounds_core._cache_size()
+    for n in (3, 1000):
+        jp.solve(imdp, max_iterations=n)
+        jp.cost_of_privacy(imdp, policy, k=5.0, max_iterations=n)
+    assert (_planning.solve_core._cache_size(), _bounds.bounds_core._cache_size()) == sizes
+    assert int(jp.solve(imdp, max_iterations=3).iterations) == 3
+
+
+def test_cores_do_not_call_public_boundaries(mdp):
+    """The jitted synthesis traces once per static configuration, whatever k and beta."""
+
+    @chex.assert_max_traces(n=1)
+    def run(k, b):
+        return jp.synthesize(KEY, mdp, k=k, beta=b).cost
+
+    jitted = jax.jit(run)
+    for k, b in ((1.0, 0.1), (5.0, 0.2), (40.0, 0.3)):
+        jitted(k, b)
+
+
+# ----------------------------------------------------------------------------- grad
+
+
+@pytest.mark.parametrize("horizon", [4, None])
+def test_grad_of_a_bound_matches_finite_differences(horizon):
+    with jax.enable_x64(True):
+        m = build_mdp(3, horizon=horizon, dtype=np.float64)
+        policy = jp.solve(m).policy
+        s0 = (0, m.initial_state) if horizon else (m.initial_state,)
+
+        def bound(rewards, k):
+            m2 = dataclasses.replace(m, rewards=rewards)
+            b = jp.cost_of_privacy(m2, policy, k=k, beta=0.1, tol=1e-12)
+            return b.pessimistic[s0] + 0.5 * b.optimistic[s0]
+
+        k0 = 5.0
+        g_r, g_k = jax.grad(bound, argnums=(0, 1))(m.rewards, k0)
+        h = 1e-6
+        fd_k = (bound(m.rewards, k0 + h) - bound(m.rewards, k0 - h)) / (2 * h)
+        assert float(g_k) == pytest.approx(float(fd_k), rel=1e-4, abs=1e-7)
+        direction = np.random.default_rng(0).normal(size=m.rewards.shape)
+        fd_r = (bound(m.rewards + h * direction, k0) - bound(m.rewards - h * direction, k0)) / (
+            2 * h
+        )
+        assert float(jnp.vdot(g_r, direction)) == pytest.approx(float(fd_r), rel=1e-4, abs=1e-7)
+        assert float(g_k) != 0.0
+
+
+def test_grad_of_evaluate_with_respect_to_rewards(mdp):
+    policy = jp.solve(mdp).policy
+    g = jax.grad(lambda r: jp.evaluate(dataclasses.replace(mdp, rewards=r), policy)[0, 0])(
+        mdp.rewards
+    )
+    assert g.shape == mdp.rewards.shape and float(g.sum()) > 0
+
+
+# ----------------------------------------------------------------------------- float64 mode
+
+
+def test_float32_model_in_float64_mode():
+    """Regression: a float32 model (e.g. a `privatize` release) used with x64 on."""
+    P32 = build_mdp(0).transitions  # float32 rows: their sums are off by ~1e-7
+    R = np.asarray(build_mdp(0).rewards)
+    with jax.enable_x64(True):
+        m = jp.make_mdp(np.asarray(P32), R, horizon=4, dtype=np.float64)
+        assert np.abs(np.asarray(m.transitions).sum(-1) - 1).max() > 1e-9
+        jp.synthesize(KEY, m, k=5.0)
+        jp.sweep(KEY, m, ks=[1.0, 5.0], num_trials=2)
+        jp.dirichlet_mechanism(KEY, m.transitions, 5.0)
+        jp.privacy.mdp_guarantee(5.0, m.transitions, b=0.1, target_delta=1e-3)
+
+
+def test_readme_snippet_eta_in_float64():
+    """Regression: 1 − 0.9 = 0.09999999999999998 is not 'below eta = 0.1'."""
+    with jax.enable_x64(True):
+        mdp = jp.examples.investment(dtype=np.float64)
+        assert float(np.asarray(mdp.transitions)[0, 0, 2]) < 0.1
+        g = jp.privacy.mdp_guarantee(
+            10.0,
+            mdp.transitions,
+            b=0.1,
+            eta=0.1,
+            target_delta=1e-3,
+            action_mask=mdp.action_mask,
+            support="nonzero",
+        )
+        assert g.epsilon > 0
+        with pytest.raises(ValueError, match="below eta"):
+            jp.privacy.mdp_guarantee(
+                10.0,
+                mdp.transitions,
+                b=0.1,
+                eta=0.1001,
+                target_delta=1e-3,
+                action_mask=mdp.action_mask,
+                support="nonzero",
+            )
+
+
+def test_float64_without_x64_is_refused():
+    if jax.config.jax_enable_x64:
+        pytest.skip("x64 is on")
+    with pytest.raises(ValueError, match="jax_enable_x64"):
+        jp.make_mdp(np.full((2, 1, 2), 0.5), np.zeros((2, 1)), horizon=1, dtype="float64")
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def test_k_overflowing_the_dtype_is_refused(mdp):
+    if mdp.rewards.dtype != jnp.float32:
+        pytest.skip("float32 only")
+    for call in (
+        lambda: jp.synthesize(KEY, mdp, k=1e39),
+        lambda: jp.dirichlet_mechanism(KEY, mdp.transitions, 1e39),
+        lambda: jp.sweep(KEY, mdp, ks=[1.0, 1e39], num_trials=1),
+        lambda: jp.cost_of_privacy(mdp, jp.solve(mdp).policy, k=1e39),
+    ):
+        with pytest.raises(ValueError, match="overflows float32"):
+            call()
+    # Large but representable k: finite results, no NaN.
+    out = jp.synthesize(KEY, mdp, k=1e30)
+    assert np.all(np.isfinite(np.asarray(out.private_transitions)))
+
+
+def test_complex_input_is_refused(mdp):
+    P = np.asarray(mdp.transitions).astype(np.complex64)
+    with pytest.raises(ValueError, match="complex"):
+        jp.make_mdp(P, np.asarray(mdp.rewards), horizon=1)
+    with pytest.raises(ValueError, match="complex"):
+        jp.make_mdp(np.asarray(mdp.transitions), np.asarray(mdp.rewards) + 1j, horizon=1)
+    with pytest.raises(ValueError, match="complex"):
+        jp.dirichlet_mechanism(KEY, P, 5.0)
+    with pytest.raises(ValueError, match="complex"):
+        jp.synthesize(KEY, mdp, k=5.0 + 1j)
+
+
+def test_float16_rows_are_named():
+    P = np.full((3, 1, 3), 1 / 3, np.float16)
+    with pytest.raises(ValueError, match="float16"):
+        jp.make_mdp(P, np.zeros((3, 1)), horizon=1)
+
+
+def test_api_errors_are_value_errors(monkeypatch):
+    with pytest.raises(ValueError, match="key must be a JAX PRNG key"):
+        jp.examples.random_mdp(0)
+    with pytest.raises(ValueError, match="num_states must be an int >= 1"):
+        jp.examples.random_mdp(KEY, 0)
+    assert jp.privacy.compose([(1.0, 1e-3), (2.0, 1e-3)]).epsilon == 3.0
+    with pytest.raises(ValueError, match=r"guarantees\[0\]"):
+        jp.privacy.compose([1.0])
+    # A k so large that the series needs too many terms: a ValueError, not a RuntimeError.
+    monkeypatch.setattr(_special, "MAX_SERIES_TERMS", 10_000)
+    with pytest.raises(ValueError, match="too large for the accounting"):
+        _special.log_betainc_series(1e16 * 0.05, 1e16 * 0.95, np.log(0.0499999))
+
+
+def test_mdp_guarantee_repr_is_a_summary():
+    P = np.full((40, 4, 40), 1 / 40)
+    g = jp.privacy.mdp_guarantee(5.0, P, b=0.1, eta=1 / 40, target_delta=1e-3, adjacency="all")
+    assert g.num_rows == 160 and len(g.per_row) == 160
+    text = repr(g)
+    assert "160 rows" in text and len(text) < 300 and "\n" not in text
+
+
+# ----------------------------------------------------------------------------- keys
+
+
+def test_sweep_keys_do_not_collide_with_user_derivations(mdp):
+    res = jp.sweep(KEY, mdp, ks=[5.0], num_trials=4, sampler="jax")
+    user = {
+        float(jp.synthesize(key, mdp, k=5.0).private_values[0, 0])
+        for key in [jax.random.fold_in(KEY, j) for j in range(4)] + list(jax.random.split(KEY, 4))
+    }
+    assert not user & {float(v) for v in np.asarray(res.private_value).ravel()}
+    # And run (i, j) is reproduced by sweep_key.
+    one = jp.synthesize(jp.sweep_key(KEY, 0, 2), mdp, k=5.0)
+    assert float(res.private_value[0, 2]) == pytest.approx(
+        float(one.private_values[0, 0]), abs=1e-5
+    )
+
+
+def test_extending_a_sweep_keeps_its_runs(mdp):
+    small = jp.sweep(KEY, mdp, ks=[1.0, 5.0], num_trials=2, batch_size=4)
+    large = jp.sweep(KEY, mdp, ks=[1.0, 5.0, 9.0], num_trials=3, batch_size=4)
+    np.testing.assert_array_equal(small.cost, large.cost[:2, :2])
+
+
+# ----------------------------------------------------------------------------- float32 validity
+
+
+@pytest.mark.parametrize("seed", [1, 3, 5])
+def test_float32_infinite_horizon_bounds_bracket_the_float64_fixed_points(seed):
+    """Regression: float32 bounds were up to 12 ulps inside the exact fixed points."""
+    rng = np.random.default_rng(seed)
+    S, A = 12, 3
+    P = rng.dirichlet(np.full(S, 0.3), size=(S, A)).astype(np.float32)
+    P = P.astype(np.float64)
+    P /= P.sum(-1, keepdims=True)
+    R = rng.uniform(-5, 5, size=(S, A))
+    m32 = jp.make_mdp(P, R, discount=0.95, dtype=np.float32)
+    policy = jp.solve(m32).policy
+    for k in (2.0, 50.0):
+        b32 = jp.cost_of_privacy(m32, policy, k=k, beta=0.1)
+        with jax.enable_x64(True):
+            # The same float32 model, exactly, in float64, iterated to 1e-13.
+            m64 = jp.make_mdp(
+                np.asarray(m32.transitions, np.float64),
+                np.asarray(m32.rewards, np.float64),
+                discount=float(np.float32(0.95)),
+                dtype=np.float64,
+            )
+            b64 = jp.cost_of_privacy(m64, policy, k=k, beta=0.1, tol=1e-13)
+            low, high = np.asarray(b64.pessimistic), np.asarray(b64.optimistic)
+        assert np.all(np.asarray(b32.pessimistic, np.float64) <= low)
+        assert np.all(np.asarray(b32.optimistic, np.float64) >= high)
