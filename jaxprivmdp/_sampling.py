@@ -32,7 +32,7 @@ import numpy as np
 from jax import lax
 from jax.typing import ArrayLike, DTypeLike
 
-from ._checks import check_key
+from ._checks import check_key, working_dtype
 
 __all__ = ["loggamma"]
 
@@ -209,7 +209,7 @@ def _fallback_slots(n: int, num_candidates: int) -> int:
     second round rare (at ``n = 9e5`` and two candidates it needs a 10-sigma excess; at
     ``n = 2000``, one vmapped ``(S, A, S)`` block of the sweep, p < 1e-4). A second round
     costs time, never exactness. Under ``vmap`` every batch member pays for its slots, so
-    the constant is kept small (64 measured 30% slower for 450 vmapped blocks of 2000).
+    the constant is kept small.
     """
     return min(n, 8 + math.ceil(1.25 * n * 0.05**num_candidates))
 
@@ -261,9 +261,8 @@ def _loggamma_and_rounds(
     out = _candidates(_Bits(key_main, n, dtype), a, num_candidates)
 
     # Exact fallback; zero iterations unless some element is still unaccepted. Small
-    # arrays (e.g. one vmapped (S, A, S) block) redraw all elements: cheaper than the
-    # compaction's gathers and scatters up to a few hundred elements (measured with 450
-    # vmapped blocks: 20% faster at 36 elements each, 1.6x slower at 500).
+    # arrays (e.g. one vmapped (S, A, S) block) redraw all elements: for up to a few
+    # hundred elements that is cheaper than the compaction's gathers and scatters.
     sparse = n > _DENSE_MAX
     slots = _fallback_slots(n, num_candidates)
 
@@ -286,13 +285,6 @@ def _loggamma_and_rounds(
     # Only reachable after _MAX_FALLBACK_ROUNDS: report failure, never a biased value.
     out = jnp.where(out == jnp.inf, jnp.asarray(jnp.nan, dtype), out)
     return out, rounds
-
-
-def _float_dtype(dtype: DTypeLike | None) -> np.dtype:
-    dtype = jax.dtypes.canonicalize_dtype(jnp.float64 if dtype is None else dtype)
-    if dtype not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be float32 or float64, got {dtype}")
-    return np.dtype(dtype)
 
 
 def loggamma(
@@ -318,8 +310,7 @@ def loggamma(
     drawn strictly inside (0, 1] (``U`` from a full 32-bit word, ``(w + 1/2) 2^-32``;
     64 bits in float64), so ``log U`` is finite. The boost is applied to every ``a``,
     also ``a >= 1``: in a fused pass its random bits are computed for every element
-    anyway, skipping it for ``a >= 1`` measured no faster, and shape ``a + 1 >= 2``
-    raises the acceptance rate there.
+    anyway, and shape ``a + 1 >= 2`` raises the acceptance rate there.
 
     Exactness. Each element draws ``num_candidates`` i.i.d. candidates at once and keeps
     the first accepted one, which is precisely what the sequential rejection loop returns.
@@ -347,8 +338,8 @@ def loggamma(
       dtype: float32 or float64 (the latter needs ``jax_enable_x64``, else float32 is
         used, as in ``jax.random``). Default: the default float dtype.
       num_candidates: Marsaglia–Tsang candidates drawn per element in the first pass.
-        More candidates make the fallback rarer and the first pass dearer; 2 measured
-        fastest on CPU (see ``benchmarks/bench_sampling.py``).
+        More candidates make the fallback rarer and the first pass dearer
+        (``benchmarks/bench_sampling.py`` compares them).
 
     Returns:
       ``log G``, with the shape of ``a`` and dtype ``dtype``.
@@ -364,7 +355,7 @@ def loggamma(
       for ``a < 1``.
     """
     key = check_key(key)
-    dtype = _float_dtype(dtype)
+    dtype = working_dtype(None if dtype is None else jax.dtypes.canonicalize_dtype(dtype))
     a = jnp.asarray(a)
     if num_candidates < 1:
         raise ValueError(f"num_candidates must be >= 1, got {num_candidates}")

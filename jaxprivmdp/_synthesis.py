@@ -267,9 +267,9 @@ def _sweep_chunk(
 def default_vector_width(mdp: TabularMDP, sampler: Sampler, budget_bytes: float = 2**30) -> int:
     """Runs vectorized together: a power of two ``<= 16`` whose working set fits the budget.
 
-    Measured working sets (``benchmarks/bench_memory.py``): about 16 `[S, A, S]` arrays per
-    run with the ``"fast"`` sampler and 48 with ``"jax"``. Groups of 8–32 runs measured
-    fastest on CPU for the paper's Example 2 (vmapping all 512 runs at once was 2.3x slower).
+    The working set of a run is about 16 `[S, A, S]` arrays with the ``"fast"`` sampler and
+    48 with ``"jax"`` (``benchmarks/bench_memory.py``); small groups keep it in cache
+    (``benchmarks/RESULTS.md`` compares group sizes).
     """
     S, A = mdp.num_states, mdp.num_actions
     arrays = 16 if sampler == "fast" else 48
