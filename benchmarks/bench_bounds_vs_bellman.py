@@ -2,48 +2,62 @@
 
 ``cost_of_privacy`` (both bounds ``v̲``, ``v̄``) against ``evaluate`` of the same policy on
 the same privatized MDP, for ``S ∈ {100, 300, 1000}``, ``A = 5``, ``T = 10``, ``k = 10``,
-``β = 0.1``; both after compilation, median of many calls. Target: ratio <= 5 for a
-deterministic policy (each bound is a Bellman-like pass plus a selection of the ``width``
-smallest / largest of ``S`` values and a greedy fill over them per stage). Also times a
-stochastic policy (the same policy as one-hot floats), which touches every action's rows.
+``β = 0.1``. Target: compiled cores ``bounds_core / evaluate_core <= 5`` for a deterministic
+policy (each bound is a Bellman-like pass plus a selection of the ``width`` smallest / largest
+of ``S`` values and a greedy fill over them per stage). Also a stochastic policy (the same
+policy as one-hot floats), which touches every action's rows.
 
-Then profiles the pieces of one stage of the library's ``_robust.robust_backup`` as small
-jitted micro-benchmarks, each run over ``T`` stages in a ``lax.scan`` (so per-call overhead
-is amortized as in the real recursion): the gather of the chosen rows, the two 1-D
-``lax.top_k`` calls (and, for reference, the full ``argsort`` of the ``[2, S]`` values the
-previous version used), the dense product ``lower @ [v_low, −v_high, 1]`` (which also gives
-the slack), the gather of the ``width`` selected columns, the cumsum/clip/einsum fill; and the
-Bellman ``rows @ v`` for reference. Finally, a benchmark-only re-implementation of the
-PREVIOUS library version of the bounds (full ``argsort``, separate ``Σ lower``, ``jnp.sum``
-fill), checked equal to the library's output, shows what the current implementation gained.
+pytest-benchmark times (``--bench-quick``: S ∈ {100, 300}):
 
-Run: ``python benchmarks/bench_bounds_vs_bellman.py [--quick] [--dtype float32|float64]``.
+* ``test_bounds_vs_evaluate[S-kind-variant]``: ``evaluate_core``, ``bounds_core``, ``evaluate``
+  and ``cost_of_privacy``. The ``bounds_core`` variant also times all of them round-robin
+  (``common.interleaved``) and keeps the fair ratios in ``extra_info`` (``ratio_core``,
+  ``ratio_public``), for the deterministic policy with two more callables: a user's
+  ``jax.jit(lambda policy, k: cost_of_privacy(..., k=k))`` (``k`` traced: the fill width
+  cannot be bounded, ``width = S``) and the previous (argsort) version at ``width = S``; at
+  the largest S it adds a per-XLA-op profile of the compiled bounds (``jax.profiler``).
+* ``test_piece[S-piece]``: the pieces of one stage of ``_robust.robust_backup`` as small jitted
+  micro-benchmarks, each run over ``T`` stages in a ``lax.scan`` (so per-call overhead is
+  amortized as in the real recursion): row gather, the two 1-D ``lax.top_k``, the previous
+  full ``argsort`` (reference), the dense product ``lower @ [v_low, −v_high, 1]``, the gather
+  of the ``width`` selected columns, the cumsum/clip/einsum fill, and the Bellman ``rows @ v``.
+* ``test_old_argsort_version[S]``: a benchmark-only re-implementation of the PREVIOUS version
+  of the bounds (full ``argsort``, separate ``Σ lower``, ``jnp.sum`` fill), checked equal to
+  the library's output, with its interleaved ratio to the library's core.
+
+Run: ``python -m pytest benchmarks/bench_bounds_vs_bellman.py --benchmark-only
+--benchmark-json=benchmarks/results/bench_bounds_vs_bellman.json [--bench-quick]``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import common
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
 
-NAME = "bench_bounds_vs_bellman"
+import jaxprivmdp as jp
+from jaxprivmdp import _bounds, _planning, _robust
+
 K = 10.0
 BETA = 0.1
 A = 5
 T = 10
 TARGET = 5.0
-
-args = common.parse_args(__doc__.splitlines()[0], default_dtype="float32")
-
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
-import numpy as np  # noqa: E402
-
-import jaxprivmdp as jp  # noqa: E402
-from jaxprivmdp import _bounds, _planning, _robust  # noqa: E402  (compiled cores, pieces)
+SIZES = (100, 300, 1000)
+QUICK_SIZES = (100, 300)
+KINDS = ("deterministic", "stochastic")
+VARIANTS = ("evaluate_core", "bounds_core", "evaluate", "cost_of_privacy")
+PIECES = ("gather_rows", "top_k_1d", "argsort", "dense", "gather_cols", "fill", "bellman")
 
 
-def make_problem(S, dtype):
+@functools.cache
+def problem(S, dtype):
+    """The privatized MDP, its policy, and the arguments ``cost_of_privacy`` gives its core."""
     rng = np.random.default_rng(S)
     P = rng.dirichlet(np.ones(S), size=(S, A))
     P /= P.sum(-1, keepdims=True)
@@ -54,26 +68,18 @@ def make_problem(S, dtype):
         horizon=T,
         dtype=dtype,
     )
-    p_bar = jp.dirichlet_mechanism(jax.random.key(S), mdp.transitions, K)  # default sampler
+    p_bar = jp.dirichlet_mechanism(jax.random.key(S), mdp.transitions, K, sampler="fast")
     private = dataclasses.replace(mdp, transitions=p_bar)
-    return private, jp.solve(private).policy
+    policy = jp.solve(private).policy
+    np_dtype = mdp.rewards.dtype
+    alpha = _robust.outward_radius(K, BETA, np_dtype)
+    a, b = np.asarray(alpha, np_dtype), np.asarray(BETA, np_dtype)
+    return private, policy, a, b, _robust.fill_width(alpha, S)
 
 
-def core_args(private, policy):
-    """The arguments ``cost_of_privacy`` passes to its jitted core (finite horizon)."""
-    dtype = private.rewards.dtype
-    alpha = np.sqrt(np.log(1 / np.float64(BETA)) / (2 * (np.float64(K) + 1)))
-    width = _robust.fill_width(alpha, private.num_states)
-    return (
-        (
-            private,
-            policy,
-            jnp.asarray(alpha, dtype),
-            jnp.asarray(BETA, dtype),
-            jnp.zeros((), dtype),  # tol: unused for a finite horizon
-        ),
-        dict(width=width, max_iterations=10_000),
-    )
+def skip_unless(quick, S):
+    if quick and S not in QUICK_SIZES:
+        pytest.skip("--bench-quick")
 
 
 # ----------------------------------------------------------------------------- old version
@@ -96,7 +102,7 @@ def _backup_argsort_old(p_rows, alpha, v_low, v_high, beta, width):
     p_sorted = jnp.moveaxis(p_rows[..., order], -2, 0)  # [2, ..., m]
     caps = jnp.minimum(p_sorted + alpha, 1) - jnp.maximum(p_sorted - alpha, 0)
     w_sorted = w_sorted.reshape((2,) + (1,) * (caps.ndim - 2) + (width,))
-    fill = _robust._fill(jnp.broadcast_to(slack, caps.shape[:-1]), caps, w_sorted)
+    fill = jnp.sum(_robust._pour(slack, caps) * w_sorted, axis=-1)
     inner = jnp.moveaxis(base, -1, 0) + fill
     out = beta * jnp.min(w, axis=-1).reshape((2,) + (1,) * (inner.ndim - 1)) + (1 - beta) * inner
     return out[0], -out[1]
@@ -205,268 +211,103 @@ def micro_pieces(private, policy, alpha, width):
     ], jnp.zeros(S, dtype)
 
 
-# ----------------------------------------------------------------------------- main
+# ----------------------------------------------------------------------------- benchmarks
 
 
-OLD = "old_argsort_version"
-
-
-def measure(S, dtype, budget):
-    private, policy = make_problem(S, dtype)
-    one_hot = jax.nn.one_hot(policy, A, dtype=dtype)
-    out = {"S": S}
-    pos, kw = core_args(private, policy)
-    ref = _bounds.bounds_core(*pos, **kw)
-    for name, pol in (("deterministic", policy), ("stochastic (one-hot)", one_hot)):
-        pos_p, kw_p = core_args(private, pol)
-        calls = {
-            "evaluate_core": lambda pol=pol: _planning._evaluate_finite(private, pol),
-            "bounds_core": lambda pos_p=pos_p, kw_p=kw_p: _bounds.bounds_core(*pos_p, **kw_p),
-            "evaluate": lambda pol=pol: jp.evaluate(private, pol),
-            "cost_of_privacy": lambda pol=pol: jp.cost_of_privacy(private, pol, k=K, beta=BETA),
-        }
-        if name == "deterministic":
-            # A user's jax.jit around cost_of_privacy with k as an argument: k is traced, so
-            # the library cannot bound the fill width and uses all S entries.
-            jit_traced = jax.jit(lambda pol, k: jp.cost_of_privacy(private, pol, k=k, beta=BETA))
-            k_arr = jnp.asarray(K, dtype)
-            calls["cost_of_privacy_jit_traced_k"] = lambda f=jit_traced, k=k_arr: f(policy, k)
-            # The same width = S with the previous version's full argsort (for comparison).
-            calls["old_width_S"] = lambda: bounds_argsort_old(
-                private, policy, pos[2], pos[3], width=S
-            )
-            # The previous library version (benchmark-only re-implementation), checked below.
-            calls[OLD] = lambda: bounds_argsort_old(
-                private, policy, pos[2], pos[3], width=kw["width"]
-            )
-        # Round-robin: every callable sees the same outside load, so the ratios are fair.
-        t = common.time_interleaved(calls, budget_s=4 * budget)
-        if "cost_of_privacy_jit_traced_k" in t:
-            traced = t.pop("cost_of_privacy_jit_traced_k")
-            out["jit_traced_k"] = dict(
-                time=traced.as_dict(),
-                ratio_to_bounds_core=traced.median_s / t["bounds_core"].median_s,
-                old_width_S=t.pop("old_width_S").as_dict(),
-            )
-        out[name] = dict(
-            width=kw_p["width"],
-            **{k: v.as_dict() for k, v in t.items() if k != OLD},
-            ratio_core=t["bounds_core"].median_s / t["evaluate_core"].median_s,
-            ratio_public=t["cost_of_privacy"].median_s / t["evaluate"].median_s,
-        )
-        if OLD in t:
-            low, high = calls[OLD]()
-            diff = max(
-                float(jnp.max(jnp.abs(low - ref.pessimistic[:-1]))),
-                float(jnp.max(jnp.abs(high - ref.optimistic[:-1]))),
-            )
-            out[OLD] = dict(
-                time=t[OLD].as_dict(),
-                ratio_core=t[OLD].median_s / t["evaluate_core"].median_s,
-                max_abs_diff_vs_library=diff,
-            )
-    # Pieces.
-    pieces, v0 = micro_pieces(private, policy, pos[2], kw["width"])
-    out["pieces"] = []
-    for label, fn, operands in pieces:
-        t = common.time_call(_stages(fn), v0, *operands, budget_s=budget / 2)
-        out["pieces"].append(dict(piece=label, time=t.as_dict()))
-    # Per-XLA-op profile of the compiled cores (jax.profiler trace), best effort.
-    out["xla_profile"] = {}
-    for label, jitted, a, k in (
-        ("bounds_core", _bounds.bounds_core, pos, kw),
-        ("evaluate_core", _planning._evaluate_finite, (private, policy), {}),
-    ):
-        text = jitted.lower(*a, **k).compile().as_text()
-        out["xla_profile"][label] = common.xla_op_profile(
-            lambda j=jitted, a=a, k=k: j(*a, **k), text
-        )
-    return out
-
-
-def print_profile(r):
-    prof = r.get("xla_profile") or {}
-    b = prof.get("bounds_core")
-    if not b:
-        print("(no jax.profiler trace available for the XLA op profile)\n")
-        return
-    ops = [p for p in b if not p["container"]]
-    total = sum(p["seconds_per_call"] for p in ops)
-    rows = [
-        [
-            p["op"],
-            p["source"].replace("while/body/", "").replace("closed_call/", "")[:60],
-            f"{p['launches_per_call']:.0f}",
-            common.fmt_time(p["seconds_per_call"]),
-            f"{100 * p['seconds_per_call'] / total:.0f}%",
-        ]
-        for p in ops[:10]
-    ]
-    ev = prof.get("evaluate_core") or []
-    ev_total = sum(p["seconds_per_call"] for p in ev if not p["container"])
-    common.print_table(
-        f"XLA op profile of the compiled bounds core, S = {r['S']} (jax.profiler trace; top 10 "
-        f"of {len(ops)} ops; sum of op times {common.fmt_time(total)} per call, evaluate core: "
-        f"{common.fmt_time(ev_total)})",
-        ["XLA op", "from JAX op", "launches / call", "time / call", "share"],
-        rows,
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("S", SIZES)
+def test_bounds_vs_evaluate(benchmark, dtype, quick, S, kind, variant):
+    skip_unless(quick, S)
+    private, policy, a, b, width = problem(S, dtype)
+    pol = (
+        policy
+        if kind == "deterministic"
+        else jax.nn.one_hot(policy, A, dtype=private.rewards.dtype)
     )
-    if ev:
-        rows = [
-            [
-                p["op"],
-                p["source"].replace("while/body/", "").replace("closed_call/", "")[:60],
-                f"{p['launches_per_call']:.0f}",
-                common.fmt_time(p["seconds_per_call"]),
-            ]
-            for p in ev
-            if not p["container"]
-        ][:5]
-        common.print_table(
-            f"XLA op profile of the compiled evaluate core, S = {r['S']} (top 5)",
-            ["XLA op", "from JAX op", "launches / call", "time / call"],
-            rows,
+    calls = {
+        "evaluate_core": lambda: _planning.evaluate_core(private, pol),
+        "bounds_core": lambda: _bounds.bounds_core(private, pol, a, b, None, 10_000, width=width),
+        "evaluate": lambda: jp.evaluate(private, pol),
+        "cost_of_privacy": lambda: jp.cost_of_privacy(private, pol, k=K, beta=BETA),
+    }
+    benchmark.group = f"bounds vs evaluate S={S} {kind}"
+    extra = dict(S=S, kind=kind, variant=variant, width=width)
+    if variant == "bounds_core":
+        extra["aot"] = common.aot_compile_time(
+            _bounds.bounds_core, private, pol, a, b, None, 10_000, width=width
         )
-
-
-def main():
-    env = common.environment(args)
-    dtype = jnp.dtype(args.dtype)
-    sizes = (100, 300) if args.quick else (100, 300, 1000)
-    budget = 0.3 if args.quick else 1.0
-    common.print_header(
-        "Bounds (cost_of_privacy) vs one policy evaluation (evaluate)",
-        env,
-        notes=[
-            f"A = {A}, T = {T}, k = {K:g}, β = {BETA}; random MDP privatized with the "
-            "Dirichlet mechanism; policy = solve(private).policy",
-            "after compilation: median of repeated calls, each ended by "
-            "jax.block_until_ready; the callables compared in one table are called "
-            "round-robin (common.time_interleaved) so that they share the same outside load",
-            "`core` = the jitted computation (`_bounds.bounds_core`, `_planning."
-            "_evaluate_finite`); `public` = the public call with its eager validation",
-        ],
-    )
-    results = [measure(S, dtype, budget) for S in sizes]
-
-    for name in ("deterministic", "stochastic (one-hot)"):
-        rows = []
-        for r in results:
-            d = r[name]
-            rows.append(
-                [
-                    r["S"],
-                    common.fmt_time(d["evaluate_core"]["median_s"]),
-                    common.fmt_time(d["bounds_core"]["median_s"]),
-                    f"{d['ratio_core']:.2f}",
-                    common.fmt_time(d["evaluate"]["median_s"]),
-                    common.fmt_time(d["cost_of_privacy"]["median_s"]),
-                    f"{d['ratio_public']:.2f}",
-                    common.verdict(d["ratio_core"] <= TARGET),
-                ]
+        if kind == "deterministic":
+            # A user's jax.jit with k as an argument: k is traced, so width = S.
+            jit_traced = jax.jit(lambda p, k: jp.cost_of_privacy(private, p, k=k, beta=BETA))
+            k_arr = jnp.asarray(K, private.rewards.dtype)
+            calls["jit_traced_k"] = lambda: jit_traced(policy, k_arr)
+            calls["old_argsort_width_S"] = lambda: bounds_argsort_old(
+                private, policy, a, b, width=S
             )
-        common.print_table(
-            f"{name} policy: bounds / evaluate (width = {results[0][name]['width']})",
-            [
-                "S",
-                "evaluate core",
-                "bounds core",
-                "ratio",
-                "evaluate public",
-                "cost_of_privacy public",
-                "ratio",
-                f"core ratio <= {TARGET:g}",
-            ],
-            rows,
+        st = common.interleaved(calls, budget_s=1.0 if quick else 4.0)
+        extra.update(
+            interleaved={n: common.summary(s) for n, s in st.items()},
+            ratio_core=st["bounds_core"].median / st["evaluate_core"].median,
+            ratio_public=st["cost_of_privacy"].median / st["evaluate"].median,
         )
+        extra["target_met"] = extra["ratio_core"] <= TARGET
+        if kind == "deterministic":
+            extra["jit_traced_k_over_core"] = st["jit_traced_k"].median / st["bounds_core"].median
+            if S == max(QUICK_SIZES if quick else SIZES):
+                extra["xla_profile"] = {
+                    name: common.xla_op_profile(
+                        lambda j=j, args=args, kw=kw: j(*args, **kw),
+                        j.lower(*args, **kw).compile().as_text(),
+                    )
+                    for name, j, args, kw in (
+                        (
+                            "bounds_core",
+                            _bounds.bounds_core,
+                            (private, policy, a, b, None, 10_000),
+                            dict(width=width),
+                        ),
+                        ("evaluate_core", _planning.evaluate_core, (private, policy), {}),
+                    )
+                }
+    common.bench(benchmark, calls[variant], **extra)
 
-    common.print_table(
-        "Pitfall: jax.jit(lambda policy, k: cost_of_privacy(..., k=k)) — k is traced, so the "
-        "fill width cannot be bounded: width = S, lax.top_k selects and the fill covers all S "
-        "entries (deterministic policy)",
-        [
-            "S",
-            "bounds core (width from k)",
-            "jitted call, traced k (width = S)",
-            "slow-down",
-            "old argsort version, width = S",
-        ],
-        [
-            [
-                r["S"],
-                common.fmt_time(r["deterministic"]["bounds_core"]["median_s"]),
-                common.fmt_time(r["jit_traced_k"]["time"]["median_s"]),
-                common.fmt_ratio(r["jit_traced_k"]["ratio_to_bounds_core"]),
-                common.fmt_time(r["jit_traced_k"]["old_width_S"]["median_s"]),
-            ]
-            for r in results
-        ],
+
+@pytest.mark.parametrize("piece", PIECES)
+@pytest.mark.parametrize("S", SIZES)
+def test_piece(benchmark, dtype, quick, S, piece):
+    skip_unless(quick, S)
+    private, policy, a, _, width = problem(S, dtype)
+    pieces, v0 = micro_pieces(private, policy, jnp.asarray(a), width)
+    label, fn, operands = dict(zip(PIECES, pieces, strict=True))[piece]
+    run = _stages(fn)
+    benchmark.group = f"pieces of a stage S={S}"
+    common.bench(benchmark, lambda: run(v0, *operands), S=S, piece=label, width=width)
+
+
+@pytest.mark.parametrize("S", SIZES)
+def test_old_argsort_version(benchmark, dtype, quick, S):
+    skip_unless(quick, S)
+    private, policy, a, b, width = problem(S, dtype)
+    ref = _bounds.bounds_core(private, policy, a, b, None, 10_000, width=width)
+    low, high = bounds_argsort_old(private, policy, a, b, width=width)
+    diff = max(
+        float(jnp.max(jnp.abs(low - ref.pessimistic[:-1]))),
+        float(jnp.max(jnp.abs(high - ref.optimistic[:-1]))),
     )
-
-    for r in results:
-        ev = r["deterministic"]["evaluate_core"]["median_s"]
-        bc = r["deterministic"]["bounds_core"]["median_s"]
-        rows = [
-            [
-                p["piece"],
-                common.fmt_time(p["time"]["median_s"]),
-                common.fmt_time(p["time"]["min_s"]),
-                f"{p['time']['median_s'] / ev:.2f}",
-                f"{100 * p['time']['median_s'] / bc:.0f}%",
-            ]
-            for p in r["pieces"]
-        ]
-        common.print_table(
-            f"Pieces of the bounds, S = {r['S']}, over T = {T} stages (deterministic policy; "
-            f"bounds core {common.fmt_time(bc)}, evaluate core {common.fmt_time(ev)})",
-            ["piece (T stages in a lax.scan)", "median", "min", "/ evaluate", "/ bounds core"],
-            rows,
-        )
-
-    print_profile(results[-1])
-
-    rows = []
-    for r in results:
-        old = r[OLD]
-        lib = r["deterministic"]["bounds_core"]["median_s"]
-        rows.append(
-            [
-                r["S"],
-                common.fmt_time(lib),
-                f"{r['deterministic']['ratio_core']:.2f}",
-                common.fmt_time(old["time"]["median_s"]),
-                f"{old['ratio_core']:.2f}",
-                common.fmt_ratio(old["time"]["median_s"] / lib),
-                f"{old['max_abs_diff_vs_library']:.1e}",
-            ]
-        )
-    common.print_table(
-        "Current library core vs the PREVIOUS version (benchmark-only re-implementation: "
-        "argsort of [2, S], separate Σ lower, jnp.sum fill), deterministic policy, same "
-        "round-robin timing",
-        [
-            "S",
-            "library core",
-            "÷ evaluate",
-            "old argsort version",
-            "÷ evaluate",
-            "old ÷ library",
-            "max |Δ| vs library",
-        ],
-        rows,
+    calls = {
+        "library": lambda: _bounds.bounds_core(private, policy, a, b, None, 10_000, width=width),
+        "old": lambda: bounds_argsort_old(private, policy, a, b, width=width),
+    }
+    st = common.interleaved(calls, budget_s=1.0 if quick else 3.0)
+    benchmark.group = f"old argsort version S={S}"
+    common.bench(
+        benchmark,
+        calls["old"],
+        S=S,
+        width=width,
+        max_abs_diff_vs_library=diff,
+        old_over_library=st["old"].median / st["library"].median,
+        interleaved={n: common.summary(s) for n, s in st.items()},
     )
-    met = all(r["deterministic"]["ratio_core"] <= TARGET for r in results)
-    print(
-        f"Target (deterministic policy, compiled cores): bounds / evaluate <= {TARGET:g}: "
-        f"{common.verdict(met)} (worst "
-        f"{max(r['deterministic']['ratio_core'] for r in results):.2f}).\n"
-    )
-    common.write_json(
-        NAME,
-        dict(environment=env, k=K, beta=BETA, A=A, T=T, target=TARGET, sizes=results, met=met),
-        args.out,
-    )
-
-
-if __name__ == "__main__":
-    main()
+    assert diff < (1e-4 if private.rewards.dtype == np.float32 else 1e-10)

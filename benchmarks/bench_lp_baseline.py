@@ -25,9 +25,11 @@ Run: ``python benchmarks/bench_lp_baseline.py [--quick] [--dtype float32|float64
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import statistics
 import time
+from pathlib import Path
 
 import common
 
@@ -42,17 +44,24 @@ def _add_arguments(parser):
     parser.add_argument("--trials", type=int, default=None, help="baseline trials per k")
 
 
-args = common.parse_args(
-    __doc__.splitlines()[0], default_dtype="float64", add_arguments=_add_arguments
-)
+# A study script, not a pytest module (README.md says why): its own flags.
+_parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+_parser.add_argument("--quick", action="store_true", help="a small configuration (< 1 min)")
+_parser.add_argument("--dtype", choices=("float32", "float64"), default="float64")
+_parser.add_argument("--out", type=Path, default=None, help="JSON output")
+_add_arguments(_parser)
+args = _parser.parse_args()
 
 import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", args.dtype == "float64")  # before any array
+
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from scipy.optimize import linprog  # noqa: E402
 
 import jaxprivmdp as jp  # noqa: E402
-from jaxprivmdp import _bounds, _planning, _robust  # noqa: E402  (compiled core, for attribution)
+from jaxprivmdp import _bounds, _mechanism, _planning, _robust  # noqa: E402
 
 # ----------------------------------------------------------------------------- the baseline
 
@@ -171,27 +180,23 @@ def numpy_arrays(mdp):
 
 
 def radius(k, dtype):
-    return float(jp.concentration_radius(jnp.asarray(k, dtype), jnp.asarray(BETA, dtype)))
-
-
-def host_alpha(k):
-    """``α`` as ``cost_of_privacy`` computes it for concrete ``k``, ``β`` (NumPy, float64)."""
-    return np.sqrt(np.log(1 / np.float64(BETA)) / (2 * (np.float64(k) + 1)))
+    """The radius the library uses (Lemma 1's ``α``, rounded up to ``dtype``)."""
+    return float(_robust.outward_radius(k, BETA, dtype))
 
 
 def bounds_core_args(private, policy, k):
     """``(args, kwargs)`` that ``cost_of_privacy`` passes to ``_bounds.bounds_core``."""
     dtype = private.rewards.dtype
-    alpha = host_alpha(k)
+    alpha = _robust.outward_radius(k, BETA, dtype)
     args = (
         private,
         policy,
-        jnp.asarray(alpha, dtype),
-        jnp.asarray(BETA, dtype),
-        jnp.zeros((), dtype),  # tol: unused for a finite horizon
+        np.asarray(alpha, dtype),
+        np.asarray(BETA, dtype),
+        None,  # tol: unused for a finite horizon
+        10_000,
     )
-    kwargs = dict(width=_robust.fill_width(alpha, private.num_states), max_iterations=10_000)
-    return args, kwargs
+    return args, dict(width=_robust.fill_width(alpha, private.num_states))
 
 
 def max_abs_diff(ours, reference):
@@ -211,17 +216,23 @@ def time_lp_bounds(repeats, *a, **kw):
 # ----------------------------------------------------------------------------- (a)
 
 
+def synthesize(key, mdp, k):
+    """``synthesize`` with the fast sampler (its default is ``"jax"``; ``sweep``'s is fast)."""
+    return jp.synthesize(key, mdp, k=k, beta=BETA, sampler="fast")
+
+
 def per_trial(mdp, k, trial_key, *, quick, tol, lp_repeats):
     """LP bounds vs ours on one privatized MDP (``synthesize``'s own output)."""
     dtype = mdp.rewards.dtype
     _, R, RT, gamma = numpy_arrays(mdp)
     if quick:  # synthesize compiles the sampler (seconds): the quick run privatizes directly
-        p_bar = jp.dirichlet_mechanism(trial_key, mdp.transitions, k)
+        p_bar = jp.dirichlet_mechanism(trial_key, mdp.transitions, k, sampler="fast")
         private = dataclasses.replace(mdp, transitions=p_bar)
         policy = jp.solve(private).policy
         syn, syn_t = None, None
     else:
-        syn_first_s, syn = common.time_once(jp.synthesize, trial_key, mdp, k=k, beta=BETA)
+        syn_first_s = common.first_call(lambda: synthesize(trial_key, mdp, k))
+        syn = synthesize(trial_key, mdp, k)
         private = dataclasses.replace(mdp, transitions=syn.private_transitions)
         policy = syn.policy
     alpha = radius(k, dtype)
@@ -230,15 +241,14 @@ def per_trial(mdp, k, trial_key, *, quick, tol, lp_repeats):
     # the host, tol unused for a finite horizon); its ahead-of-time compilation is timed
     # before anything else compiles it.
     core_args, core_kw = bounds_core_args(private, policy, k)
-    lower_s, compile_s = common.aot_compile_time(_bounds.bounds_core, *core_args, **core_kw)
+    aot = common.aot_compile_time(_bounds.bounds_core, *core_args, **core_kw)
     core = common.time_call(_bounds.bounds_core, *core_args, **core_kw)
-    core.compile_s = lower_s + compile_s
+    core_compile_s = aot["lower_s"] + aot["compile_s"]
     public = common.time_call(jp.cost_of_privacy, private, policy, k=k, beta=BETA)
     bounds = jp.cost_of_privacy(private, policy, k=k, beta=BETA)
     if syn is not None:
-        syn_t = common.time_call(jp.synthesize, trial_key, mdp, k=k, beta=BETA)
+        syn_t = common.time_call(synthesize, trial_key, mdp, k)
         syn_t.first_s = syn_first_s
-        syn_t.compile_s = max(syn_first_s - syn_t.median_s, 0.0)
 
     lp_s, (low, high, n_lps) = time_lp_bounds(
         lp_repeats, private.transitions, R, RT, policy, alpha, BETA, gamma
@@ -254,7 +264,7 @@ def per_trial(mdp, k, trial_key, *, quick, tol, lp_repeats):
         lp_repeats=lp_repeats,
         lp_s=lp_s,
         cost_of_privacy=public.as_dict(),
-        bounds_core=core.as_dict(),
+        bounds_core=core.as_dict() | dict(aot_compile_s=core_compile_s),
         synthesize=None if syn_t is None else syn_t.as_dict(),
         max_abs_diff=max(diffs),
         cost_lp=float(high[0, mdp.initial_state] - low[0, mdp.initial_state]),
@@ -306,19 +316,19 @@ def print_per_trial(trials):
     syn = first["synthesize"]
     print(
         f"Compilation (k = {first['k']:g}): compiled core lower+compile "
-        f"{common.fmt_time(first['bounds_core']['compile_s'])}; cost_of_privacy first call "
+        f"{common.fmt_time(first['bounds_core']['aot_compile_s'])}; cost_of_privacy first call "
         f"{common.fmt_time(first['cost_of_privacy']['first_s'])} (core already compiled)"
         + (
             ""
             if syn is None
             else f"; synthesize first call {common.fmt_time(syn['first_s'])} "
-            f"(≈ {common.fmt_time(syn['compile_s'])} compilation)"
+            f"(≈ {common.fmt_time(syn['compile_s_estimate'])} compilation)"
         )
         + ".\n\n`LP baseline` = median of "
         f"{first['lp_repeats']} run(s); `cost_of_privacy` = the public call (eager validation "
         "+ the jitted core); `compiled core` = `jaxprivmdp._bounds.bounds_core`, the jitted "
-        "computation it dispatches to; `synthesize` = Dirichlet sampling (default "
-        "sampler='fast') + backward "
+        "computation it dispatches to; `synthesize` = Dirichlet sampling (sampler='fast', "
+        "passed explicitly) + backward "
         "induction + both bounds. `max |Δ| vs LP` compares v̲ and v̄ at every stage and "
         "state, of cost_of_privacy and of synthesize, with the LP's.\n"
     )
@@ -326,31 +336,25 @@ def print_per_trial(trials):
 
 def public_call_overhead(mdp, k, trial_key):
     """Times the steps of the public ``cost_of_privacy`` call, round-robin (best effort)."""
-    from jaxprivmdp import _mdp
-
     dtype = mdp.rewards.dtype
-    p_bar = jp.dirichlet_mechanism(trial_key, mdp.transitions, k)
+    p_bar = jp.dirichlet_mechanism(trial_key, mdp.transitions, k, sampler="fast")
     private = dataclasses.replace(mdp, transitions=p_bar)
     policy = jp.solve(private).policy
     core_args, core_kw = bounds_core_args(private, policy, k)
-    alpha = host_alpha(k)
-
-    def check_k_beta():
-        _mdp.check_range("k", k, low=0.0, low_open=True)
-        _mdp.check_range("beta", BETA, low=0.0, high=1.0, low_open=True, high_open=True)
-
-    def to_device():
-        return jnp.asarray(alpha, dtype), jnp.asarray(BETA, dtype), jnp.zeros((), dtype)
+    alpha = _robust.outward_radius(k, BETA, dtype)
 
     calls = {
         "the whole public call cost_of_privacy(...)": lambda: jp.cost_of_privacy(
             private, policy, k=k, beta=BETA
         ),
         "validate_policy (host copy + checks)": lambda: _planning.validate_policy(private, policy),
-        "check_range of k and beta (host)": check_k_beta,
-        "α in NumPy (host)": lambda: host_alpha(k),
+        "check_radius_inputs of k and beta (host)": lambda: _robust.check_radius_inputs(
+            k, BETA, dtype
+        ),
+        "outward_radius: α in NumPy, rounded up (host)": lambda: _robust.outward_radius(
+            k, BETA, dtype
+        ),
         "fill_width (host)": lambda: _robust.fill_width(alpha, mdp.num_states),
-        "jnp.asarray of α, β and a zero tol": to_device,
         "bounds_core (the jitted computation)": lambda: _bounds.bounds_core(*core_args, **core_kw),
     }
     try:
@@ -376,14 +380,14 @@ def public_call_overhead(mdp, k, trial_key):
 
 def sweep_breakdown(mdp, ks, num_trials, key, samplers):
     """Times the sweep's two phases apart (vmapped over all K·N runs at once, no chunking)."""
-    from jaxprivmdp import _mechanism, _synthesis
-
     dtype = mdp.rewards.dtype
-    rows, supp, width = _synthesis._resolve(mdp, None, None, BETA, np.asarray(ks))
-    keys = jax.random.split(key, (len(ks), num_trials)).reshape(-1)
+    inp = _mechanism.mechanism_input(mdp.transitions, mdp.action_mask, None, None, dtype)
+    rows, supp = inp.rows, inp.support
+    width = _robust.fill_width(_robust.outward_radius(np.asarray(ks), BETA, dtype), mdp.num_states)
+    i, j = np.divmod(np.arange(len(ks) * num_trials), num_trials)
+    keys = jax.vmap(jp.sweep_key, (None, 0, 0))(key, i, j)
     k_flat = jnp.repeat(jnp.asarray(ks, dtype), num_trials)
     beta = jnp.asarray(BETA, dtype)
-    tol = _planning.default_tolerance(mdp)
 
     @jax.jit(static_argnames="sampler")
     def sample(keys, k_flat, sampler):
@@ -396,12 +400,10 @@ def sweep_breakdown(mdp, ks, num_trials, key, samplers):
     def plan_and_bound(p_bars, k_flat):
         def one(p_bar, k):
             private = dataclasses.replace(mdp, transitions=p_bar)
-            sol = jp.solve(private)
+            sol = _planning.solve_core(private, None, 10_000)
             alpha = jp.concentration_radius(k, beta)
-            b = _bounds.bounds_core(
-                private, sol.policy, alpha, beta, tol, width=width, max_iterations=10_000
-            )
-            true_values = jp.evaluate(mdp, sol.policy)
+            b = _bounds.bounds_core(private, sol.policy, alpha, beta, None, 10_000, width=width)
+            true_values = _planning.evaluate_core(mdp, sol.policy)
             return sol.values[0, 0], true_values[0, 0], b.cost
 
         return jax.vmap(one)(p_bars, k_flat)
@@ -416,7 +418,7 @@ def sweep_breakdown(mdp, ks, num_trials, key, samplers):
     return out
 
 
-def baseline_sweep_subset(mdp, res, ks, keys, k_indices, trials, tol):
+def baseline_sweep_subset(mdp, res, ks, key, k_indices, trials, tol):
     """Baseline trials that replay the sweep's own (k, trial) entries; returns their times."""
     P, R, RT, gamma = numpy_arrays(mdp)
     T = mdp.horizon
@@ -429,7 +431,10 @@ def baseline_sweep_subset(mdp, res, ks, keys, k_indices, trials, tol):
         for j in range(trials):
             # p̄ comes from the sweep's key for (i, j), so the baseline's results must equal
             # the sweep's; the baseline's own NumPy sampling is timed but not used.
-            p_bar = np.asarray(jp.dirichlet_mechanism(keys[i, j], mdp.transitions, k), np.float64)
+            p_bar = jp.dirichlet_mechanism(
+                jp.sweep_key(key, i, j), mdp.transitions, k, sampler="fast"
+            )
+            p_bar = np.asarray(p_bar, np.float64)
             t0 = time.perf_counter()
             numpy_dirichlet_mechanism(rng, P, k)
             t1 = time.perf_counter()
@@ -469,8 +474,7 @@ def figure1_sweep(mdp, *, quick, tol):
 
     k_indices = (0,) if quick else (0, len(ks) - 1)
     trials = args.trials or (1 if quick else 5)
-    keys = jax.random.split(key, (len(ks), num_trials))
-    base = baseline_sweep_subset(mdp, res, ks, keys, k_indices, trials, tol)
+    base = baseline_sweep_subset(mdp, res, ks, key, k_indices, trials, tol)
     per_trial_s = statistics.mean(base["trial_s"])
     base_total = per_trial_s * total
     measured = len(base["trial_s"])
@@ -575,7 +579,9 @@ def scaling_check(key, dtype, *, quick):
         alpha = radius(10.0, dtype)
         policies = []
         for j in range(trials):
-            p_bar = jp.dirichlet_mechanism(jax.random.fold_in(key, 100 + j), m.transitions, 10.0)
+            p_bar = jp.dirichlet_mechanism(
+                jax.random.fold_in(key, 100 + j), m.transitions, 10.0, sampler="fast"
+            )
             policies.append((p_bar, jp.solve(dataclasses.replace(m, transitions=p_bar)).policy))
         for all_actions in modes:
             times = []
@@ -621,19 +627,19 @@ def scaling_check(key, dtype, *, quick):
 def main():
     quick = args.quick
     dtype = jnp.dtype(args.dtype)
-    env = common.environment(args)
+    env = common.machine_info()
     tol = 1e-6 if args.dtype == "float64" else 5e-4
-    common.print_header(
-        "LP baseline (the paper's method) vs jaxprivmdp — Example 2 (S=20, A=5, T=10)",
-        env,
-        notes=[
-            f"β = {BETA}; baseline: scipy.optimize.linprog(method='highs') for every inner "
-            "problem, Python loops over stages and states, constraint matrices built once",
-            "ours: after compilation, median of repeated calls each ended by "
-            "jax.block_until_ready; compilation reported separately",
-            f"agreement tolerance |ours − LP| <= {tol:g} ({args.dtype})",
-        ],
-    )
+    print("# LP baseline (the paper's method) vs jaxprivmdp — Example 2 (S=20, A=5, T=10)\n")
+    print(common.describe(env))
+    for note in [
+        f"β = {BETA}; baseline: scipy.optimize.linprog(method='highs') for every inner "
+        "problem, Python loops over stages and states, constraint matrices built once",
+        "ours: after compilation, median of repeated calls each ended by "
+        "jax.block_until_ready; compilation reported separately",
+        f"agreement tolerance |ours − LP| <= {tol:g} ({args.dtype})",
+    ]:
+        print(f"- {note}")
+    print()
     key = jax.random.key(0)
     mdp = jp.examples.random_mdp(key, dtype=dtype)
     results = {"environment": env, "beta": BETA, "tolerance": tol}
@@ -688,7 +694,9 @@ def main():
     )
     common.print_table("Targets", ["target", "measured (worst case)", "verdict"], rows)
     results["targets"] = {t: v for t, v in targets} | {"agree": agree}
-    common.write_json(NAME, results, args.out)
+    results["load_average_1m_at_end"] = common.load_average()
+    out = args.out or common.RESULTS_DIR / f"{NAME}{'_quick' if quick else ''}.json"
+    common.write_json(out, results)
 
 
 if __name__ == "__main__":

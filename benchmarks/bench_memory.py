@@ -66,7 +66,7 @@ def _add_arguments(parser):
     parser.add_argument("--child-out", default=None, help=argparse.SUPPRESS)
 
 
-args = common.parse_args(
+args = common.script_args(
     __doc__.splitlines()[0], default_dtype="float32", add_arguments=_add_arguments
 )
 
@@ -264,11 +264,11 @@ def main():
     else:
         vector_widths = [] if quick else ["1", "4", "all"]
 
-    env = common.environment(args)
+    env = common.machine_info()
     total = len(KS) * sizes["N"]
     itemsize = 8 if args.dtype == "float64" else 4
     sa_s = sizes["S"] * sizes["A"] * sizes["S"] * itemsize
-    common.print_header(
+    print_header(
         f"Peak host memory of sweep vs batch_size / vector_width (S={sizes['S']}, "
         f"A={sizes['A']}, T={sizes['T']}, {len(KS)} k × {sizes['N']} trials = {total} runs)",
         env,
@@ -373,7 +373,7 @@ def main():
         f"results identical (np.array_equal) across batch_size: {common.verdict(identical)}.\n"
     )
     common.write_json(
-        NAME,
+        common.results_path(NAME, args),
         dict(
             environment=env,
             sizes=sizes,
@@ -385,8 +385,15 @@ def main():
             chunked_within_limit=chunked_ok,
             identical_across_batch_size=identical,
         ),
-        args.out,
     )
+
+
+def print_header(title, env, notes=()):
+    print(f"# {title}\n")
+    print(common.describe(env))
+    for note in notes:
+        print(f"- {note}")
+    print()
 
 
 if __name__ == "__main__":

@@ -24,8 +24,6 @@ table gives medians.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
 
 import common
@@ -144,20 +142,9 @@ def main():
         jax.config.update("jax_enable_x64", True)
     dtype = np.dtype(args.dtype)
 
-    print(f"machine: {platform.platform()} | {common._cpu_model()}")
-    print(
-        f"git {common._git_revision()}, command: python benchmarks/bench_sampling.py "
-        f"--dtype {args.dtype} --repeats {args.repeats}"
-    )
-    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
-    print(f"cpus: os.cpu_count()={os.cpu_count()}, usable={affinity}")
-    print(
-        f"jax {jax.__version__}, jaxlib {common._version('jaxlib')}, numpy {np.__version__}, "
-        f"jaxprivmdp {common._version('jaxprivmdp')}, backend {jax.default_backend()} "
-        f"({jax.device_count()} x {jax.devices()[0].device_kind})"
-    )
-    print(f"dtype {dtype}, repeats {args.repeats} (median), load average {os.getloadavg()}")
-    print("ours: jaxprivmdp._sampling.dirichlet, num_candidates=2 (default)")
+    print(common.describe(common.machine_info()))
+    print(f"- dtype {dtype}, repeats {args.repeats} (median, round-robin)")
+    print("- ours: softmax(jaxprivmdp._sampling.loggamma), num_candidates=2 (default)")
     print()
 
     header = (
@@ -189,7 +176,7 @@ def main():
                 flush=True,
             )
     print()
-    print(f"load average at the end {os.getloadavg()}")
+    print(f"load average (1 min) at the end {common.load_average()}")
 
 
 if __name__ == "__main__":

@@ -1,28 +1,27 @@
-"""Shared helpers of the benchmark scripts: arguments, environment header, timing, output.
+"""What the benchmarks need beyond pytest-benchmark: compile times and interleaved timing.
 
-Not part of the library and not a test module. Every script does, in order:
+Steady-state timings (rounds, calibration, statistics, machine info, JSON) are pytest-benchmark's
+job: see ``conftest.py`` and the ``test_*`` functions of the ``bench_*.py`` modules. This file
+keeps only what pytest-benchmark does not do, written by hand for that reason:
 
-1. ``args = common.parse_args(...)``: parses ``--quick``, ``--dtype`` and ``--out`` and sets
-   ``jax_enable_x64`` for float64 *before* any array is created;
-2. ``env = common.environment(args)`` and ``common.print_header(...)``;
-3. times with :func:`time_call` (a timed first call that includes tracing and compilation,
-   warm-up calls, then the median of repeated calls, each ended by ``jax.block_until_ready``)
-   or :func:`aot_compile_time` for the compile time of a jitted function alone;
-4. prints markdown tables (:func:`markdown_table`) and writes the numbers with
-   :func:`write_json` to ``benchmarks/results/<name>.json``.
+* :func:`aot_compile_time`: the trace/lower and XLA compile time of a jitted core, ahead of
+  time. pytest-benchmark times a callable's steady state; a first call that compiles would be
+  one outlier round among many, and it cannot tell lowering from compiling.
+* :func:`interleaved`: several callables timed round-robin, one call each per round, so that a
+  burst of outside load on this shared 2-core machine hits all of them alike and their ratios
+  stay fair. pytest-benchmark runs one benchmark after the other (minutes apart), so a ratio
+  of two of its medians mixes two load levels. The samples go into pytest-benchmark's own
+  ``Stats`` (no statistics here).
+* :func:`xla_op_profile`: per-XLA-op times from a ``jax.profiler`` trace (JAX-specific).
+* :func:`machine_info` for the study scripts that are not pytest modules: pytest-benchmark's
+  own machine and commit info, plus the JAX backend and the load average.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import datetime
 import json
-import math
 import os
-import platform
-import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -37,160 +36,6 @@ if str(REPO_ROOT) not in sys.path:  # run from a clone without `pip install -e .
     sys.path.append(str(REPO_ROOT))
 
 
-# ----------------------------------------------------------------------------- arguments
-
-
-def parse_args(
-    description: str,
-    *,
-    default_dtype: str = "float32",
-    add_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
-    argv: Sequence[str] | None = None,
-) -> argparse.Namespace:
-    """Parses the common flags and configures JAX's precision before any array exists."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument(
-        "--quick", action="store_true", help="a small configuration that runs in < 30 s"
-    )
-    parser.add_argument(
-        "--dtype",
-        choices=("float32", "float64"),
-        default=default_dtype,
-        help=f"floating-point dtype of every array (default {default_dtype})",
-    )
-    parser.add_argument(
-        "--out", type=Path, default=None, help="JSON output (default benchmarks/results/...)"
-    )
-    if add_arguments is not None:
-        add_arguments(parser)
-    args = parser.parse_args(argv)
-    import jax
-
-    # x64 must be set before the first array is created; float32 is JAX's default.
-    jax.config.update("jax_enable_x64", args.dtype == "float64")
-    return args
-
-
-# ----------------------------------------------------------------------------- environment
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _memory_total_gib() -> float | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemTotal:"):
-                    return int(line.split()[1]) / 2**20
-    except OSError:
-        pass
-    return None
-
-
-def _git_revision() -> str:
-    try:
-        rev = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "jaxprivmdp"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        ).stdout.strip()
-        return rev + (" (jaxprivmdp/ has uncommitted changes)" if dirty else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
-def _version(module: str) -> str:
-    try:
-        mod = __import__(module)
-        return str(getattr(mod, "__version__", "?"))
-    except ImportError:
-        return "not installed"
-
-
-def environment(args: argparse.Namespace | None = None) -> dict[str, Any]:
-    """Machine, backend and library versions, as a dict (also written to the JSON)."""
-    import jax
-
-    device = jax.devices()[0]
-    try:
-        affinity = len(os.sched_getaffinity(0))
-    except AttributeError:
-        affinity = os.cpu_count()
-    mem = _memory_total_gib()
-    env = {
-        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "command": "python " + " ".join([os.path.relpath(sys.argv[0], REPO_ROOT)] + sys.argv[1:]),
-        "uname": " ".join(platform.uname()),
-        "processor": platform.processor() or "unknown",
-        "cpu_model": _cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "cpu_affinity": affinity,
-        "memory_gib": None if mem is None else round(mem, 1),
-        "python": platform.python_version(),
-        "jax": jax.__version__,
-        "jaxlib": _version("jaxlib"),
-        "numpy": _version("numpy"),
-        "scipy": _version("scipy"),
-        "jaxprivmdp": _version("jaxprivmdp"),
-        "git": _git_revision(),
-        "backend": jax.default_backend(),
-        "device_kind": device.device_kind,
-        "device_count": jax.device_count(),
-        "x64": bool(jax.config.jax_enable_x64),
-        "load_average_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
-    }
-    if args is not None:
-        env["dtype"] = args.dtype
-        env["quick"] = bool(args.quick)
-    return env
-
-
-def print_header(title: str, env: dict[str, Any], notes: Sequence[str] = ()) -> None:
-    """Prints a markdown header: title, command, machine, backend, versions, dtype."""
-    print(f"# {title}\n")
-    print(f"- command: `{env['command']}`")
-    print(f"- date: {env['date']}, git {env['git']}")
-    print(
-        f"- machine: {env['cpu_model']} (platform.processor: {env['processor']}), "
-        f"os.cpu_count() = {env['cpu_count']} (usable: {env['cpu_affinity']}), "
-        f"RAM {env['memory_gib']} GiB; load average (1 min) at start "
-        f"{env['load_average_1m']}"
-    )
-    print(f"- uname: {env['uname']}")
-    print(
-        f"- backend: {env['backend']} ({env['device_count']} x {env['device_kind']}); "
-        f"dtype {env.get('dtype', '?')} (x64 {'on' if env['x64'] else 'off'})"
-    )
-    print(
-        f"- versions: python {env['python']}, jax {env['jax']}, jaxlib {env['jaxlib']}, "
-        f"numpy {env['numpy']}, scipy {env['scipy']}, jaxprivmdp {env['jaxprivmdp']}"
-    )
-    for note in notes:
-        print(f"- {note}")
-    print()
-
-
-# ----------------------------------------------------------------------------- timing
-
-
 def block(x: Any) -> Any:
     """``jax.block_until_ready`` on a pytree (no-op for NumPy / Python values)."""
     import jax
@@ -198,117 +43,135 @@ def block(x: Any) -> Any:
     return jax.block_until_ready(x)
 
 
-@dataclasses.dataclass
-class Timing:
-    """Wall-clock times of one callable, in seconds.
-
-    Attributes:
-      first_s: the first call (tracing + compilation + one run for a jitted function).
-      median_s: median over ``repeats`` calls after warm-up (the steady state).
-      min_s: fastest of those calls.
-      q25_s, q75_s: quartiles of those calls.
-      repeats: number of timed calls.
-      compile_s: ``first_s − median_s`` (an estimate of tracing + compilation), or the
-        ahead-of-time ``lower().compile()`` time when it was measured.
-    """
-
-    first_s: float
-    median_s: float
-    min_s: float
-    q25_s: float
-    q75_s: float
-    repeats: int
-    compile_s: float
-
-    def as_dict(self) -> dict[str, float]:
-        return dataclasses.asdict(self)
+def load_average() -> float | None:
+    """The 1-minute load average (other people's test runs share this machine)."""
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
 
 
-def time_call(
-    fn: Callable[..., Any],
-    *args: Any,
-    min_repeats: int = 5,
-    max_repeats: int = 200,
-    budget_s: float = 1.0,
-    warmup: int = 1,
-    **kwargs: Any,
-) -> Timing:
-    """Times ``fn(*args, **kwargs)``: first call, warm-up, then the median of repeats.
+def jax_info() -> dict[str, Any]:
+    """Backend, device and versions: what pytest-benchmark's machine info does not know."""
+    import jax
+    import jaxlib
+    import numpy as np
 
-    Every call is followed by ``jax.block_until_ready`` on its output, so the numbers are
-    latencies of complete computations (JAX dispatches asynchronously). Calls are repeated
-    until ``min_repeats`` were made and ``budget_s`` seconds were spent, at most
-    ``max_repeats`` times.
-    """
-    t0 = time.perf_counter()
-    block(fn(*args, **kwargs))
-    first = time.perf_counter() - t0
-    for _ in range(warmup):
-        block(fn(*args, **kwargs))
-    times: list[float] = []
-    spent = 0.0
-    while len(times) < max_repeats and (len(times) < min_repeats or spent < budget_s):
-        t0 = time.perf_counter()
-        block(fn(*args, **kwargs))
-        dt = time.perf_counter() - t0
-        times.append(dt)
-        spent += dt
-    q = statistics.quantiles(times, n=4) if len(times) > 1 else [times[0]] * 3
-    median = statistics.median(times)
-    return Timing(
-        first_s=first,
-        median_s=median,
-        min_s=min(times),
-        q25_s=q[0],
-        q75_s=q[2],
-        repeats=len(times),
-        compile_s=max(first - median, 0.0),
+    return dict(
+        jax=jax.__version__,
+        jaxlib=jaxlib.__version__,
+        numpy=np.__version__,
+        backend=jax.default_backend(),
+        device_kind=jax.devices()[0].device_kind,
+        device_count=jax.device_count(),
+        x64=bool(jax.config.jax_enable_x64),
+        cpu_count=os.cpu_count(),
     )
 
 
-def time_interleaved(
+def machine_info() -> dict[str, Any]:
+    """pytest-benchmark's machine and commit info (same fields as its JSON), plus JAX's."""
+    from pytest_benchmark.plugin import pytest_benchmark_generate_machine_info
+    from pytest_benchmark.utils import get_commit_info
+
+    return dict(
+        machine_info=pytest_benchmark_generate_machine_info(),
+        commit_info=get_commit_info(),
+        jax=jax_info(),
+        load_average_1m=load_average(),
+        command="python " + " ".join([os.path.relpath(sys.argv[0], REPO_ROOT), *sys.argv[1:]]),
+    )
+
+
+def describe(info: dict[str, Any]) -> str:
+    """One markdown line block for a script's header, from :func:`machine_info`."""
+    m, c, j = info["machine_info"], info["commit_info"], info["jax"]
+    return "\n".join(
+        [
+            f"- command: `{info['command']}`",
+            f"- git {c.get('id', '?')[:7]}{' (dirty working tree)' if c.get('dirty') else ''}",
+            f"- machine: {m['cpu'].get('brand_raw', m['processor'])}, {j['cpu_count']} CPUs, "
+            f"load average (1 min) at start {info['load_average_1m']}",
+            f"- {j['backend']} ({j['device_count']} x {j['device_kind']}), x64 "
+            f"{'on' if j['x64'] else 'off'}; python {m['python_version']}, jax {j['jax']}, "
+            f"numpy {j['numpy']}",
+        ]
+    )
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> Path:
+    """Writes ``payload`` (NumPy scalars and arrays as Python values)."""
+
+    def default(x):
+        return x.tolist() if hasattr(x, "tolist") else str(x)
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, default=default) + "\n")
+    print(f"wrote {os.path.relpath(path, Path.cwd())}")
+    return path
+
+
+# ----------------------------------------------------------------------------- compile time
+
+
+def aot_compile_time(jitted: Any, *args: Any, **kwargs: Any) -> dict[str, float]:
+    """Seconds to trace+lower and to compile ``jitted`` for these arguments (ahead of time)."""
+    t0 = time.perf_counter()
+    lowered = jitted.lower(*args, **kwargs)
+    t1 = time.perf_counter()
+    lowered.compile()
+    t2 = time.perf_counter()
+    return dict(lower_s=t1 - t0, compile_s=t2 - t1)
+
+
+def first_call(fn: Callable[[], Any]) -> float:
+    """Seconds of one blocked call (the first one includes tracing and compilation)."""
+    t0 = time.perf_counter()
+    block(fn())
+    return time.perf_counter() - t0
+
+
+# ----------------------------------------------------------------------------- interleaving
+
+
+def interleaved(
     calls: dict[str, Callable[[], Any]],
     *,
-    min_repeats: int = 7,
-    max_repeats: int = 300,
+    min_rounds: int = 7,
+    max_rounds: int = 1000,
     budget_s: float = 2.0,
-) -> dict[str, Timing]:
-    """Times several zero-argument callables round-robin, so they share the same load.
+) -> dict[str, Any]:
+    """Times zero-argument callables round-robin; ``{name: pytest_benchmark Stats}``.
 
-    For ratios between callables on a shared machine: each round calls every callable once
-    (each call ended by ``jax.block_until_ready``), so a burst of outside load hits all of
-    them alike. ``first_s`` is each callable's first call (compilation included).
+    Each callable is called once untimed first (compilation, warm-up). Then every round calls
+    each callable once, ended by ``jax.block_until_ready``, until ``min_rounds`` rounds and
+    ``budget_s`` seconds, or ``max_rounds``.
     """
-    first = {}
-    for name, fn in calls.items():
-        t0 = time.perf_counter()
+    from pytest_benchmark.stats import Stats
+
+    for fn in calls.values():
         block(fn())
-        first[name] = time.perf_counter() - t0
-        block(fn())  # warm-up
-    times: dict[str, list[float]] = {name: [] for name in calls}
+    stats = {name: Stats() for name in calls}
     spent, rounds = 0.0, 0
-    while rounds < max_repeats and (rounds < min_repeats or spent < budget_s):
+    while rounds < max_rounds and (rounds < min_rounds or spent < budget_s):
         for name, fn in calls.items():
             t0 = time.perf_counter()
             block(fn())
             dt = time.perf_counter() - t0
-            times[name].append(dt)
+            stats[name].update(dt)
             spent += dt
         rounds += 1
-    out = {}
-    for name, ts in times.items():
-        q = statistics.quantiles(ts, n=4)
-        median = statistics.median(ts)
-        out[name] = Timing(
-            first_s=first[name],
-            median_s=median,
-            min_s=min(ts),
-            q25_s=q[0],
-            q75_s=q[2],
-            repeats=len(ts),
-            compile_s=max(first[name] - median, 0.0),
-        )
-    return out
+    return stats
+
+
+def summary(stats: Any) -> dict[str, float]:
+    """The fields of a ``Stats`` we keep in ``extra_info`` (seconds)."""
+    return dict(median=stats.median, min=stats.min, iqr=stats.iqr, rounds=stats.rounds)
+
+
+def ratios(stats: dict[str, Any], base: str) -> dict[str, float]:
+    """Median of each callable over the median of ``base`` (same rounds, same load)."""
+    return {name: s.median / stats[base].median for name, s in stats.items() if name != base}
+
+
+# ----------------------------------------------------------------------------- XLA profile
 
 
 def xla_op_profile(
@@ -319,8 +182,8 @@ def xla_op_profile(
     ``hlo_text`` is the compiled module's text (``jitted.lower(...).compile().as_text()``);
     it names the ops and maps each to the JAX operation it came from (its ``op_name``
     metadata). Returns, per op found in both, the mean time per call of ``fn`` in seconds
-    (sorted, largest first). Ops that contain others (``while`` loops) are included and
-    flagged, so shares should be read against the non-container ops.
+    (sorted, largest first). Ops that contain others (``while`` loops) are flagged, so shares
+    should be read against the non-container ops.
     """
     import gzip
     import re
@@ -373,33 +236,12 @@ def xla_op_profile(
     return sorted(rows, key=lambda r: -r["seconds_per_call"])
 
 
-def aot_compile_time(jitted: Any, *args: Any, **kwargs: Any) -> tuple[float, float]:
-    """Seconds to trace+lower and to compile ``jitted`` for these arguments (ahead of time).
-
-    Returns:
-      ``(lower_s, compile_s)``.
-    """
-    t0 = time.perf_counter()
-    lowered = jitted.lower(*args, **kwargs)
-    t1 = time.perf_counter()
-    lowered.compile()
-    t2 = time.perf_counter()
-    return t1 - t0, t2 - t1
-
-
-def time_once(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[float, Any]:
-    """One blocked call: ``(seconds, output)``."""
-    t0 = time.perf_counter()
-    out = block(fn(*args, **kwargs))
-    return time.perf_counter() - t0, out
-
-
 # ----------------------------------------------------------------------------- output
 
 
 def fmt_time(seconds: float | None) -> str:
     """``1.23 ms``-style formatting (three significant digits)."""
-    if seconds is None or (isinstance(seconds, float) and math.isnan(seconds)):
+    if seconds is None or seconds != seconds:
         return "n/a"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
         if abs(seconds) >= scale or unit == "ns":
@@ -409,11 +251,9 @@ def fmt_time(seconds: float | None) -> str:
 
 
 def fmt_ratio(x: float | None) -> str:
-    if x is None or math.isnan(x):
+    if x is None or x != x:
         return "n/a"
-    if x >= 100:
-        return f"{x:,.0f}×"
-    return f"{x:.3g}×"
+    return f"{x:,.0f}×" if x >= 100 else f"{x:.3g}×"
 
 
 def fmt_bytes(n: float | None) -> str:
@@ -425,82 +265,114 @@ def fmt_bytes(n: float | None) -> str:
     return f"{n:.0f} B"
 
 
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A GitHub-flavoured markdown table (cells converted with ``str``)."""
-    cells = [[str(c) for c in row] for row in rows]
-    widths = [len(h) for h in headers]
-    for row in cells:
-        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
-    line = "| " + " | ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + " |"
-    sep = "|" + "|".join("-" * (w + 2) for w in widths) + "|"
-    body = [
-        "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |"
-        for row in cells
-    ]
-    return "\n".join([line, sep, *body])
-
-
 def print_table(title: str, headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """A markdown table (the study scripts print their results as RESULTS.md shows them)."""
     print(f"## {title}\n")
-    print(markdown_table(headers, rows))
+    print("| " + " | ".join(headers) + " |")
+    print("|" + "---|" * len(headers))
+    for row in rows:
+        print("| " + " | ".join(str(c) for c in row) + " |")
     print()
-
-
-def _jsonable(x: Any) -> Any:
-    import numpy as np
-
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):
-        return _jsonable(dataclasses.asdict(x))
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, Path):
-        return str(x)
-    if isinstance(x, np.generic):
-        return x.item()
-    if hasattr(x, "tolist"):
-        return x.tolist()
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    return x
-
-
-def output_path(name: str, args: argparse.Namespace, suffix: str = ".json") -> Path:
-    """``--out`` (with ``suffix``), else ``benchmarks/results/<name>[_quick]<suffix>``.
-
-    A ``--quick`` run never overwrites the results of a full run.
-    """
-    if args.out is not None:
-        return Path(args.out).with_suffix(suffix)
-    return RESULTS_DIR / f"{name}{'_quick' if args.quick else ''}{suffix}"
-
-
-def write_json(name: str, payload: dict[str, Any], out: Path | None = None) -> Path:
-    """Writes ``payload`` to ``out``, else ``benchmarks/results/<name>[_quick].json``.
-
-    ``_quick`` is added when ``payload["environment"]["quick"]`` is true.
-    """
-    quick = bool(payload.get("environment", {}).get("quick"))
-    default = RESULTS_DIR / f"{name}{'_quick' if quick else ''}.json"
-    path = Path(out) if out is not None else default
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(_jsonable(payload), f, indent=2)
-        f.write("\n")
-    print(f"wrote {os.path.relpath(path, Path.cwd())}")
-    return path
-
-
-def loglog_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """Least-squares slope of ``log y`` against ``log x``."""
-    import numpy as np
-
-    if len(xs) < 2:
-        return float("nan")
-    slope, _ = np.polyfit(np.log(np.asarray(xs, float)), np.log(np.asarray(ys, float)), 1)
-    return float(slope)
 
 
 def verdict(ok: bool) -> str:
     return "MET" if ok else "NOT MET"
+
+
+# ----------------------------------------------------------------------------- pytest-benchmark
+
+
+def bench(benchmark: Any, fn: Callable[[], Any], **extra_info: Any) -> Any:
+    """pytest-benchmark's steady state of ``fn()``, after a timed first call (compilation).
+
+    The first call compiles (and is the warm-up); pytest-benchmark then calibrates, times its
+    rounds (each ended by ``jax.block_until_ready``) and keeps the statistics. ``extra_info``
+    gets the first call, an estimate of the compile time (first call − median) and the load.
+    """
+    first = first_call(fn)
+    benchmark.extra_info.update(first_call_s=first, load_average_1m=load_average(), **extra_info)
+    out = benchmark(lambda: block(fn()))
+    stats = getattr(benchmark, "stats", None)
+    if stats is not None:
+        benchmark.extra_info["compile_s_estimate"] = max(first - stats.stats.median, 0.0)
+    return out
+
+
+# ----------------------------------------------------------------------------- study scripts
+
+
+@dataclasses.dataclass
+class Timing:
+    """A study script's timing: first call, and pytest-benchmark ``Stats`` of the rest."""
+
+    first_s: float
+    stats: Any
+
+    @property
+    def median_s(self) -> float:
+        return self.stats.median
+
+    @property
+    def min_s(self) -> float:
+        return self.stats.min
+
+    @property
+    def repeats(self) -> int:
+        return self.stats.rounds
+
+    @property
+    def compile_s(self) -> float:
+        """First call − median: the compilation a first call includes (an estimate)."""
+        return max(self.first_s - self.stats.median, 0.0)
+
+    def as_dict(self) -> dict[str, float]:
+        return dict(
+            first_s=self.first_s,
+            compile_s_estimate=self.compile_s,
+            **{f"{k}_s" if k != "rounds" else k: v for k, v in summary(self.stats).items()},
+        )
+
+
+def time_interleaved(
+    calls: dict[str, Callable[[], Any]], *, min_repeats: int = 7, budget_s: float = 2.0
+) -> dict[str, Timing]:
+    """:func:`interleaved` with each callable's first call timed first (compilation)."""
+    first = {name: first_call(fn) for name, fn in calls.items()}
+    st = interleaved(calls, min_rounds=min_repeats, budget_s=budget_s)
+    return {name: Timing(first[name], st[name]) for name in calls}
+
+
+def time_call(
+    fn: Callable[..., Any], *args: Any, min_repeats: int = 7, budget_s: float = 2.0, **kwargs: Any
+) -> Timing:
+    """One callable: the study scripts' steady state where pytest-benchmark does not fit."""
+    return time_interleaved(
+        {"f": lambda: fn(*args, **kwargs)}, min_repeats=min_repeats, budget_s=budget_s
+    )["f"]
+
+
+def script_args(
+    description: str,
+    *,
+    default_dtype: str = "float32",
+    add_arguments: Callable[[Any], None] | None = None,
+) -> Any:
+    """A study script's flags (``--quick``, ``--dtype``, ``--out``); x64 set before any array."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="a small configuration")
+    parser.add_argument("--dtype", choices=("float32", "float64"), default=default_dtype)
+    parser.add_argument("--out", type=Path, default=None, help="JSON output")
+    if add_arguments is not None:
+        add_arguments(parser)
+    args = parser.parse_args()
+    import jax
+
+    jax.config.update("jax_enable_x64", args.dtype == "float64")
+    return args
+
+
+def results_path(name: str, args: Any) -> Path:
+    """``--out``, else ``benchmarks/results/<name>[_quick].json`` (quick never overwrites)."""
+    return args.out or RESULTS_DIR / f"{name}{'_quick' if args.quick else ''}.json"

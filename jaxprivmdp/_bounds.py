@@ -114,7 +114,9 @@ def _infinite_bounds(mdp, policy, alpha, beta, width, tol, max_iterations):
 
         inf = jnp.asarray(jnp.inf, v0[0].dtype)
         low, high, d_low, d_high, it = jax.lax.while_loop(cond, body, (*v0, inf, inf, 0))
-        return (low, high), (d_low, d_high, it)
+        # The count travels as a float: custom_root's JVP rule mishandles integer aux outputs
+        # (exact: max_iterations is far below 2^24).
+        return (low, high), (d_low, d_high, it.astype(low.dtype))
 
     v0 = jnp.zeros(mdp.num_states, mdp.rewards.dtype)
     # custom_root: the loop runs forward only; gradients come from the implicit function
@@ -122,6 +124,7 @@ def _infinite_bounds(mdp, policy, alpha, beta, width, tol, max_iterations):
     (low, high), (d_low, d_high, it) = jax.lax.custom_root(
         residual, (v0, v0), iterate, _dense_tangent_solve, has_aux=True
     )
+    it = it.astype(jnp.int32)
     # With ρ the rounding error of one backup, ‖v_n − v*‖∞ ≤ (γ‖v_n − v_{n−1}‖∞ + ρ)/(1 − γ)
     # (Banach, with a perturbed last step): widen so the bounds stay valid, also in float32.
     rho = rounding_margin(mdp, low, high)

@@ -169,7 +169,7 @@ def test_grad_of_evaluate_with_respect_to_rewards(mdp):
 
 def test_float32_model_in_float64_mode():
     """Regression: a float32 model (e.g. a `privatize` release) used with x64 on."""
-    P32 = build_mdp(0).transitions  # float32 rows: their sums are off by ~1e-7
+    P32 = np.asarray(build_mdp(0).transitions, np.float32)  # row sums off by ~1e-7
     R = np.asarray(build_mdp(0).rewards)
     with jax.enable_x64(True):
         m = jp.make_mdp(np.asarray(P32), R, horizon=4, dtype=np.float64)

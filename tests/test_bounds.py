@@ -249,7 +249,7 @@ def test_no_retracing_across_k_and_beta(finite_mdp):
 
 def test_privatized_mdp_with_structural_zeros():
     """On a P̄ from the mechanism (support="nonzero"), the bounds still bracket V̄^π̄."""
-    P = np.asarray(build_mdp(2, masked=True).transitions, np.float64)
+    P = np.array(build_mdp(2, masked=True).transitions, np.float64)
     mdp = build_mdp(2, masked=True)
     P[:, :, 0] = 0.0  # nobody returns to state 0
     P /= np.maximum(P.sum(-1, keepdims=True), 1e-30)

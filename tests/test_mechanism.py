@@ -55,8 +55,9 @@ def test_equals_jax_dirichlet_bit_for_bit(full_support, seed):
     key = jax.random.key(seed)
     k = 7.5
     got = jp.dirichlet_mechanism(key, full_support, k, sampler="jax")
-    want = jax.random.dirichlet(key, jnp.float32(k) * jnp.asarray(full_support))
-    assert got.shape == (S, A, S) and got.dtype == jnp.float32
+    rows = jnp.asarray(full_support)
+    want = jax.random.dirichlet(key, jnp.asarray(k, rows.dtype) * rows, dtype=rows.dtype)
+    assert got.shape == (S, A, S) and got.dtype == rows.dtype
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     # "jax" is the default of the release path: the sampler to audit.
     np.testing.assert_array_equal(jp.dirichlet_mechanism(key, full_support, k), got)

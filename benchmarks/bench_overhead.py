@@ -1,0 +1,124 @@
+"""What the public eager boundary costs per call, over the jitted core it dispatches to.
+
+Every public function validates its inputs eagerly (host checks, radius and fill width in
+NumPy) and then calls a pure jitted core. Per call, side by side, after compilation:
+
+* ``cost_of_privacy`` vs ``_bounds.bounds_core``,
+* ``evaluate`` vs ``_planning.evaluate_core``,
+* ``solve`` vs ``_planning.solve_core``,
+* ``synthesize`` vs ``_synthesis._synthesize_jit`` (``sampler="fast"`` in both),
+* and ``jax.jit(lambda ...: f(...))``, the user's way to skip the boundary (``k``, ``β`` are
+  Python constants of the lambda, so the fill width stays bounded as in the public call).
+
+The core gets exactly what the boundary would pass it (host scalars, validated policy,
+mechanism rows). Problems: Example 2 (``examples.random_mdp(key(0))``, S=20, A=5, T=10) and
+the same generator at S=300; privatized with ``k = 10`` (``sampler="fast"``), policy from
+``solve``.
+
+Each variant is a pytest-benchmark (``test_boundary[S-fn-variant]``). The ``public``
+variant also times the three round-robin (``common.interleaved``), so that their ratios see
+the same load; ``extra_info`` holds ``public_over_core`` and ``user_jit_over_core``.
+
+Run: ``python -m pytest benchmarks/bench_overhead.py --benchmark-only
+--benchmark-json=benchmarks/results/bench_overhead.json [--bench-quick]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import common
+import jax
+import numpy as np
+import pytest
+
+import jaxprivmdp as jp
+from jaxprivmdp import _bounds, _mechanism, _planning, _robust, _synthesis
+
+K = 10.0
+BETA = 0.1
+MAX_ITERATIONS = 10_000
+SIZES = (20, 300)
+QUICK_SIZES = (20,)
+FUNCTIONS = ("cost_of_privacy", "evaluate", "solve", "synthesize")
+VARIANTS = ("public", "core", "user_jit")
+
+
+@functools.cache
+def calls(S: int, dtype: str) -> dict[str, dict[str, object]]:
+    """``{function: {variant: zero-argument callable}}`` on one problem."""
+    mdp = jp.examples.random_mdp(jax.random.key(0), num_states=S, dtype=dtype)
+    key = jax.random.key(1)
+    p_bar = jp.dirichlet_mechanism(key, mdp.transitions, K, sampler="fast")
+    private = dataclasses.replace(mdp, transitions=p_bar)
+    policy = jp.solve(private).policy
+    np_dtype = mdp.rewards.dtype
+    # What the boundaries pass their cores: host scalars in the model's dtype.
+    alpha = _robust.outward_radius(K, BETA, np_dtype)
+    width = _robust.fill_width(alpha, S)
+    a, b, k = (np.asarray(x, np_dtype) for x in (alpha, BETA, K))
+    valid = _planning.validate_policy(private, policy)
+    inp = _mechanism.mechanism_input(mdp.transitions, mdp.action_mask, None, None, np_dtype)
+
+    jit_cost = jax.jit(lambda m, p: jp.cost_of_privacy(m, p, k=K, beta=BETA))
+    jit_eval = jax.jit(jp.evaluate)
+    jit_solve = jax.jit(jp.solve)
+    jit_syn = jax.jit(lambda key, m: jp.synthesize(key, m, k=K, beta=BETA, sampler="fast"))
+    return {
+        "cost_of_privacy": dict(
+            public=lambda: jp.cost_of_privacy(private, policy, k=K, beta=BETA),
+            core=lambda: _bounds.bounds_core(
+                private, valid, a, b, None, MAX_ITERATIONS, width=width
+            ),
+            user_jit=lambda: jit_cost(private, policy),
+        ),
+        "evaluate": dict(
+            public=lambda: jp.evaluate(mdp, policy),
+            core=lambda: _planning.evaluate_core(mdp, valid),
+            user_jit=lambda: jit_eval(mdp, policy),
+        ),
+        "solve": dict(
+            public=lambda: jp.solve(private),
+            core=lambda: _planning.solve_core(private, None, MAX_ITERATIONS),
+            user_jit=lambda: jit_solve(private),
+        ),
+        "synthesize": dict(
+            public=lambda: jp.synthesize(key, mdp, k=K, beta=BETA, sampler="fast"),
+            core=lambda: _synthesis._synthesize_jit(
+                key,
+                mdp,
+                inp.rows,
+                inp.support,
+                k,
+                a,
+                b,
+                MAX_ITERATIONS,
+                sampler="fast",
+                width=width,
+            ),
+            user_jit=lambda: jit_syn(key, mdp),
+        ),
+    }
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("fn", FUNCTIONS)
+@pytest.mark.parametrize("S", SIZES)
+def test_boundary(benchmark, dtype, quick, S, fn, variant):
+    if quick and S not in QUICK_SIZES:
+        pytest.skip("--bench-quick")
+    benchmark.group = f"boundary {fn} S={S}"
+    c = calls(S, dtype)[fn]
+    extra = dict(S=S, A=5, T=10, function=fn, variant=variant)
+    if variant == "public":
+        # Round-robin, so that the ratios are not skewed by the load between benchmarks.
+        st = common.interleaved(c, budget_s=0.5 if quick else 2.0, min_rounds=20)
+        r = common.ratios(st, "core")
+        extra.update(
+            interleaved={name: common.summary(s) for name, s in st.items()},
+            public_over_core=r["public"],
+            user_jit_over_core=r["user_jit"],
+            public_minus_core_s=st["public"].median - st["core"].median,
+        )
+    common.bench(benchmark, c[variant], **extra)
