@@ -126,6 +126,12 @@ def check_range(
     ``dtype``, concrete values must also stay finite when cast to it (a ``k`` of ``1e39``
     overflows float32).
     """
+    if type(value) in (float, int):  # the common case, without NumPy's overhead
+        v = float(value)
+        _check_scalar(name, v, low, high, low_open, high_open)
+        if dtype is not None and abs(v) > float(np.finfo(dtype).max):
+            raise ValueError(f"{name} = {value!r} overflows {np.dtype(dtype)}")
+        return
     if isinstance(value, jax.core.Tracer):
         check_numeric_dtype(name, value.dtype)
         if scalar and value.ndim != 0:
@@ -155,6 +161,15 @@ def check_range(
             raise ValueError(f"{name} must be {'<' if high_open else '<='} {high:g}, got {got}")
         lo, hi = "(" if low_open else "[", ")" if high_open else "]"
         raise ValueError(f"{name} must lie in {lo}{low:g}, {high:g}{hi}, got {got}")
+
+
+def _check_scalar(name, v: float, low, high, low_open, high_open) -> None:
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v!r}")
+    if (low is not None and (v < low or (low_open and v == low))) or (
+        high is not None and (v > high or (high_open and v == high))
+    ):
+        check_range(name, np.float64(v), low=low, high=high, low_open=low_open, high_open=high_open)
 
 
 def real(name: str, value, **interval) -> float:

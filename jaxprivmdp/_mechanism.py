@@ -6,6 +6,7 @@ privacy and less noise. See :mod:`jaxprivmdp.privacy` for the (ε, δ) that a ``
 
 from __future__ import annotations
 
+import functools
 import secrets
 from typing import Literal, NamedTuple
 
@@ -144,6 +145,33 @@ def mechanism_input(
     mask = jnp.ones(P.shape[:2], bool) if action_mask is None else jnp.asarray(action_mask, bool)
     check_shape("action_mask", mask, P.shape[:2], "[S, A]")
     return resolve_rows(jnp, P, mask, support, smoothing)
+
+
+@functools.partial(jax.jit, static_argnames=("support",))
+def _device_rows(P, mask, support: Support, smoothing):
+    inp = resolve_rows(jnp, P, mask, support, smoothing)
+    return inp, jnp.any((inp.rows <= 0) & mask[:, :, None])
+
+
+def model_mechanism_input(mdp, support: Support, smoothing: float | None) -> MechanismInput:
+    """The rows of a model from :func:`make_mdp` to privatize (:func:`synthesize`, sweeps).
+
+    ``make_mdp`` validated the rows once; here only what depends on the options is checked:
+    the smoothing's range and, without ``support`` or ``smoothing``, zero entries, by one
+    reduction on the device (the host builds the message only when there are some).
+    """
+    check_options(support, smoothing)
+    if smoothing is not None:
+        check_range("smoothing", smoothing, low=0.0, high=1.0 / mdp.num_states, low_open=True)
+    inp, has_zero = _device_rows(mdp.transitions, mdp.action_mask, support, smoothing)
+    if support is None and is_concrete(has_zero) and bool(has_zero):
+        # Raises the ZeroEntryError that names the rows.
+        prepare_mechanism_input(
+            np.asarray(mdp.transitions),
+            action_mask=np.asarray(mdp.action_mask),
+            smoothing=smoothing,
+        )
+    return inp
 
 
 def _loggamma(key: jax.Array, a: jax.Array, sampler: Sampler) -> jax.Array:

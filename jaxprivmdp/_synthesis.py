@@ -17,7 +17,7 @@ from jax.typing import ArrayLike
 from ._bounds import _scalar, bounds_core
 from ._checks import as_numpy, check_count, check_key, check_positive
 from ._mdp import TabularMDP, check_mdp
-from ._mechanism import Sampler, Support, check_sampler, mechanism_input, privatize
+from ._mechanism import Sampler, Support, check_sampler, model_mechanism_input, privatize
 from ._planning import check_iterations, evaluate_core, solve_core
 from ._robust import check_radius_inputs, fill_width, outward_radius
 
@@ -156,7 +156,7 @@ def synthesize(
     dtype = mdp.rewards.dtype
     check_radius_inputs(k, beta, dtype)
     check_iterations(None, max_iterations)
-    inp = mechanism_input(mdp.transitions, mdp.action_mask, support, smoothing, dtype)
+    inp = model_mechanism_input(mdp, support, smoothing)
     alpha = outward_radius(k, beta, dtype)
     return _synthesize_jit(
         key,
@@ -412,7 +412,7 @@ def sweep(
     check_iterations(None, max_iterations)
     K, N = ks_host.size, num_trials
     plan = plan_chunks(mdp, K * N, sampler, batch_size, vector_width, devices)
-    inp = mechanism_input(mdp.transitions, mdp.action_mask, support, smoothing, dtype)
+    inp = model_mechanism_input(mdp, support, smoothing)
     ks_dtype, alphas = ks_host.astype(dtype), outward_radius(ks_host, beta, dtype)
     args = (
         jax.random.fold_in(key, _SWEEP_TAG),
