@@ -35,50 +35,42 @@ def _close(a, b, **kw):
 # ----------------------------------------------------------------------------- jit, vmap
 
 
-def test_synthesize_under_vmap_and_jit_over_k_beta_keys(mdp):
-    eager = [jp.synthesize(KEY, mdp, k=float(k)) for k in KS]
-    batched = jax.vmap(lambda k: jp.synthesize(KEY, mdp, k=k))(KS)
-    for i, one in enumerate(eager):
+def test_synthesize_under_jit_and_vmap_over_keys_k_beta_and_model(mdp, imdp):
+    keys = jax.random.split(KEY, 3)
+    betas = jnp.asarray([0.1, 0.2, 0.3])
+    P = jnp.stack([mdp.transitions, jnp.roll(mdp.transitions, 1, axis=-1), mdp.transitions])
+
+    def run(key, k, b, p):
+        return jp.synthesize(key, dataclasses.replace(mdp, transitions=p), k=k, beta=b)
+
+    batched = jax.jit(jax.vmap(run))(keys, KS, betas, P)
+    for i in range(3):
+        one = run(keys[i], float(KS[i]), float(betas[i]), P[i])
+        np.testing.assert_array_equal(batched.private_transitions[i], one.private_transitions)
         np.testing.assert_array_equal(batched.policy[i], one.policy)
         _close(batched.pessimistic[i], one.pessimistic, atol=1e-5)
-        _close(batched.cost[i], one.cost, atol=1e-5)
-    jitted = jax.jit(lambda k, b: jp.synthesize(KEY, mdp, k=k, beta=b))(5.0, 0.2)
-    _close(jitted.cost, jp.synthesize(KEY, mdp, k=5.0, beta=0.2).cost, atol=1e-5)
-    keys = jax.random.split(KEY, 3)
-    by_key = jax.vmap(lambda key: jp.synthesize(key, mdp, k=5.0).cost)(keys)
-    _close(by_key, [jp.synthesize(key, mdp, k=5.0).cost for key in keys], atol=1e-5)
-
-
-def test_synthesize_under_vmap_and_jit_over_the_model(mdp, imdp):
-    P = jnp.stack([mdp.transitions, jnp.roll(mdp.transitions, 1, axis=-1)])
-    costs = jax.vmap(lambda p: jp.synthesize(KEY, dataclasses.replace(mdp, transitions=p), k=5.0))(
-        P
-    ).cost
-    for i in range(2):
-        one = jp.synthesize(KEY, dataclasses.replace(mdp, transitions=P[i]), k=5.0)
-        _close(costs[i], one.cost, atol=1e-5)
-    for m in (mdp, imdp):
-        _close(
-            jax.jit(lambda m: jp.synthesize(KEY, m, k=5.0).cost)(m),
-            jp.synthesize(KEY, m, k=5.0).cost,
-            atol=1e-5,
-        )
+        _close(batched.optimistic[i], one.optimistic, atol=1e-5)
+    eager = jp.synthesize(KEY, imdp, k=5.0)
+    _close(jax.jit(lambda m: jp.synthesize(KEY, m, k=5.0).cost)(imdp), eager.cost, atol=1e-5)
 
 
 def test_mechanism_under_jit_and_vmap(mdp):
-    P = mdp.transitions
-    want = jp.dirichlet_mechanism(KEY, P, 5.0)
-    np.testing.assert_array_equal(jax.jit(lambda p: jp.dirichlet_mechanism(KEY, p, 5.0))(P), want)
-    got = jax.vmap(lambda k: jp.dirichlet_mechanism(KEY, P, k, sampler="fast"))(KS)
-    for i, k in enumerate(KS):
-        np.testing.assert_array_equal(got[i], jp.dirichlet_mechanism(KEY, P, k, sampler="fast"))
-    # Traced rows with structural zeros: support and smoothing are computed on the device.
-    Z = np.asarray(P).copy()
-    Z[0, 0] = [1.0] + [0.0] * (Z.shape[-1] - 1)
+    # The example: jit over the rows (it used to fail converting a tracer).
+    eager = jp.dirichlet_mechanism(KEY, mdp.transitions, 5.0)
+    np.testing.assert_array_equal(
+        jax.jit(lambda p: jp.dirichlet_mechanism(KEY, p, 5.0))(mdp.transitions), eager
+    )
+    P = np.asarray(mdp.transitions).copy()
+    P[0, 0] = [1.0] + [0.0] * (P.shape[-1] - 1)  # a structural zero pattern
+    keys = jax.random.split(KEY, 3)
     for opts in (dict(support="nonzero"), dict(smoothing=0.01)):
-        eager = jp.dirichlet_mechanism(KEY, Z, 5.0, **opts)
-        traced = jax.jit(lambda p: jp.dirichlet_mechanism(KEY, p, 5.0, **opts))(Z)  # noqa: B023
-        _close(traced, eager, atol=1e-6)
+        # Traced rows: the support and the smoothing are computed on the device.
+        got = jax.jit(
+            jax.vmap(lambda key, k, p: jp.dirichlet_mechanism(key, p, k, **opts))  # noqa: B023
+        )(keys, KS, jnp.stack([P] * 3))
+        for i in range(3):
+            want = jp.dirichlet_mechanism(keys[i], P, float(KS[i]), **opts)
+            _close(got[i], want, atol=1e-6)
 
 
 def test_solve_and_evaluate_under_jit_and_vmap(mdp, imdp):
