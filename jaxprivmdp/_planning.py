@@ -194,6 +194,8 @@ def validate_policy(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
         if policy.shape != shape:
             raise ValueError(f"policy must have shape {shape}, got {policy.shape}")
         return policy.astype(dtype)
+    if _valid_on_device(mdp, policy, lead):
+        return policy  # the common case: a policy from solve(), checked without a copy
     pol = as_numpy("policy", policy)
     mask = np.asarray(mdp.action_mask)
     if np.issubdtype(pol.dtype, np.integer):
@@ -222,6 +224,39 @@ def validate_policy(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
     if np.any(np.abs(pol.sum(-1) - 1) > tol):
         raise ValueError("policy probabilities must sum to 1 over actions in every state")
     return _as_device(policy, pol, mdp.rewards.dtype)
+
+
+@jax.jit
+def _policy_ok(action_mask: jax.Array, policy: jax.Array) -> jax.Array:
+    """True when a policy of the right shape is valid: the checks below, as one reduction."""
+    if is_deterministic(policy):
+        mask = jnp.broadcast_to(action_mask, policy.shape + action_mask.shape[-1:])
+        in_range = (policy >= 0) & (policy < action_mask.shape[-1])
+        idx = jnp.clip(policy, 0, action_mask.shape[-1] - 1)[..., None]
+        return jnp.all(in_range & jnp.take_along_axis(mask, idx, -1)[..., 0])
+    mask = jnp.broadcast_to(action_mask, policy.shape)
+    tol = 256 * jnp.finfo(policy.dtype).eps
+    return (
+        jnp.all(jnp.isfinite(policy) & (policy >= 0) & ((policy == 0) | mask))
+        & jnp.all(jnp.abs(policy.sum(-1) - 1) <= tol)
+    )
+
+
+def _valid_on_device(mdp: TabularMDP, policy, lead: tuple) -> bool:
+    """A device policy of the working dtype and shape that passes :func:`_policy_ok`.
+
+    One small dispatch and one boolean back, instead of copying the policy and the mask to
+    the host; anything else (host arrays, other dtypes, invalid policies) takes the host
+    path, which names the problem.
+    """
+    if not isinstance(policy, jax.Array):
+        return False
+    S, A = mdp.num_states, mdp.num_actions
+    if policy.dtype == jnp.int32 and policy.shape == lead + (S,):
+        return bool(_policy_ok(mdp.action_mask, policy))
+    if policy.dtype == mdp.rewards.dtype and policy.shape == lead + (S, A):
+        return bool(_policy_ok(mdp.action_mask, policy))
+    return False
 
 
 def _as_device(given, host: np.ndarray, dtype) -> jax.Array:
