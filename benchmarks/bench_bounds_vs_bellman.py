@@ -58,16 +58,7 @@ PIECES = ("gather_rows", "top_k_1d", "argsort", "dense", "gather_cols", "fill", 
 @functools.cache
 def problem(S, dtype):
     """The privatized MDP, its policy, and the arguments ``cost_of_privacy`` gives its core."""
-    rng = np.random.default_rng(S)
-    P = rng.dirichlet(np.ones(S), size=(S, A))
-    P /= P.sum(-1, keepdims=True)
-    mdp = jp.make_mdp(
-        P,
-        rng.uniform(0, 1, size=(S, A)),
-        terminal_reward=rng.uniform(0, 1, size=S),
-        horizon=T,
-        dtype=dtype,
-    )
+    mdp = common.random_finite_mdp(S, A, T, dtype, seed=S)
     p_bar = jp.dirichlet_mechanism(jax.random.key(S), mdp.transitions, K, sampler="fast")
     private = dataclasses.replace(mdp, transitions=p_bar)
     policy = jp.solve(private).policy

@@ -268,7 +268,7 @@ def main():
     total = len(KS) * sizes["N"]
     itemsize = 8 if args.dtype == "float64" else 4
     sa_s = sizes["S"] * sizes["A"] * sizes["S"] * itemsize
-    print_header(
+    common.print_header(
         f"Peak host memory of sweep vs batch_size / vector_width (S={sizes['S']}, "
         f"A={sizes['A']}, T={sizes['T']}, {len(KS)} k × {sizes['N']} trials = {total} runs)",
         env,
@@ -386,14 +386,6 @@ def main():
             identical_across_batch_size=identical,
         ),
     )
-
-
-def print_header(title, env, notes=()):
-    print(f"# {title}\n")
-    print(common.describe(env))
-    for note in notes:
-        print(f"- {note}")
-    print()
 
 
 if __name__ == "__main__":

@@ -66,16 +66,7 @@ def problem(S: int, A: int, T: int, dtype: str):
     import jaxprivmdp as jp
     from jaxprivmdp import _robust
 
-    rng = np.random.default_rng([S, A])
-    P = rng.dirichlet(np.ones(S), size=(S, A))
-    P /= P.sum(-1, keepdims=True)
-    mdp = jp.make_mdp(
-        P,
-        rng.uniform(0, 1, size=(S, A)),
-        terminal_reward=rng.uniform(0, 1, size=S),
-        horizon=T,
-        dtype=dtype,
-    )
+    mdp = common.random_finite_mdp(S, A, T, dtype, seed=[S, A])
     p_bar = jp.dirichlet_mechanism(jax.random.key(S * 100 + A), mdp.transitions, K, sampler="fast")
     private = dataclasses.replace(mdp, transitions=p_bar)
     policy = jp.solve(private).policy

@@ -120,7 +120,7 @@ def main():
         except md.PackageNotFoundError:
             versions[dist] = "not installed"
     env["other_solvers"] = versions
-    print_header(
+    common.print_header(
         f"Finite-horizon backward induction: jaxprivmdp.solve vs NumPy / QuantEcon / "
         f"pymdptoolbox (A = {A}, T = {T})",
         env,
@@ -308,14 +308,6 @@ def main():
             met=met,
         ),
     )
-
-
-def print_header(title, env, notes=()):
-    print(f"# {title}\n")
-    print(common.describe(env))
-    for note in notes:
-        print(f"- {note}")
-    print()
 
 
 if __name__ == "__main__":

@@ -96,6 +96,33 @@ def describe(info: dict[str, Any]) -> str:
     )
 
 
+def print_header(title: str, env: dict[str, Any], notes: Sequence[str] = ()) -> None:
+    """A script's markdown header: title, machine description, notes."""
+    print(f"# {title}\n")
+    print(describe(env))
+    for note in notes:
+        print(f"- {note}")
+    print()
+
+
+def random_finite_mdp(S: int, A: int, T: int, dtype: str, seed) -> Any:
+    """Example 2's generator at any size: Dirichlet(1) rows, U[0, 1] rewards and R_T."""
+    import numpy as np
+
+    import jaxprivmdp as jp
+
+    rng = np.random.default_rng(seed)
+    P = rng.dirichlet(np.ones(S), size=(S, A))
+    P /= P.sum(-1, keepdims=True)
+    return jp.make_mdp(
+        P,
+        rng.uniform(0, 1, size=(S, A)),
+        terminal_reward=rng.uniform(0, 1, size=S),
+        horizon=T,
+        dtype=dtype,
+    )
+
+
 def write_json(path: Path, payload: dict[str, Any]) -> Path:
     """Writes ``payload`` (NumPy scalars and arrays as Python values)."""
 
