@@ -21,10 +21,10 @@ from ._planning import evaluate as evaluate
 from ._planning import solve as solve
 from ._robust import concentration_radius as concentration_radius
 from ._robust import robust_expectation as robust_expectation
-from ._synthesis import SweepResult as SweepResult
+from ._sweep import SweepResult as SweepResult
+from ._sweep import sweep as sweep
+from ._sweep import sweep_key as sweep_key
 from ._synthesis import Synthesis as Synthesis
-from ._synthesis import sweep as sweep
-from ._synthesis import sweep_key as sweep_key
 from ._synthesis import synthesize as synthesize
 from ._version import __version__ as __version__
 

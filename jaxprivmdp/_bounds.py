@@ -8,11 +8,10 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
-from ._checks import is_concrete
+from ._checks import host_scalar
 from ._mdp import TabularMDP
 from ._planning import (
     check_iterations,
@@ -148,12 +147,6 @@ def bounds_core(mdp, policy, alpha, beta, tol, max_iterations, *, width: int) ->
     return _infinite_bounds(mdp, policy, alpha, beta, width, tol, max_iterations)
 
 
-def _scalar(x, dtype):
-    # Host scalars when concrete: jit transfers them with its arguments, cheaper than a
-    # device_put each.
-    return np.asarray(x, dtype) if is_concrete(x) else jnp.asarray(x, dtype)
-
-
 def cost_of_privacy(
     private_mdp: TabularMDP,
     policy: ArrayLike,
@@ -217,8 +210,8 @@ def cost_of_privacy(
     return bounds_core(
         private_mdp,
         policy,
-        _scalar(alpha, dtype),
-        _scalar(beta, dtype),
+        host_scalar(alpha, dtype),
+        host_scalar(beta, dtype),
         tol,
         max_iterations,
         width=fill_width(alpha, private_mdp.num_states),

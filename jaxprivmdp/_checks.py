@@ -217,3 +217,9 @@ def round_up(value, dtype) -> np.ndarray:
     out = np.asarray(value, dtype)
     below = out.astype(np.float64) < value
     return np.where(below, np.nextafter(out, np.asarray(math.inf, dtype)), out).astype(dtype)
+
+
+def host_scalar(x, dtype):
+    """A concrete scalar as a NumPy scalar of ``dtype`` (a jitted call transfers it with its
+    arguments, cheaper than a ``device_put`` each); a traced one as a JAX array."""
+    return np.asarray(x, dtype) if is_concrete(x) else jnp.asarray(x, dtype)

@@ -236,9 +236,8 @@ def _policy_ok(action_mask: jax.Array, policy: jax.Array) -> jax.Array:
         return jnp.all(in_range & jnp.take_along_axis(mask, idx, -1)[..., 0])
     mask = jnp.broadcast_to(action_mask, policy.shape)
     tol = 256 * jnp.finfo(policy.dtype).eps
-    return (
-        jnp.all(jnp.isfinite(policy) & (policy >= 0) & ((policy == 0) | mask))
-        & jnp.all(jnp.abs(policy.sum(-1) - 1) <= tol)
+    return jnp.all(jnp.isfinite(policy) & (policy >= 0) & ((policy == 0) | mask)) & jnp.all(
+        jnp.abs(policy.sum(-1) - 1) <= tol
     )
 
 
@@ -252,11 +251,13 @@ def _valid_on_device(mdp: TabularMDP, policy, lead: tuple) -> bool:
     if not isinstance(policy, jax.Array):
         return False
     S, A = mdp.num_states, mdp.num_actions
-    if policy.dtype == jnp.int32 and policy.shape == lead + (S,):
-        return bool(_policy_ok(mdp.action_mask, policy))
-    if policy.dtype == mdp.rewards.dtype and policy.shape == lead + (S, A):
-        return bool(_policy_ok(mdp.action_mask, policy))
-    return False
+    deterministic = policy.dtype == jnp.int32 and policy.shape == lead + (S,)
+    stochastic = policy.dtype == mdp.rewards.dtype and policy.shape == lead + (S, A)
+    if not (deterministic or stochastic):
+        return False
+    ok = _policy_ok(mdp.action_mask, policy)
+    # Inside another function's trace even concrete inputs give a traced result.
+    return is_concrete(ok) and bool(ok)
 
 
 def _as_device(given, host: np.ndarray, dtype) -> jax.Array:

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 from ._io import atomic_path
-from ._synthesis import SweepResult
+from ._sweep import SweepResult
 from ._version import __version__
 
 QUANTITIES = ("optimistic", "pessimistic", "private_value", "true_value", "cost")

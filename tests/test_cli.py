@@ -444,7 +444,7 @@ def test_format_table():
 
 def test_report_sorts_an_unsorted_sweep_by_k(tmp_path):
     from jaxprivmdp import _report
-    from jaxprivmdp._synthesis import SweepResult
+    from jaxprivmdp._sweep import SweepResult
 
     ks = np.array([40.0, 1.0, 10.0])
     cost = np.array([[0.1, 0.2], [0.9, 0.8], [0.4, 0.5]])  # cost falls with k

@@ -23,7 +23,7 @@ from conftest import (
 import jaxprivmdp as jp
 from jaxprivmdp import sweep, synthesize
 from jaxprivmdp._planning import default_tolerance
-from jaxprivmdp._synthesis import _sweep_chunk
+from jaxprivmdp._sweep import _sweep_chunk
 
 KS = [2.0, 4.0]
 N = 3
