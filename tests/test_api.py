@@ -94,6 +94,13 @@ def test_cost_of_privacy_under_jit_and_vmap(mdp, imdp):
             _close(batched.pessimistic[i], one.pessimistic, atol=1e-4)
             _close(batched.optimistic[i], one.optimistic, atol=1e-4)
         _close(jitted.cost, eager[1].cost, atol=1e-4)
+        # Over the model's arrays: a batch of reward tables.
+        rewards = jnp.stack([m.rewards, 2 * m.rewards])
+        by_model = jax.vmap(
+            lambda r: jp.cost_of_privacy(dataclasses.replace(m, rewards=r), policy, k=5.0)  # noqa: B023
+        )(rewards)
+        one = jp.cost_of_privacy(dataclasses.replace(m, rewards=rewards[1]), policy, k=5.0)
+        _close(by_model.optimistic[1], one.optimistic, atol=1e-4)
 
 
 def test_max_iterations_does_not_recompile(imdp):
