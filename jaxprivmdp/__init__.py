@@ -21,6 +21,10 @@ from ._planning import evaluate as evaluate
 from ._planning import solve as solve
 from ._robust import concentration_radius as concentration_radius
 from ._robust import robust_expectation as robust_expectation
+from ._sparse import SparseMDP as SparseMDP
+from ._sparse import make_sparse_mdp as make_sparse_mdp
+from ._sparse import to_dense as to_dense
+from ._sparse import to_sparse as to_sparse
 from ._sweep import SweepResult as SweepResult
 from ._sweep import sweep as sweep
 from ._sweep import sweep_key as sweep_key
@@ -31,6 +35,7 @@ from ._version import __version__ as __version__
 __all__ = [
     "PrivacyBounds",
     "Solution",
+    "SparseMDP",
     "SweepResult",
     "Synthesis",
     "TabularMDP",
@@ -40,6 +45,7 @@ __all__ = [
     "evaluate",
     "examples",
     "make_mdp",
+    "make_sparse_mdp",
     "privacy",
     "robust_expectation",
     "secure_key",
@@ -47,4 +53,6 @@ __all__ = [
     "sweep",
     "sweep_key",
     "synthesize",
+    "to_dense",
+    "to_sparse",
 ]

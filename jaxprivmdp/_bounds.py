@@ -12,7 +12,7 @@ from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
 from ._checks import host_scalar
-from ._mdp import TabularMDP
+from ._models import Model, check_model
 from ._planning import (
     check_iterations,
     default_tolerance,
@@ -21,6 +21,7 @@ from ._planning import (
     weighted_sum,
 )
 from ._robust import check_radius_inputs, fill_width, outward_radius, robust_backup
+from ._sparse import SparseMDP
 
 
 class PrivacyBounds(NamedTuple):
@@ -43,16 +44,18 @@ class PrivacyBounds(NamedTuple):
     converged: jax.Array
 
 
-def _stage_backup(mdp: TabularMDP, decision, v_low, v_high, alpha, beta, width):
-    p_rows, rewards, weights = policy_rows(mdp, decision)
-    low, high = robust_backup(p_rows, alpha, v_low, v_high, beta, width=width)
+def _stage_backup(mdp: Model, decision, v_low, v_high, alpha, beta, width, support_aware):
+    rows, rewards, weights = policy_rows(mdp, decision)
+    low, high = robust_backup(
+        rows, alpha, v_low, v_high, beta, width=width, support_aware=support_aware
+    )
     g = mdp.discount
     return weighted_sum(weights, rewards + g * low), weighted_sum(weights, rewards + g * high)
 
 
-def _finite_bounds(mdp, policy, alpha, beta, width):
+def _finite_bounds(mdp, policy, alpha, beta, width, support_aware):
     def stage(carry, decision):
-        out = _stage_backup(mdp, decision, *carry, alpha, beta, width)
+        out = _stage_backup(mdp, decision, *carry, alpha, beta, width, support_aware)
         return out, out
 
     rt = mdp.terminal_reward
@@ -64,7 +67,7 @@ def _finite_bounds(mdp, policy, alpha, beta, width):
     return PrivacyBounds(low, high, high[0, s0] - low[0, s0], jnp.asarray(mdp.horizon), one)
 
 
-def rounding_margin(mdp: TabularMDP, v_low: jax.Array, v_high: jax.Array) -> jax.Array:
+def rounding_margin(mdp: Model, v_low: jax.Array, v_high: jax.Array) -> jax.Array:
     """A bound on the floating-point error of one robust backup (a documented heuristic).
 
     A backup adds a reward to ``γ`` times a convex combination of values, summed over up to
@@ -87,13 +90,13 @@ def _dense_tangent_solve(g, y):
     return unravel(jnp.linalg.solve(jac, flat_y))
 
 
-def _infinite_bounds(mdp, policy, alpha, beta, width, tol, max_iterations):
+def _infinite_bounds(mdp, policy, alpha, beta, width, support_aware, tol, max_iterations):
     gamma = mdp.discount
     # Stop when the contraction error bound γ d / (1 − γ) is below tol.
     threshold = jnp.where(gamma > 0, tol * (1 - gamma) / gamma, jnp.inf)
 
     def backup(v):
-        return _stage_backup(mdp, policy, *v, alpha, beta, width)
+        return _stage_backup(mdp, policy, *v, alpha, beta, width, support_aware)
 
     def residual(v):
         new = backup(v)
@@ -134,25 +137,36 @@ def _infinite_bounds(mdp, policy, alpha, beta, width, tol, max_iterations):
     return PrivacyBounds(low, high, high[s0] - low[s0], it, converged)
 
 
-@functools.partial(jax.jit, static_argnames=("width",))
-def bounds_core(mdp, policy, alpha, beta, tol, max_iterations, *, width: int) -> PrivacyBounds:
+@functools.partial(jax.jit, static_argnames=("width", "support_aware"))
+def bounds_core(
+    mdp, policy, alpha, beta, tol, max_iterations, *, width: int, support_aware: bool = False
+) -> PrivacyBounds:
     """:func:`cost_of_privacy` on validated inputs: pure, jit/vmap/grad-friendly.
 
     ``alpha`` is the radius in the model's dtype; ``tol=None`` means the default tolerance.
     Only ``width`` (a shape) is static.
     """
     if mdp.is_finite_horizon:
-        return _finite_bounds(mdp, policy, alpha, beta, width)
+        return _finite_bounds(mdp, policy, alpha, beta, width, support_aware)
     tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
-    return _infinite_bounds(mdp, policy, alpha, beta, width, tol, max_iterations)
+    return _infinite_bounds(mdp, policy, alpha, beta, width, support_aware, tol, max_iterations)
+
+
+def bounds_width(mdp: Model, alpha, support_aware: bool) -> int:
+    """The static fill width: all ``S`` for support-aware dense rows (capacities outside
+    the support are 0, so the shared order may run past ``fill_width``)."""
+    if support_aware and not isinstance(mdp, SparseMDP):
+        return mdp.num_states
+    return fill_width(alpha, mdp.num_states)
 
 
 def cost_of_privacy(
-    private_mdp: TabularMDP,
+    private_mdp: Model,
     policy: ArrayLike,
     *,
     k: ArrayLike,
     beta: ArrayLike = 0.1,
+    support_aware: bool = False,
     tol: ArrayLike | None = None,
     max_iterations: int = 10_000,
 ) -> PrivacyBounds:
@@ -189,6 +203,13 @@ def cost_of_privacy(
       policy: deterministic `[T, S]` / `[S]` ints or stochastic `[T, S, A]` / `[S, A]`.
       k: the Dirichlet mechanism's parameter used to privatize, ``k > 0``.
       beta: ``β`` in ``(0, 1)`` of Lemma 1 (the paper's figures fit ``β = 0.1``).
+      support_aware: restrict ``P̂`` (both its ``β`` part and its box) to each row's
+        support: a :class:`SparseMDP`'s listed successors, or the nonzero entries of a
+        dense ``P̄``. Valid when the support is public structure that ``P̄`` shares with
+        ``P`` (``support="nonzero"``, or a sparse model): then the true row, ``P̄`` and
+        ``E[P | P̄, k]`` all put no mass outside it, so restricting the set keeps every
+        point the paper's argument uses (Lemma 2 and Theorem 1's induction). Default False:
+        the paper's set over the whole simplex.
       tol: infinite horizon: iterate until the contraction error is below ``tol`` (default
         :func:`default_tolerance`).
       max_iterations: infinite horizon: guard on iterations (not static).
@@ -202,6 +223,7 @@ def cost_of_privacy(
     References:
       Gohari, Hale, Topcu, CDC 2020, Theorems 1 and 2, Lemma 1, problem (P).
     """
+    check_model(private_mdp, "private_mdp")
     policy = validate_policy(private_mdp, policy)
     dtype = private_mdp.rewards.dtype
     check_radius_inputs(k, beta, dtype)
@@ -214,5 +236,6 @@ def cost_of_privacy(
         host_scalar(beta, dtype),
         tol,
         max_iterations,
-        width=fill_width(alpha, private_mdp.num_states),
+        width=bounds_width(private_mdp, alpha, bool(support_aware)),
+        support_aware=bool(support_aware),
     )

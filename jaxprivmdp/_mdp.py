@@ -75,6 +75,23 @@ def check_mdp(mdp, name: str = "mdp") -> TabularMDP:
     return mdp
 
 
+def check_mask(action_mask: ArrayLike | None, S: int, A: int) -> np.ndarray:
+    """A concrete `[S, A]` action mask as bool (default all True); every state needs one."""
+    if action_mask is None:
+        return np.ones((S, A), bool)
+    mask = as_numpy("action_mask", action_mask)
+    if mask.shape != (S, A):
+        raise ValueError(f"action_mask must have shape [S, A] = {(S, A)}, got {mask.shape}")
+    if mask.dtype != np.bool_:
+        if not np.all(np.isin(mask, (0, 1))):
+            raise ValueError("action_mask must be boolean (True = allowed)")
+        mask = mask.astype(bool)
+    no_action = np.flatnonzero(~mask.any(axis=1))
+    if no_action.size:
+        raise ValueError(f"state(s) {no_action.tolist()} have no allowed action in action_mask")
+    return mask
+
+
 def validate_transitions(
     transitions: ArrayLike, action_mask: ArrayLike | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -91,19 +108,7 @@ def validate_transitions(
     if P.ndim != 3 or P.shape[0] != P.shape[2] or min(P.shape) < 1:
         raise ValueError(f"transitions must have shape [S, A, S] with S, A >= 1, got {P.shape}")
     S, A, _ = P.shape
-    if action_mask is None:
-        mask = np.ones((S, A), bool)
-    else:
-        mask = as_numpy("action_mask", action_mask)
-        if mask.shape != (S, A):
-            raise ValueError(f"action_mask must have shape [S, A] = {(S, A)}, got {mask.shape}")
-        if mask.dtype != np.bool_:
-            if not np.all(np.isin(mask, (0, 1))):
-                raise ValueError("action_mask must be boolean (True = allowed)")
-            mask = mask.astype(bool)
-    no_action = np.flatnonzero(~mask.any(axis=1))
-    if no_action.size:
-        raise ValueError(f"state(s) {no_action.tolist()} have no allowed action in action_mask")
+    mask = check_mask(action_mask, S, A)
     neg = np.argwhere((P < 0) & mask[:, :, None])
     if neg.size:
         s, a, s2 = (int(i) for i in neg[0])
@@ -162,6 +167,16 @@ def make_mdp(
     dtype = working_dtype(dtype)
     P, mask = validate_transitions(transitions, action_mask)
     S, A, _ = P.shape
+    fields = validate_model_fields(
+        S, A, rewards, terminal_reward, horizon, discount, initial_state, dtype
+    )
+    return TabularMDP(transitions=jnp.asarray(P, dtype), action_mask=jnp.asarray(mask), **fields)
+
+
+def validate_model_fields(
+    S, A, rewards, terminal_reward, horizon, discount, initial_state, dtype
+) -> dict:
+    """Checks everything of a model but its transitions; returns the constructor's fields."""
     R = float_array("rewards", rewards, dtype)
     if R.shape != (S, A):
         raise ValueError(f"rewards must have shape [S, A] = {(S, A)}, got {R.shape}")
@@ -182,13 +197,10 @@ def make_mdp(
         )
         if terminal_reward is not None and np.any(RT != 0):
             raise ValueError("terminal_reward is only meaningful with a finite horizon")
-    initial_state = check_int("initial_state", initial_state, low=0, high=S)
-    return TabularMDP(
-        transitions=jnp.asarray(P, dtype),
+    return dict(
         rewards=jnp.asarray(R),
         terminal_reward=jnp.asarray(RT),
         discount=jnp.asarray(discount, dtype),
-        action_mask=jnp.asarray(mask),
         horizon=horizon,
-        initial_state=int(initial_state),
+        initial_state=check_int("initial_state", initial_state, low=0, high=S),
     )

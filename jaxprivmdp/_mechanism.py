@@ -25,6 +25,7 @@ from ._checks import (
 )
 from ._mdp import validate_transitions
 from ._sampling import loggamma
+from ._sparse import SparseMDP
 
 Support = Literal["nonzero"] | None
 Sampler = Literal["jax", "fast"]
@@ -161,6 +162,16 @@ def model_mechanism_input(mdp, support: Support, smoothing: float | None) -> Mec
     reduction on the device (the host builds the message only when there are some).
     """
     check_options(support, smoothing)
+    if isinstance(mdp, SparseMDP):
+        # Successor lists are privatized over their support: the lists are public structure.
+        if smoothing is not None:
+            raise ValueError(
+                "smoothing mixes every row with the uniform distribution over all S states, "
+                "which a SparseMDP cannot hold; its rows are privatized over their listed "
+                "successors (as support='nonzero' does for a dense model)"
+            )
+        support = (mdp.probs > 0) & (mdp.next_states >= 0)
+        return MechanismInput(mdp.probs, support | ~mdp.action_mask[..., None], mdp.action_mask)
     if smoothing is not None:
         check_range("smoothing", smoothing, low=0.0, high=1.0 / mdp.num_states, low_open=True)
     inp, has_zero = _device_rows(mdp.transitions, mdp.action_mask, support, smoothing)

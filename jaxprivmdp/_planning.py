@@ -15,7 +15,8 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from ._checks import as_numpy, check_count, check_range, is_concrete
-from ._mdp import TabularMDP, check_mdp
+from ._models import Model, Rows, check_model, expect, transition_rows
+from ._sparse import SparseMDP
 
 
 class Solution(NamedTuple):
@@ -44,7 +45,7 @@ def check_iterations(tol, max_iterations) -> None:
         check_count("max_iterations", max_iterations)
 
 
-def default_tolerance(mdp: TabularMDP) -> jax.Array:
+def default_tolerance(mdp: Model) -> jax.Array:
     """ε for infinite-horizon iterations: relative to the value scale ``max|r| / (1 − γ)``.
 
     ``1e-8`` of that scale in float64, ``1e-4`` in float32 (whose rounding allows no better).
@@ -54,9 +55,9 @@ def default_tolerance(mdp: TabularMDP) -> jax.Array:
     return rel * jnp.maximum(scale, 1)
 
 
-def q_values(mdp: TabularMDP, transitions: jax.Array, values: jax.Array) -> jax.Array:
+def q_values(mdp: Model, values: jax.Array) -> jax.Array:
     """`[S, A]` ``r(s, a) + γ Σ_s' P(s, a, s') v(s')``; masked actions get the dtype's min."""
-    q = mdp.rewards + mdp.discount * (transitions @ values)
+    q = mdp.rewards + mdp.discount * expect(transition_rows(mdp), values)
     return jnp.where(mdp.action_mask, q, jnp.finfo(q.dtype).min)
 
 
@@ -65,7 +66,7 @@ def _greedy(q: jax.Array) -> tuple[jax.Array, jax.Array]:
     return policy, jnp.take_along_axis(q, policy[:, None], axis=-1)[:, 0]
 
 
-def _value_iteration(mdp: TabularMDP, tol: jax.Array, max_iterations: jax.Array) -> Solution:
+def _value_iteration(mdp: Model, tol: jax.Array, max_iterations: jax.Array) -> Solution:
     # Puterman (1994), Thm 6.3.1: once ‖v' − v‖∞ < ε(1 − γ)/(2γ), the greedy policy of v' is
     # ε-optimal and ‖v' − V*‖∞ < ε/2.
     gamma = mdp.discount
@@ -77,19 +78,19 @@ def _value_iteration(mdp: TabularMDP, tol: jax.Array, max_iterations: jax.Array)
 
     def body(carry):
         v, _, it = carry
-        _, v_new = _greedy(q_values(mdp, mdp.transitions, v))
+        _, v_new = _greedy(q_values(mdp, v))
         return v_new, jnp.max(jnp.abs(v_new - v)), it + 1
 
     v0 = jnp.zeros(mdp.num_states, mdp.rewards.dtype)
     inf = jnp.asarray(jnp.inf, v0.dtype)
     v, delta, it = jax.lax.while_loop(cond, body, (v0, inf, jnp.asarray(0)))
-    policy, _ = _greedy(q_values(mdp, mdp.transitions, v))
+    policy, _ = _greedy(q_values(mdp, v))
     return Solution(policy, v, it, delta < threshold)
 
 
-def _backward_induction(mdp: TabularMDP) -> Solution:
+def _backward_induction(mdp: Model) -> Solution:
     def stage(v_next, _):
-        policy, v = _greedy(q_values(mdp, mdp.transitions, v_next))
+        policy, v = _greedy(q_values(mdp, v_next))
         return v, (policy, v)
 
     _, (policy, values) = jax.lax.scan(stage, mdp.terminal_reward, length=mdp.horizon, reverse=True)
@@ -98,7 +99,7 @@ def _backward_induction(mdp: TabularMDP) -> Solution:
 
 
 @jax.jit
-def solve_core(mdp: TabularMDP, tol: jax.Array | None, max_iterations: jax.Array) -> Solution:
+def solve_core(mdp: Model, tol: jax.Array | None, max_iterations: jax.Array) -> Solution:
     """:func:`solve` on validated inputs: pure, jit/vmap-friendly; ``tol=None`` = default.
 
     ``max_iterations`` is an array leaf (a new guard never recompiles).
@@ -110,7 +111,7 @@ def solve_core(mdp: TabularMDP, tol: jax.Array | None, max_iterations: jax.Array
 
 
 def solve(
-    mdp: TabularMDP, *, tol: ArrayLike | None = None, max_iterations: ArrayLike = 10_000
+    mdp: Model, *, tol: ArrayLike | None = None, max_iterations: ArrayLike = 10_000
 ) -> Solution:
     """An optimal deterministic Markov policy of ``mdp`` and its values.
 
@@ -133,7 +134,7 @@ def solve(
     References:
       Gohari, Hale, Topcu, CDC 2020, Algorithm 1 steps 3-4, Section III-A.
     """
-    check_mdp(mdp)
+    check_model(mdp)
     check_iterations(tol, max_iterations)
     return solve_core(mdp, tol, max_iterations)
 
@@ -172,7 +173,7 @@ def weighted_sum(weights: jax.Array, terms: jax.Array) -> jax.Array:
     return jnp.sum(jnp.where(weights > 0, weights * terms, 0), axis=-1)
 
 
-def validate_policy(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
+def validate_policy(mdp: Model, policy: ArrayLike) -> jax.Array:
     """Checks a policy's shape, dtype and support against ``mdp``.
 
     Deterministic policies are ints `[T, S]` / `[S]`; stochastic ones are probabilities
@@ -181,7 +182,7 @@ def validate_policy(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
     Raises:
       ValueError: naming the problem (shape, out-of-range or masked action, bad row).
     """
-    check_mdp(mdp)
+    check_model(mdp)
     S, A = mdp.num_states, mdp.num_actions
     lead = (mdp.horizon,) if mdp.is_finite_horizon else ()
     if not is_concrete(policy, mdp.action_mask):
@@ -241,7 +242,7 @@ def _policy_ok(action_mask: jax.Array, policy: jax.Array) -> jax.Array:
     )
 
 
-def _valid_on_device(mdp: TabularMDP, policy, lead: tuple) -> bool:
+def _valid_on_device(mdp: Model, policy, lead: tuple) -> bool:
     """A device policy of the working dtype and shape that passes :func:`_policy_ok`.
 
     One small dispatch and one boolean back, instead of copying the policy and the mask to
@@ -267,41 +268,73 @@ def _as_device(given, host: np.ndarray, dtype) -> jax.Array:
     return jnp.asarray(host, dtype)
 
 
-def policy_rows(mdp: TabularMDP, decision: jax.Array):
+def policy_rows(mdp: Model, decision: jax.Array):
     """``(rows, rewards, weights)`` a decision rule uses: see :func:`select_rows`."""
-    rows, weights = select_rows(mdp.transitions, decision)
+    all_rows = transition_rows(mdp)
+    probs, weights = select_rows(all_rows.probs, decision)
+    idx = None if all_rows.next_states is None else select_rows(all_rows.next_states, decision)[0]
+    rows = Rows(probs, idx)
     rewards, _ = select_rows(mdp.rewards, decision)
     return rows, rewards, weights
 
 
-def _evaluate_finite(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
+def _evaluate_finite(mdp: Model, policy: jax.Array) -> jax.Array:
     def stage(v_next, decision):
         rows, rewards, weights = policy_rows(mdp, decision)
-        v = weighted_sum(weights, rewards + mdp.discount * (rows @ v_next))
+        v = weighted_sum(weights, rewards + mdp.discount * expect(rows, v_next))
         return v, v
 
     _, values = jax.lax.scan(stage, mdp.terminal_reward, policy, reverse=True)
     return jnp.concatenate([values, mdp.terminal_reward[None]], axis=0)
 
 
-def _evaluate_infinite(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
+def _evaluate_infinite(mdp: Model, policy: jax.Array) -> jax.Array:
     rows, rewards, weights = policy_rows(mdp, policy)
+    if isinstance(mdp, SparseMDP):
+        return _evaluate_by_iteration(mdp, rows, rewards, weights)
     used = weights > 0
-    p_pi = jnp.einsum("sa,sat->st", weights, jnp.where(used[..., None], rows, 0))
+    p_pi = jnp.einsum("sa,sat->st", weights, jnp.where(used[..., None], rows.probs, 0))
     r_pi = weighted_sum(weights, rewards)
     lhs = jnp.eye(mdp.num_states, dtype=p_pi.dtype) - mdp.discount * p_pi
     return jnp.linalg.solve(lhs, r_pi)
 
 
+def _evaluate_by_iteration(mdp: Model, rows: Rows, rewards, weights) -> jax.Array:
+    """``V = r_π + γ P_π V`` by fixed-point iteration (no `[S, S]` matrix for sparse models).
+
+    The γ-contraction is iterated until an iteration changes nothing beyond rounding (or
+    ``γ^n`` is below the dtype's resolution): the result is the fixed point to float
+    precision, as the dense linear solve is.
+    """
+    eps = jnp.finfo(mdp.rewards.dtype).eps
+    r_pi = weighted_sum(weights, rewards)
+    # γ^n · max|V| < eps · max|V| after n = log(eps)/log(γ) sweeps, plus some for rounding.
+    gamma = mdp.discount
+    limit = jnp.where(gamma > 0, jnp.ceil(jnp.log(eps) / jnp.log(gamma)) + 16, 1)
+
+    def cond(carry):
+        _, delta, scale, it = carry
+        return (delta > 4 * eps * scale) & (it < limit)
+
+    def body(carry):
+        v, _, _, it = carry
+        new = r_pi + gamma * weighted_sum(weights, expect(rows, v))
+        return new, jnp.max(jnp.abs(new - v)), jnp.max(jnp.abs(new)), it + 1
+
+    inf, zero = jnp.asarray(jnp.inf, r_pi.dtype), jnp.asarray(0, r_pi.dtype)
+    v, *_ = jax.lax.while_loop(cond, body, (r_pi, inf, zero, 1))
+    return v
+
+
 @jax.jit
-def evaluate_core(mdp: TabularMDP, policy: jax.Array) -> jax.Array:
+def evaluate_core(mdp: Model, policy: jax.Array) -> jax.Array:
     """:func:`evaluate` on a validated policy: pure, jit/vmap/grad-friendly."""
     if mdp.is_finite_horizon:
         return _evaluate_finite(mdp, policy)
     return _evaluate_infinite(mdp, policy)
 
 
-def evaluate(mdp: TabularMDP, policy: ArrayLike) -> jax.Array:
+def evaluate(mdp: Model, policy: ArrayLike) -> jax.Array:
     """Values of a Markov policy on ``mdp``.
 
     Finite horizon: ``V_t(s) = Σ_a π_t(a|s) (r(s, a) + γ Σ_s' P(s, a, s') V_{t+1}(s'))`` by a

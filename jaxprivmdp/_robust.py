@@ -33,6 +33,7 @@ from ._checks import (
     is_concrete,
     round_up,
 )
+from ._models import Rows, row_support, successors
 
 
 def concentration_radius(k: ArrayLike, beta: ArrayLike) -> jax.Array:
@@ -183,45 +184,86 @@ def fill_width(alpha: ArrayLike, n: int) -> int:
     return min(n, 1 << (need - 1).bit_length())
 
 
+def _candidates_in_global_order(rows: Rows, order: jax.Array) -> jax.Array:
+    """`[2, ..., m]` each row's ``p̄`` at the states ``order`` `[2, m]` (0 where not listed)."""
+    if rows.next_states is None:
+        return jnp.moveaxis(rows.probs[..., order], -2, 0)
+    batch = rows.next_states.ndim - 1
+    order = order.reshape((1,) * batch + order.shape + (1,))
+    hit = rows.next_states[..., None, None, :] == order  # [..., 2, m, K]
+    p = jnp.sum(jnp.where(hit, rows.probs[..., None, None, :], 0), axis=-1)
+    return jnp.moveaxis(p, -2, 0)
+
+
 def robust_backup(
-    p_rows: jax.Array,
+    rows: Rows,
     alpha: jax.Array,
     v_low: jax.Array,
     v_high: jax.Array,
     beta: jax.Array,
     *,
     width: int,
+    support_aware: bool = False,
 ) -> tuple[jax.Array, jax.Array]:
     """Pessimistic ``min_{P̂} p·v_low`` and optimistic ``max_{P̂} p·v_high`` for every row.
 
-    The order of the values is shared by all rows (it depends only on ``v``), so each value
-    vector is ranked once per stage, and only its first ``width`` entries in that order are
-    selected (``lax.top_k``, cheaper than a full sort) and gathered from the rows, see
-    :func:`fill_width`. Exact whenever ``width >= fill_width(α, S)``. The dense part,
+    The paper's set (``support_aware=False``): the order of the values is shared by all
+    rows, so each value vector is ranked once per stage and only its first ``width``
+    entries in that order are selected (``lax.top_k``) and gathered from the rows, see
+    :func:`fill_width`; exact whenever ``width >= fill_width(α, S)``. The dense part,
     ``Σ_j l_j v_j`` for both value vectors and the mass ``Σ_j l_j`` of the lower bounds, is
-    one product with a `[S, 3]` matrix: a pass like a Bellman backup.
+    one product with a `[S, 3]` matrix (dense rows) or a gather of it (successor lists).
+
+    The support-aware set restricts both the ``β`` part and the box to each row's support
+    (entries outside have ``l = u = 0``): dense rows keep the shared order over all ``S``
+    states (``width = S``; capacities outside the support are 0); successor lists are
+    sorted row by row over their ``K`` entries.
 
     Args:
-      p_rows: `[..., S]` privatized rows ``p̄``.
+      rows: privatized rows ``p̄`` `[..., S]` or successor lists `[..., K]`.
       alpha: scalar ``α``.
       v_low: `[S]` the pessimistic values of the next stage.
       v_high: `[S]` the optimistic values of the next stage.
       beta: scalar ``β``.
-      width: static number of entries (in value order) the fill may reach.
+      width: static number of entries (in value order) the fill may reach (shared order).
+      support_aware: restrict the set to each row's support.
 
     Returns:
       Two arrays `[...]`: the min for ``v_low`` and the max for ``v_high``.
     """
-    lower = jnp.maximum(p_rows - alpha, 0)
-    dense = lower @ jnp.stack([v_low, -v_high, jnp.ones_like(v_low)], axis=-1)  # [..., 3]
+    values = jnp.stack([v_low, -v_high])  # [2, S]: a max is a min of −v.
+    lower = jnp.maximum(rows.probs - alpha, 0)
+    table = jnp.stack([v_low, -v_high, jnp.ones_like(v_low)], axis=-1)  # [S, 3]
+    if rows.next_states is None:
+        dense = lower @ table
+    else:
+        dense = jnp.einsum("...k,...kc->...c", lower, table[successors(rows)])
     slack = jnp.maximum(1 - dense[..., 2], 0)
-    neg_low, order_low = jax.lax.top_k(-v_low, width)  # the `width` smallest, ascending
-    top_high, order_high = jax.lax.top_k(v_high, width)  # the `width` largest, descending
-    w_sorted = jnp.stack([-neg_low, -top_high])  # [2, m]: a max is a min of −v.
-    p_sorted = jnp.moveaxis(p_rows[..., jnp.stack([order_low, order_high])], -2, 0)
-    caps = jnp.minimum(p_sorted + alpha, 1) - jnp.maximum(p_sorted - alpha, 0)  # [2, ..., m]
-    fill = jnp.einsum("k...m,km->k...", _pour(slack, caps), w_sorted)  # [2, ...]
+    if support_aware and rows.next_states is not None:
+        # Each row's own order over its K listed successors.
+        in_row = row_support(rows)
+        w = values[:, successors(rows)]  # [2, ..., K]
+        order = jnp.argsort(jnp.where(in_row, w, jnp.inf), axis=-1)
+        inside = jnp.take_along_axis(jnp.broadcast_to(in_row, w.shape), order, -1)
+        w_sorted = jnp.where(inside, jnp.take_along_axis(w, order, -1), 0)
+        p_sorted = jnp.take_along_axis(jnp.broadcast_to(rows.probs, w.shape), order, -1)
+        caps = jnp.minimum(p_sorted + alpha, 1) - jnp.maximum(p_sorted - alpha, 0)
+        fill = jnp.sum(_pour(slack, jnp.where(inside, caps, 0)) * w_sorted, axis=-1)
+        w_min = w_sorted[..., 0]  # every allowed row has a support; masked rows are unused
+    else:
+        # One order shared by all rows: the `width` smallest values, ascending.
+        neg, order = jax.lax.top_k(-values, width)  # [2, m]
+        w_sorted = -neg
+        p_sorted = _candidates_in_global_order(rows, order)  # [2, ..., m]
+        caps = jnp.minimum(p_sorted + alpha, 1) - jnp.maximum(p_sorted - alpha, 0)
+        if support_aware:  # dense rows: the support is where p̄ > 0
+            caps = jnp.where(p_sorted > 0, caps, 0)
+            v_rows = values.reshape((2,) + (1,) * (rows.probs.ndim - 1) + values.shape[-1:])
+            w_min = jnp.min(jnp.where(rows.probs > 0, v_rows, jnp.inf), axis=-1)
+            w_min = jnp.where(jnp.isfinite(w_min), w_min, 0)  # rows without support: unused
+        else:
+            w_min = w_sorted[:, :1].reshape((2,) + (1,) * (caps.ndim - 2))
+        fill = jnp.einsum("k...m,km->k...", _pour(slack, caps), w_sorted)  # [2, ...]
     inner = jnp.moveaxis(dense[..., :2], -1, 0) + fill
-    w_min = w_sorted[:, :1].reshape((2,) + (1,) * (inner.ndim - 1))
     out = beta * w_min + (1 - beta) * inner
     return out[0], -out[1]

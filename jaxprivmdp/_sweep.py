@@ -19,11 +19,12 @@ import numpy as np
 from jax.sharding import PartitionSpec
 from jax.typing import ArrayLike
 
+from ._bounds import bounds_width
 from ._checks import as_numpy, check_count, check_key, check_positive
-from ._mdp import TabularMDP, check_mdp
 from ._mechanism import Sampler, Support, check_sampler, model_mechanism_input
+from ._models import Model, check_model, transition_rows
 from ._planning import check_iterations, evaluate_core, solve_core
-from ._robust import check_radius_inputs, fill_width, outward_radius
+from ._robust import check_radius_inputs, outward_radius
 from ._synthesis import synthesize_core
 
 
@@ -83,15 +84,13 @@ def sweep_key(key: jax.Array, i: ArrayLike, j: ArrayLike) -> jax.Array:
     return jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(key, _SWEEP_TAG), i), j)
 
 
-def _at_s0(mdp: TabularMDP, values: jax.Array) -> jax.Array:
+def _at_s0(mdp: Model, values: jax.Array) -> jax.Array:
     return values[0, mdp.initial_state] if mdp.is_finite_horizon else values[mdp.initial_state]
 
 
-def _run(key, k, alpha, mdp, rows, support, beta, max_iterations, *, sampler, width):
+def _run(key, k, alpha, mdp, rows, support, beta, max_iterations, **static):
     """One run of a sweep: Algorithm 1, its bounds and the true value, at ``s0``."""
-    out = synthesize_core(
-        key, mdp, rows, support, k, alpha, beta, max_iterations, sampler=sampler, width=width
-    )
+    out = synthesize_core(key, mdp, rows, support, k, alpha, beta, max_iterations, **static)
     true_values = evaluate_core(mdp, out.policy)
     return RunSummary(
         private_value=_at_s0(mdp, out.private_values),
@@ -127,7 +126,9 @@ def chunk_runs(c: int, batch_size: int, ks, alphas, num_trials: int) -> ChunkRun
     return ChunkRuns(i.astype(np.int32), j.astype(np.int32), ks[i], alphas[i])
 
 
-@functools.partial(jax.jit, static_argnames=("sampler", "width", "devices", "vector_width"))
+@functools.partial(
+    jax.jit, static_argnames=("sampler", "width", "support_aware", "devices", "vector_width")
+)
 def _sweep_chunk(
     runs: ChunkRuns, key, mdp, rows, support, beta, max_iterations, **static
 ) -> RunSummary:
@@ -155,16 +156,15 @@ def _sweep_chunk(
     return jax.shard_map(batched, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)(runs)
 
 
-def default_vector_width(mdp: TabularMDP, sampler: Sampler, budget_bytes: float = 2**30) -> int:
+def default_vector_width(mdp: Model, sampler: Sampler, budget_bytes: float = 2**30) -> int:
     """Runs vectorized together: a power of two ``<= 16`` whose working set fits the budget.
 
-    The working set of a run is about 16 `[S, A, S]` arrays with the ``"fast"`` sampler and
+    The working set of a run is about 16 arrays of the rows' size with the ``"fast"`` sampler and
     48 with ``"jax"`` (``benchmarks/bench_memory.py``); small groups keep it in cache
     (``benchmarks/RESULTS.md`` compares group sizes).
     """
-    S, A = mdp.num_states, mdp.num_actions
     arrays = 16 if sampler == "fast" else 48
-    per_run = arrays * S * A * S * mdp.rewards.dtype.itemsize
+    per_run = arrays * transition_rows(mdp).probs.size * mdp.rewards.dtype.itemsize
     fit = max(1, int(budget_bytes // per_run))
     return min(16, 1 << (fit.bit_length() - 1))
 
@@ -225,13 +225,14 @@ def _check_grid(ks, dtype) -> np.ndarray:
 
 def sweep(
     key: jax.Array,
-    mdp: TabularMDP,
+    mdp: Model,
     *,
     ks: Sequence[float] | ArrayLike,
     num_trials: int = 50,
     beta: ArrayLike = 0.1,
     support: Support = None,
     smoothing: float | None = None,
+    support_aware: bool = False,
     batch_size: int | None = None,
     vector_width: int | None = None,
     sampler: Sampler = "fast",
@@ -271,6 +272,8 @@ def sweep(
       beta: ``β`` in ``(0, 1)``.
       support: ``None`` or ``"nonzero"``, see :func:`dirichlet_mechanism`.
       smoothing: optional ``η``, see :func:`dirichlet_mechanism` and :func:`synthesize`.
+      support_aware: restrict the bounds' set to each row's support, see
+        :func:`cost_of_privacy`.
       batch_size: runs per compiled call (progress is reported after each); rounded up to a
         multiple of ``vector_width`` times the device count. Default
         :func:`default_batch_size`: at most 256, a power of two of groups, so sweeps of
@@ -294,7 +297,7 @@ def sweep(
         ``beta`` outside ``(0, 1)``, or rows with zeros (see ``support``).
     """
     key = check_key(key)
-    check_mdp(mdp)
+    check_model(mdp)
     sampler = check_sampler(sampler)
     dtype = mdp.rewards.dtype
     ks_host = _check_grid(ks, dtype)
@@ -315,7 +318,8 @@ def sweep(
     )
     static = dict(
         sampler=sampler,
-        width=fill_width(alphas, mdp.num_states),
+        width=bounds_width(mdp, alphas, bool(support_aware)),
+        support_aware=bool(support_aware),
         devices=plan.devices,
         vector_width=plan.vector_width,
     )

@@ -2,25 +2,25 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import NamedTuple
 
 import jax
 from jax.typing import ArrayLike
 
-from ._bounds import bounds_core
+from ._bounds import bounds_core, bounds_width
 from ._checks import check_key, host_scalar
-from ._mdp import TabularMDP, check_mdp
 from ._mechanism import Sampler, Support, check_sampler, model_mechanism_input, privatize
+from ._models import Model, check_model, with_probs
 from ._planning import check_iterations, evaluate_core, solve_core
-from ._robust import check_radius_inputs, fill_width, outward_radius
+from ._robust import check_radius_inputs, outward_radius
 
 
 class Synthesis(NamedTuple):
     """One run of Algorithm 1 and its cost-of-privacy bounds.
 
     Attributes:
-      private_transitions: `[S, A, S]` ``P̄`` (the only output that touches the data).
+      private_transitions: ``P̄`` (the only output that touches the data): `[S, A, S]`, or
+        for a :class:`SparseMDP` the privatized ``probs`` `[S, A, K]` of its successor lists.
       policy: `[T, S]` / `[S]` the policy ``π̄`` synthesized on the privatized MDP.
       private_values: `[T + 1, S]` / `[S]` ``V̄^π̄``, its value on the privatized MDP (exact:
         backward induction, or a linear solve for an infinite horizon).
@@ -41,32 +41,53 @@ class Synthesis(NamedTuple):
 
 
 def synthesize_core(
-    key, mdp, rows, support, k, alpha, beta, max_iterations, *, sampler: Sampler, width: int
+    key,
+    mdp,
+    rows,
+    support,
+    k,
+    alpha,
+    beta,
+    max_iterations,
+    *,
+    sampler: Sampler,
+    width: int,
+    support_aware: bool = False,
 ) -> Synthesis:
     """:func:`synthesize` on validated inputs: pure, jit/vmap-friendly, calls only cores."""
     p_bar = privatize(key, rows, k, support, mdp.action_mask, sampler)
-    private = dataclasses.replace(mdp, transitions=p_bar)
+    private = with_probs(mdp, p_bar)
     sol = solve_core(private, None, max_iterations)
     values = sol.values
     if not mdp.is_finite_horizon:
         # Value iteration's values are within tol/2 of V̄*; report the policy's exact value.
         values = evaluate_core(private, sol.policy)
-    b = bounds_core(private, sol.policy, alpha, beta, None, max_iterations, width=width)
+    b = bounds_core(
+        private,
+        sol.policy,
+        alpha,
+        beta,
+        None,
+        max_iterations,
+        width=width,
+        support_aware=support_aware,
+    )
     converged = sol.converged & b.converged
     return Synthesis(p_bar, sol.policy, values, b.pessimistic, b.optimistic, b.cost, converged)
 
 
-_synthesize_jit = jax.jit(synthesize_core, static_argnames=("sampler", "width"))
+_synthesize_jit = jax.jit(synthesize_core, static_argnames=("sampler", "width", "support_aware"))
 
 
 def synthesize(
     key: jax.Array,
-    mdp: TabularMDP,
+    mdp: Model,
     *,
     k: ArrayLike,
     beta: ArrayLike = 0.1,
     support: Support = None,
     smoothing: float | None = None,
+    support_aware: bool = False,
     sampler: Sampler = "jax",
     max_iterations: ArrayLike = 10_000,
 ) -> Synthesis:
@@ -92,6 +113,8 @@ def synthesize(
         privatizes the smoothed rows ``p̃ = (1 − Sη) p + η``, so ``P̄`` concentrates around
         ``p̃``, not ``P``: the bounds (Lemma 1, Theorem 1) are about the smoothed MDP, whose
         rows are up to ``(S − 1)η`` away from the true ones in ℓ∞.
+      support_aware: restrict the bounds' set to each row's support, see
+        :func:`cost_of_privacy`.
       sampler: ``"jax"`` (default: ``jax.random.dirichlet``'s sampler, the one to audit) or
         ``"fast"`` (same distribution, faster), see :func:`dirichlet_mechanism`.
       max_iterations: infinite horizon: guard on iterations (not static).
@@ -107,7 +130,7 @@ def synthesize(
       Gohari, Hale, Topcu, CDC 2020, Algorithm 1, Theorems 1 and 2.
     """
     key = check_key(key)
-    check_mdp(mdp)
+    check_model(mdp)
     sampler = check_sampler(sampler)
     dtype = mdp.rewards.dtype
     check_radius_inputs(k, beta, dtype)
@@ -124,5 +147,6 @@ def synthesize(
         host_scalar(beta, dtype),
         max_iterations,
         sampler=sampler,
-        width=fill_width(alpha, mdp.num_states),
+        width=bounds_width(mdp, alpha, bool(support_aware)),
+        support_aware=bool(support_aware),
     )

@@ -7,6 +7,7 @@ import pytest
 from conftest import greedy_inner, lp_inner
 
 import jaxprivmdp as jp
+from jaxprivmdp._models import Rows
 from jaxprivmdp._robust import fill_width, robust_backup
 
 
@@ -272,7 +273,10 @@ def test_fill_width():
 
 
 ALPHAS = [0.05, 0.2, 0.25, 1 / 3, 1 / 3 + 1e-7, 1 / 3 - 1e-7, 0.4, 0.7, 1.2]
-backup_jit = jax.jit(robust_backup, static_argnames="width")
+backup_jit = jax.jit(
+    lambda p, *args, **kw: robust_backup(Rows(p), *args, **kw),
+    static_argnames=("width", "support_aware"),
+)
 
 
 @pytest.mark.parametrize("alpha", ALPHAS)

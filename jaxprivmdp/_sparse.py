@@ -1,0 +1,243 @@
+"""The sparse MDP container: successor lists `[S, A, K]`, for models too large to be dense.
+
+Each row ``(s, a)`` lists up to ``K`` successors ``next_states[s, a, :]`` with their
+probabilities ``probs[s, a, :]``. Unused slots are *padding*: ``next_states = -1`` and
+probability 0. The row's *support* is its listed successors with positive probability; it is
+public structure, as the zero pattern under ``support="nonzero"`` is for a dense model.
+Nothing of size `[S, A, S]` is ever built from a sparse model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from ._checks import ROW_SUM_TOLERANCE, as_numpy, float_array, working_dtype
+from ._mdp import TabularMDP, check_mask, validate_model_fields
+
+PADDING = -1
+
+
+@dataclasses.dataclass(frozen=True)
+class SparseMDP:
+    """A finite MDP with successor lists, as an immutable pytree (see :func:`make_sparse_mdp`).
+
+    Attributes:
+      next_states: `[S, A, K]` int32 successor indices, ``-1`` for padding.
+      probs: `[S, A, K]` their probabilities (0 on padding). Rows of masked actions are
+        ignored.
+      rewards: `[S, A]` one-step rewards.
+      terminal_reward: `[S]` terminal values ``R_T`` (zeros for an infinite horizon).
+      discount: scalar ``γ`` (an array leaf).
+      action_mask: `[S, A]` bool, True where the action is allowed.
+      horizon: static ``T >= 1`` or None for the infinite-horizon discounted problem.
+      initial_state: static index of ``s_0``.
+    """
+
+    next_states: jax.Array
+    probs: jax.Array
+    rewards: jax.Array
+    terminal_reward: jax.Array
+    discount: jax.Array
+    action_mask: jax.Array
+    horizon: int | None = dataclasses.field(default=None, metadata=dict(static=True))
+    initial_state: int = dataclasses.field(default=0, metadata=dict(static=True))
+
+    @property
+    def num_states(self) -> int:
+        return self.next_states.shape[0]
+
+    @property
+    def num_actions(self) -> int:
+        return self.next_states.shape[1]
+
+    @property
+    def max_successors(self) -> int:
+        return self.next_states.shape[2]
+
+    @property
+    def is_finite_horizon(self) -> bool:
+        return self.horizon is not None
+
+
+jax.tree_util.register_dataclass(
+    SparseMDP,
+    data_fields=[
+        "next_states",
+        "probs",
+        "rewards",
+        "terminal_reward",
+        "discount",
+        "action_mask",
+    ],
+    meta_fields=["horizon", "initial_state"],
+)
+
+
+def validate_successors(
+    next_states: ArrayLike, probs: ArrayLike, action_mask: ArrayLike | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Checks concrete successor lists on the host; returns int32, float64 and bool copies.
+
+    Raises:
+      ValueError: naming the first offending row: shapes, an index out of range, a
+        successor listed twice, probability on padding, a negative or non-finite entry, a
+        row that does not sum to 1.
+    """
+    idx = as_numpy("next_states", next_states)
+    if not np.issubdtype(idx.dtype, np.integer):
+        raise ValueError(f"next_states must be integers, got dtype {idx.dtype}")
+    if idx.ndim != 3 or min(idx.shape) < 1:
+        raise ValueError(
+            f"next_states must have shape [S, A, K] with S, A, K >= 1, got {idx.shape}"
+        )
+    S, A, K = idx.shape
+    p = float_array("probs", probs, np.float64)
+    if p.shape != idx.shape:
+        raise ValueError(f"probs must have the shape of next_states {idx.shape}, got {p.shape}")
+    mask = check_mask(action_mask, S, A)
+
+    def row(where) -> str:
+        s, a = (int(i) for i in where[:2])
+        return f"row (state {s}, action {a})"
+
+    bad = np.argwhere(((idx < PADDING) | (idx >= S)) & mask[:, :, None])
+    if bad.size:
+        s, a, j = bad[0]
+        raise ValueError(
+            f"next_states {row(bad[0])} lists state {int(idx[s, a, j])}, outside [0, {S}) "
+            f"(padding is {PADDING})"
+        )
+    on_padding = np.argwhere((idx == PADDING) & (p != 0) & mask[:, :, None])
+    if on_padding.size:
+        s, a, j = on_padding[0]
+        raise ValueError(f"probs {row(on_padding[0])} puts {p[s, a, j]:.9g} on padding (slot {j})")
+    neg = np.argwhere((p < 0) & mask[:, :, None])
+    if neg.size:
+        s, a, j = neg[0]
+        raise ValueError(f"probs {row(neg[0])} has a negative entry {p[s, a, j]:.9g} (slot {j})")
+    # A successor listed twice with positive mass: sort each row's listed indices.
+    listed = np.where((p > 0) & (idx >= 0), idx, -1 - np.arange(K))  # unique fillers
+    ordered = np.sort(listed, axis=-1)
+    twice = np.argwhere((ordered[..., 1:] == ordered[..., :-1]) & mask[:, :, None])
+    if twice.size:
+        s, a, j = twice[0]
+        raise ValueError(f"next_states {row(twice[0])} lists state {int(ordered[s, a, j])} twice")
+    sums = p.sum(-1)
+    off = np.argwhere((np.abs(sums - 1) > ROW_SUM_TOLERANCE) & mask)
+    if off.size:
+        s, a = off[0]
+        raise ValueError(
+            f"probs {row(off[0])} sums to {float(sums[s, a]):.9g}, not 1 (tolerance "
+            f"{ROW_SUM_TOLERANCE:.1e}; {len(off)} such row(s)); rows are never renormalized"
+        )
+    return idx.astype(np.int32), p, mask
+
+
+def make_sparse_mdp(
+    next_states: ArrayLike,
+    probs: ArrayLike,
+    rewards: ArrayLike,
+    *,
+    terminal_reward: ArrayLike | None = None,
+    discount: float = 1.0,
+    action_mask: ArrayLike | None = None,
+    horizon: int | None = None,
+    initial_state: int = 0,
+    dtype=None,
+) -> SparseMDP:
+    """Validates successor lists and returns an immutable :class:`SparseMDP`.
+
+    Args:
+      next_states: `[S, A, K]` ints: the successors of each row, padded to ``K`` with ``-1``.
+      probs: `[S, A, K]` their probabilities: non-negative, 0 on padding, each allowed row
+        summing to 1 (within 3.1e-5; nothing is renormalized).
+      rewards: `[S, A]` rewards ``r(s, a)``.
+      terminal_reward: `[S]` terminal reward ``R_T`` (default zeros). Finite horizon only.
+      discount: ``γ`` in ``[0, 1]``; ``< 1`` when ``horizon`` is None.
+      action_mask: `[S, A]` bool, True = allowed (default all True).
+      horizon: ``T >= 1``, or None for an infinite discounted horizon.
+      initial_state: index of ``s_0``.
+      dtype: float dtype (default: JAX's default float).
+
+    Returns:
+      A :class:`SparseMDP`.
+
+    Raises:
+      ValueError: naming the offending argument and row.
+    """
+    dtype = working_dtype(dtype)
+    idx, p, mask = validate_successors(next_states, probs, action_mask)
+    S, A, _ = idx.shape
+    fields = validate_model_fields(
+        S, A, rewards, terminal_reward, horizon, discount, initial_state, dtype
+    )
+    return SparseMDP(
+        next_states=jnp.asarray(idx),
+        probs=jnp.asarray(p, dtype),
+        action_mask=jnp.asarray(mask),
+        **fields,
+    )
+
+
+def to_sparse(mdp: TabularMDP, max_successors: int | None = None) -> SparseMDP:
+    """A dense model's rows as successor lists; its nonzero pattern becomes the support.
+
+    Args:
+      mdp: a :class:`TabularMDP` with concrete arrays.
+      max_successors: ``K`` (default: the largest number of nonzeros in an allowed row).
+
+    Returns:
+      A :class:`SparseMDP` with the same rewards, discount, horizon and initial state.
+
+    Raises:
+      ValueError: if a row has more than ``max_successors`` nonzeros.
+    """
+    if not isinstance(mdp, TabularMDP):
+        raise ValueError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
+    P = np.asarray(mdp.transitions)
+    mask = np.asarray(mdp.action_mask)
+    nonzero = (P > 0) & mask[:, :, None]
+    most = max(int(nonzero.sum(-1).max()), 1)
+    K = most if max_successors is None else int(max_successors)
+    if K < most:
+        raise ValueError(f"a row has {most} nonzeros, more than max_successors = {K}")
+    # Stable order: the nonzeros first, in state order, then padding.
+    order = np.argsort(~nonzero, axis=-1, kind="stable")[..., :K]
+    listed = np.take_along_axis(nonzero, order, -1)
+    idx = np.where(listed, order, PADDING).astype(np.int32)
+    probs = np.where(listed, np.take_along_axis(P, order, -1), 0).astype(P.dtype)
+    return SparseMDP(
+        next_states=jnp.asarray(idx),
+        probs=jnp.asarray(probs),
+        rewards=mdp.rewards,
+        terminal_reward=mdp.terminal_reward,
+        discount=mdp.discount,
+        action_mask=mdp.action_mask,
+        horizon=mdp.horizon,
+        initial_state=mdp.initial_state,
+    )
+
+
+def to_dense(mdp: SparseMDP) -> TabularMDP:
+    """The `[S, A, S]` model of a sparse one (for small models: tests, comparisons)."""
+    if not isinstance(mdp, SparseMDP):
+        raise ValueError(f"mdp must be a SparseMDP, got {type(mdp).__name__}")
+    S, A, _ = mdp.next_states.shape
+    idx = jnp.where(mdp.next_states >= 0, mdp.next_states, 0)
+    P = jnp.zeros((S, A, S), mdp.probs.dtype)
+    s, a = jnp.meshgrid(jnp.arange(S), jnp.arange(A), indexing="ij")
+    P = P.at[s[..., None], a[..., None], idx].add(mdp.probs)
+    return TabularMDP(
+        transitions=P,
+        rewards=mdp.rewards,
+        terminal_reward=mdp.terminal_reward,
+        discount=mdp.discount,
+        action_mask=mdp.action_mask,
+        horizon=mdp.horizon,
+        initial_state=mdp.initial_state,
+    )

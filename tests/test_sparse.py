@@ -1,0 +1,198 @@
+"""Sparse models (successor lists): validation, conversion, and dense = sparse everywhere."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from conftest import GAMMA, T, lp_inner, random_arrays
+
+import jaxprivmdp as jp
+from jaxprivmdp._models import Rows
+from jaxprivmdp._robust import robust_backup
+
+S, A = 6, 3
+KEY = jax.random.key(0)
+
+
+def sparse_arrays(seed, *, masked=False):
+    """A dense model with structural zeros (about half of each row) and its arrays."""
+    P, R, RT, mask = random_arrays(seed, num_states=S, num_actions=A, masked=masked)
+    rng = np.random.default_rng(seed + 100)
+    zeros = rng.uniform(size=P.shape) < 0.5
+    zeros[..., 0] = False  # every row keeps state 0
+    P = np.where(zeros, 0.0, P)
+    P[mask] /= P[mask].sum(-1, keepdims=True)
+    return P, R, RT, mask
+
+
+def pair(seed=0, *, horizon=T, masked=False):
+    """The same model dense and sparse."""
+    P, R, RT, mask = sparse_arrays(seed, masked=masked)
+    kw = dict(action_mask=mask)
+    if horizon is None:
+        dense = jp.make_mdp(P, R, discount=GAMMA, **kw)
+    else:
+        dense = jp.make_mdp(P, R, terminal_reward=RT, horizon=horizon, discount=1.0, **kw)
+    return dense, jp.to_sparse(dense)
+
+
+def _close(a, b, atol=1e-5):
+    np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=atol, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------- the container
+
+
+def test_to_sparse_and_back():
+    dense, sparse = pair(0, masked=True)
+    assert isinstance(sparse, jp.SparseMDP) and sparse.next_states.dtype == jnp.int32
+    assert sparse.max_successors < S
+    back = jp.to_dense(sparse)
+    mask = np.asarray(dense.action_mask)
+    np.testing.assert_array_equal(
+        np.asarray(back.transitions)[mask], np.asarray(dense.transitions)[mask]
+    )
+    # make_sparse_mdp accepts what to_sparse produced.
+    again = jp.make_sparse_mdp(
+        sparse.next_states,
+        sparse.probs,
+        sparse.rewards,
+        terminal_reward=sparse.terminal_reward,
+        horizon=sparse.horizon,
+        action_mask=sparse.action_mask,
+    )
+    np.testing.assert_array_equal(again.probs, sparse.probs)
+
+
+def _lists():
+    idx = np.array([[[0, 1, -1]], [[1, 0, 2]], [[2, -1, -1]]])
+    probs = np.array([[[0.5, 0.5, 0.0]], [[0.2, 0.3, 0.5]], [[1.0, 0.0, 0.0]]])
+    return idx, probs, np.zeros((3, 1))
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda i, p: i.__setitem__((1, 0, 2), 3), r"row \(state 1, action 0\) lists state 3"),
+        (lambda i, p: i.__setitem__((1, 0, 2), -2), "outside"),
+        (lambda i, p: i.__setitem__((1, 0, 1), 1), r"lists state 1 twice"),
+        (lambda i, p: p.__setitem__((0, 0, 2), 0.1), "on padding"),
+        (lambda i, p: p.__setitem__((1, 0, 2), 0.4), r"row \(state 1, action 0\) sums to 0.9"),
+        (lambda i, p: p.__setitem__((1, 0, 2), np.nan), "non-finite"),
+        (lambda i, p: p.__setitem__((1, 0, 0), -0.1), "negative"),
+    ],
+)
+def test_make_sparse_mdp_names_the_row(change, match):
+    idx, probs, R = _lists()
+    change(idx, probs)
+    with pytest.raises(ValueError, match=match):
+        jp.make_sparse_mdp(idx, probs, R, horizon=2)
+
+
+def test_make_sparse_mdp_shapes_and_types():
+    idx, probs, R = _lists()
+    with pytest.raises(ValueError, match="next_states must be integers"):
+        jp.make_sparse_mdp(idx.astype(float), probs, R, horizon=2)
+    with pytest.raises(ValueError, match="probs must have the shape"):
+        jp.make_sparse_mdp(idx, probs[..., :2], R, horizon=2)
+    with pytest.raises(ValueError, match="rewards must have shape"):
+        jp.make_sparse_mdp(idx, probs, np.zeros((3, 2)), horizon=2)
+    m = jp.make_sparse_mdp(idx, probs, R, horizon=2)
+    assert (m.num_states, m.num_actions, m.max_successors) == (3, 1, 3)
+
+
+# ----------------------------------------------------------------------------- dense = sparse
+
+
+@pytest.mark.parametrize("horizon", [T, None])
+def test_solve_and_evaluate_agree(horizon):
+    dense, sparse = pair(1, horizon=horizon, masked=True)
+    sd, ss = jp.solve(dense), jp.solve(sparse)
+    np.testing.assert_array_equal(sd.policy, ss.policy)
+    _close(sd.values, ss.values)
+    _close(jp.evaluate(dense, sd.policy), jp.evaluate(sparse, sd.policy))
+    rng = np.random.default_rng(3)
+    lead = (horizon,) if horizon else ()
+    pi = rng.uniform(size=lead + (S, A)) * np.asarray(dense.action_mask)
+    pi = (pi / pi.sum(-1, keepdims=True)).astype(np.float32)
+    _close(jp.evaluate(dense, pi), jp.evaluate(sparse, pi))
+
+
+@pytest.mark.parametrize("horizon", [T, None])
+@pytest.mark.parametrize("support_aware", [False, True])
+def test_bounds_agree(horizon, support_aware):
+    dense, sparse = pair(2, horizon=horizon, masked=True)
+    private = jp.synthesize(KEY, sparse, k=8.0)
+    p_sparse = dataclasses.replace(sparse, probs=private.private_transitions)
+    p_dense = jp.to_dense(p_sparse)
+    policy = private.policy
+    for k in (1.0, 8.0, 200.0):
+        bd = jp.cost_of_privacy(p_dense, policy, k=k, support_aware=support_aware)
+        bs = jp.cost_of_privacy(p_sparse, policy, k=k, support_aware=support_aware)
+        _close(bd.pessimistic, bs.pessimistic, atol=2e-5)
+        _close(bd.optimistic, bs.optimistic, atol=2e-5)
+        values = jp.evaluate(p_sparse, policy)
+        assert np.all(np.asarray(bs.pessimistic) <= np.asarray(values) + 1e-4)
+        assert np.all(np.asarray(values) <= np.asarray(bs.optimistic) + 1e-4)
+
+
+def test_support_aware_is_tighter_and_default_is_the_papers():
+    dense, sparse = pair(4)
+    out = jp.synthesize(KEY, sparse, k=5.0)
+    p_sparse = dataclasses.replace(sparse, probs=out.private_transitions)
+    paper = jp.cost_of_privacy(p_sparse, out.policy, k=5.0)
+    aware = jp.cost_of_privacy(p_sparse, out.policy, k=5.0, support_aware=True)
+    _close(paper.cost, out.cost)  # synthesize's default is the paper's set
+    assert float(aware.cost) < float(paper.cost)
+    assert np.all(np.asarray(aware.pessimistic) >= np.asarray(paper.pessimistic) - 1e-5)
+
+
+@pytest.mark.parametrize("alpha", [0.03, 0.2, 0.7, 1.5])
+def test_support_aware_greedy_equals_the_lp_on_the_support(alpha):
+    """The oracle: the paper's LP written over each row's support only (SciPy HiGHS)."""
+    rng = np.random.default_rng(int(alpha * 100))
+    n, K = 9, 4
+    idx = np.stack([rng.permutation(n)[:K] for _ in range(5)])[:, None]  # [5, 1, K]
+    idx[0, 0, 3] = -1  # a padded row
+    probs = rng.dirichlet(np.ones(K), size=(5, 1))
+    probs[0, 0, 3] = 0.0
+    probs[0, 0] /= probs[0, 0].sum()
+    v_low = rng.normal(size=n)
+    v_high = rng.normal(size=n)
+    v_low[idx[1, 0, 0]] = v_low[idx[1, 0, 1]]  # a tie
+    beta = 0.2
+    rows = Rows(jnp.asarray(probs), jnp.asarray(idx))
+    with jax.enable_x64(True):
+        rows = Rows(jnp.asarray(probs, jnp.float64), jnp.asarray(idx, jnp.int32))
+        low, high = robust_backup(
+            rows, alpha, jnp.asarray(v_low), jnp.asarray(v_high), beta, width=n, support_aware=True
+        )
+    for r in range(5):
+        keep = (idx[r, 0] >= 0) & (probs[r, 0] > 0)
+        s = idx[r, 0][keep]
+        p = probs[r, 0][keep]
+        assert float(low[r, 0]) == pytest.approx(lp_inner(v_low[s], p, alpha, beta), abs=1e-7)
+        want = lp_inner(v_high[s], p, alpha, beta, maximize=True)
+        assert float(high[r, 0]) == pytest.approx(want, abs=1e-7)
+
+
+def test_mechanism_on_a_sparse_model_keeps_the_support():
+    _, sparse = pair(5, masked=True)
+    out = jp.synthesize(KEY, sparse, k=3.0, sampler="fast")
+    p_bar = np.asarray(out.private_transitions)
+    support = (np.asarray(sparse.probs) > 0) & (np.asarray(sparse.next_states) >= 0)
+    mask = np.asarray(sparse.action_mask)
+    assert np.all(p_bar[~support] == 0)
+    np.testing.assert_allclose(p_bar[mask].sum(-1), 1, atol=1e-5)
+    with pytest.raises(ValueError, match="smoothing"):
+        jp.synthesize(KEY, sparse, k=3.0, smoothing=0.01)
+
+
+def test_sweep_on_a_sparse_model_equals_synthesize():
+    _, sparse = pair(6)
+    res = jp.sweep(KEY, sparse, ks=[2.0, 20.0], num_trials=2, support_aware=True)
+    one = jp.synthesize(jp.sweep_key(KEY, 1, 1), sparse, k=20.0, sampler="fast", support_aware=True)
+    assert float(res.cost[1, 1]) == pytest.approx(float(one.cost), abs=1e-5)
+    assert np.all(np.asarray(res.pessimistic) <= np.asarray(res.private_value) + 1e-5)
