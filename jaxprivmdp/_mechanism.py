@@ -23,7 +23,8 @@ from ._checks import (
     is_concrete,
     working_dtype,
 )
-from ._mdp import validate_transitions
+from ._mdp import TabularMDP, validate_transitions
+from ._models import with_probs
 from ._sampling import loggamma
 from ._sparse import SparseMDP
 
@@ -244,7 +245,10 @@ def dirichlet_mechanism(
     Args:
       key: a JAX PRNG key (``jax.random.key``). The same key gives the same noise; for a real
         release use :func:`secure_key`.
-      transitions: `[S, A, S]` the sensitive transition probabilities.
+      transitions: `[S, A, S]` the sensitive transition probabilities, or a whole model
+        (:class:`TabularMDP` or :class:`SparseMDP`, whose own action mask is used): then the
+        privatized model of the same kind comes back. A sparse model's rows are privatized
+        over their listed successors (its support is public structure).
       k: the mechanism's parameter ``k > 0`` (larger = weaker privacy, less noise).
       action_mask: `[S, A]` bool, True = allowed. Masked rows are never privatized and come out
         as zeros (they are ignored everywhere in the library).
@@ -262,7 +266,7 @@ def dirichlet_mechanism(
 
     Returns:
       `[S, A, S]` privatized transitions ``P̄``: same dtype as a floating ``transitions``
-      array (JAX's default float dtype otherwise).
+      array (JAX's default float dtype otherwise); for a model, the privatized model.
 
     Raises:
       ValueError: invalid transitions, ``k <= 0``, or zero entries without ``support`` or
@@ -274,6 +278,8 @@ def dirichlet_mechanism(
     """
     key = check_key(key)
     sampler = check_sampler(sampler)
+    if isinstance(transitions, TabularMDP | SparseMDP):
+        return _privatize_model(key, transitions, k, action_mask, support, smoothing, sampler)
     given = getattr(transitions, "dtype", None)
     floating = given is not None and np.dtype(given) in (np.float32, np.float64)
     # A float64 array without x64 is computed in float32, as everywhere in JAX.
@@ -282,6 +288,18 @@ def dirichlet_mechanism(
     inp = mechanism_input(transitions, action_mask, support, smoothing, dtype)
     k = jnp.asarray(k, dtype)
     return _privatize_jit(key, inp.rows, k, inp.support, inp.action_mask, sampler=sampler)
+
+
+def _privatize_model(key, mdp, k, action_mask, support, smoothing, sampler):
+    """:func:`dirichlet_mechanism` of a whole model: the same kind of model comes back."""
+    if action_mask is not None:
+        raise ValueError("a model carries its own action_mask; do not pass another")
+    dtype = mdp.rewards.dtype
+    check_positive("k", k, dtype=dtype)
+    inp = model_mechanism_input(mdp, support, smoothing)
+    k = jnp.asarray(k, dtype)
+    p_bar = _privatize_jit(key, inp.rows, k, inp.support, inp.action_mask, sampler=sampler)
+    return with_probs(mdp, p_bar)
 
 
 def secure_key(impl: str | None = None) -> jax.Array:

@@ -1,12 +1,13 @@
-"""The paper's two example MDPs (Section VI)."""
+"""Example models: the paper's two (Section VI) and a gridworld (a sparse robot map)."""
 
 from __future__ import annotations
 
 import jax
 import numpy as np
 
-from ._checks import check_count, check_key
+from ._checks import check_count, check_key, check_range
 from ._mdp import TabularMDP, make_mdp
+from ._sparse import PADDING, SparseMDP, make_sparse_mdp
 
 HIT_PROBABILITIES = (0.9, 0.2, 0.8, 0.3)
 
@@ -87,3 +88,121 @@ def random_mdp(
     return make_mdp(
         P, rewards, terminal_reward=terminal, horizon=horizon, discount=discount, dtype=dtype
     )
+
+
+# Actions of the gridworld: (row, column) moves.
+MOVES = ((-1, 0), (0, 1), (1, 0), (0, -1))  # up, right, down, left
+
+
+def gridworld(
+    height: int,
+    width: int,
+    *,
+    slip: float = 0.1,
+    obstacles=None,
+    horizon: int | None = None,
+    discount: float = 0.95,
+    dtype=None,
+) -> SparseMDP:
+    """A robot on a ``height × width`` map: walls, a goal, slip to the perpendicular moves.
+
+    States are cells ``s = row · width + column``; the robot starts at the top-left cell
+    (``s0 = 0``) and the goal is the bottom-right cell. Actions are up, right, down, left.
+    A move goes where intended with probability ``1 − slip`` and to each perpendicular
+    direction with ``slip / 2``; a move into the border or an obstacle stays put (merged
+    with any other way of staying, so a row lists at most 3 distinct successors). Every
+    step costs 1 (reward −1) until the goal, which is absorbing with reward 0. Obstacle
+    cells are states no move enters (their actions stay put, reward 0). Built with NumPy in
+    O(S) memory: a 1000×1000 map (10⁶ states) builds and validates in about 2 s on a 2-core
+    CPU.
+
+    Args:
+      height: rows of the map, ``>= 1``.
+      width: columns of the map, ``>= 1`` (and ``height · width >= 2``).
+      slip: probability of slipping, in ``[0, 1]``.
+      obstacles: None, or a bool array `[height, width]` (True = wall), or an iterable of
+        ``(row, column)`` cells. Neither the start nor the goal may be an obstacle.
+      horizon: ``T`` for a finite horizon, or None for an infinite discounted one.
+      discount: ``γ`` (``< 1`` for an infinite horizon).
+      dtype: float dtype.
+
+    Returns:
+      A :class:`SparseMDP` with ``S = height · width``, ``A = 4``, ``K = 3``.
+
+    Raises:
+      ValueError: for sizes < 1, ``slip`` outside ``[0, 1]``, or obstacles that are out of
+        range or cover the start or the goal.
+    """
+    H, W = check_count("height", height), check_count("width", width)
+    S = H * W
+    if S < 2:
+        raise ValueError("a gridworld needs at least 2 cells (a start and a goal)")
+    check_range("slip", slip, low=0.0, high=1.0, scalar=True)
+    walls = _obstacle_map(obstacles, H, W)
+    goal = S - 1
+    if walls[0, 0] or walls.reshape(-1)[goal]:
+        raise ValueError("obstacles must not cover the start (0, 0) or the goal")
+    rows, cols = np.divmod(np.arange(S), W)
+    blocked = walls.reshape(-1)
+
+    def target(move):  # [S] where a move from every cell lands
+        r, c = rows + move[0], cols + move[1]
+        inside = (r >= 0) & (r < H) & (c >= 0) & (c < W)
+        dest = np.where(inside, np.clip(r, 0, H - 1) * W + np.clip(c, 0, W - 1), -1)
+        return np.where(inside & ~blocked[np.maximum(dest, 0)], dest, np.arange(S))
+
+    next_states = np.empty((S, 4, 3), np.int64)
+    probs = np.empty((S, 4, 3))
+    for a, move in enumerate(MOVES):
+        left, right = MOVES[(a - 1) % 4], MOVES[(a + 1) % 4]
+        next_states[:, a] = np.stack([target(move), target(left), target(right)], -1)
+        probs[:, a] = (1 - slip, slip / 2, slip / 2)
+    # Absorbing goal and obstacle cells: stay put with probability 1.
+    still = blocked.copy()
+    still[goal] = True
+    next_states[still] = np.arange(S)[still, None, None]
+    probs[still] = (1.0, 0.0, 0.0)
+    next_states, probs = _merge_duplicates(next_states, probs)
+    rewards = np.where(still[:, None], 0.0, -1.0) * np.ones((1, 4))
+    return make_sparse_mdp(
+        next_states,
+        probs,
+        rewards,
+        horizon=horizon,
+        discount=discount,
+        initial_state=0,
+        dtype=dtype,
+    )
+
+
+def _obstacle_map(obstacles, H: int, W: int) -> np.ndarray:
+    if obstacles is None:
+        return np.zeros((H, W), bool)
+    arr = np.asarray(obstacles)
+    if arr.dtype == np.bool_:
+        if arr.shape != (H, W):
+            raise ValueError(
+                f"obstacles must have shape [height, width] = {(H, W)}, got {arr.shape}"
+            )
+        return arr.copy()
+    cells = arr.reshape(-1, 2) if arr.size else np.zeros((0, 2), int)
+    if not np.issubdtype(cells.dtype, np.integer):
+        raise ValueError("obstacles must be a bool map or (row, column) integer pairs")
+    bad = (cells[:, 0] < 0) | (cells[:, 0] >= H) | (cells[:, 1] < 0) | (cells[:, 1] >= W)
+    if bad.any():
+        raise ValueError(f"obstacle {tuple(cells[bad][0])} lies outside the {H}x{W} map")
+    walls = np.zeros((H, W), bool)
+    walls[cells[:, 0], cells[:, 1]] = True
+    return walls
+
+
+def _merge_duplicates(next_states: np.ndarray, probs: np.ndarray):
+    """Adds the probability of a repeated successor to its first slot; the rest is padding."""
+    K = next_states.shape[-1]
+    for j in range(1, K):
+        for i in range(j):
+            same = (next_states[..., j] == next_states[..., i]) & (probs[..., j] > 0)
+            probs[..., i] += np.where(same, probs[..., j], 0)
+            probs[..., j] = np.where(same, 0, probs[..., j])
+    next_states = np.where(probs > 0, next_states, PADDING)
+    return next_states, probs

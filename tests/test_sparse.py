@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import GAMMA, T, lp_inner, random_arrays
+from conftest import GAMMA, T, lp_inner, np_backward_induction, random_arrays
 
 import jaxprivmdp as jp
 from jaxprivmdp._models import Rows
@@ -196,3 +196,64 @@ def test_sweep_on_a_sparse_model_equals_synthesize():
     one = jp.synthesize(jp.sweep_key(KEY, 1, 1), sparse, k=20.0, sampler="fast", support_aware=True)
     assert float(res.cost[1, 1]) == pytest.approx(float(one.cost), abs=1e-5)
     assert np.all(np.asarray(res.pessimistic) <= np.asarray(res.private_value) + 1e-5)
+
+
+# ----------------------------------------------------------------------------- gridworld
+
+
+def test_gridworld_against_numpy_backward_induction():
+    walls = np.zeros((4, 5), bool)
+    walls[1, 1:4] = True
+    g = jp.examples.gridworld(4, 5, slip=0.2, obstacles=walls, horizon=12, discount=1.0)
+    assert isinstance(g, jp.SparseMDP)
+    assert (g.num_states, g.num_actions, g.max_successors) == (20, 4, 3)
+    dense = jp.to_dense(g)
+    P = np.asarray(dense.transitions, np.float64)
+    np.testing.assert_allclose(P.sum(-1), 1, atol=1e-6)
+    free = ~walls.reshape(-1)
+    assert np.all(P[free][:, :, ~free] == 0)  # no move enters a wall
+    R = np.asarray(g.rewards, np.float64)
+    mask = np.ones((20, 4), bool)
+    _, V, _ = np_backward_induction(P, R, np.zeros(20), 1.0, mask, 12)
+    sol = jp.solve(g)
+    np.testing.assert_allclose(sol.values, V, atol=1e-4)
+    # From the start, with a wall in the way, the goal is 7 moves away: about −7 to −9.
+    assert -10 < float(sol.values[0, 0]) < -7
+
+
+def test_gridworld_rows_and_errors():
+    g = jp.examples.gridworld(3, 3, slip=0.0)
+    assert g.horizon is None and float(g.discount) == pytest.approx(0.95)
+    idx = np.asarray(g.next_states)
+    assert idx[0, 0, 0] == 0 and np.all(idx[0, 0, 1:] == -1)  # up from a corner: stays
+    assert idx[0, 1, 0] == 1  # right
+    with pytest.raises(ValueError, match="height must be an int >= 1"):
+        jp.examples.gridworld(0, 3)
+    with pytest.raises(ValueError, match="slip"):
+        jp.examples.gridworld(3, 3, slip=1.5)
+    with pytest.raises(ValueError, match="outside the 3x3 map"):
+        jp.examples.gridworld(3, 3, obstacles=[(3, 0)])
+    with pytest.raises(ValueError, match="start"):
+        jp.examples.gridworld(3, 3, obstacles=[(0, 0)])
+
+
+def test_mechanism_and_accounting_take_a_sparse_model():
+    g = jp.examples.gridworld(4, 4, horizon=5, discount=1.0)
+    private = jp.dirichlet_mechanism(KEY, g, 5.0)
+    assert isinstance(private, jp.SparseMDP)
+    np.testing.assert_array_equal(private.next_states, g.next_states)
+    assert np.all(np.asarray(private.probs)[np.asarray(g.next_states) < 0] == 0)
+    dense = jp.to_dense(g)
+    assert isinstance(jp.dirichlet_mechanism(KEY, dense, 5.0, support="nonzero"), jp.TabularMDP)
+    sparse_g = jp.privacy.mdp_guarantee(5.0, g, b=0.1, eta=0.05, target_delta=1e-3)
+    dense_g = jp.privacy.mdp_guarantee(
+        5.0,
+        dense.transitions,
+        b=0.1,
+        eta=0.05,
+        target_delta=1e-3,
+        action_mask=dense.action_mask,
+        support="nonzero",
+    )
+    assert sparse_g.epsilon == pytest.approx(dense_g.epsilon)
+    assert sparse_g.num_rows == dense_g.num_rows

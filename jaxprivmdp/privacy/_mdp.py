@@ -11,6 +11,7 @@ from numpy.typing import ArrayLike
 
 from .._checks import ETA_RELATIVE_TOLERANCE, real
 from .._mechanism import prepare_mechanism_input
+from .._sparse import SparseMDP
 from ._row import Guarantee, check_b, check_k, check_target_delta, guarantee
 
 Adjacency = Literal["row", "all"]
@@ -140,7 +141,8 @@ def mdp_guarantee(
 
     Args:
       k: the mechanism's parameter, ``> 0``.
-      transitions: `[S, A, S]` the non-private transition probabilities.
+      transitions: `[S, A, S]` the non-private transition probabilities, or a
+        :class:`SparseMDP` (each row over its listed successors, ``n`` = their number).
       b: the per-row adjacency bound, in ``(0, 1]``.
       eta: the public lower bound on every (smoothed) entry on the support; None means
         ``smoothing`` when it is given, else each row's minimum (see the caveat above).
@@ -166,11 +168,19 @@ def mdp_guarantee(
     target_delta = check_target_delta(target_delta)
     if adjacency not in ("row", "all"):
         raise ValueError(f"adjacency must be 'row' or 'all', got {adjacency!r}")
-    # The same validation, smoothing and support rules as the mechanism itself.
-    inp = prepare_mechanism_input(
-        transitions, action_mask=action_mask, support=support, smoothing=smoothing
-    )
-    P, supp, mask = inp.rows, inp.support, inp.action_mask
+    if isinstance(transitions, SparseMDP):
+        # Successor lists: each row is privatized over its listed successors.
+        if smoothing is not None or action_mask is not None:
+            raise ValueError("a SparseMDP takes neither smoothing nor another action_mask")
+        P = np.asarray(transitions.probs, np.float64)
+        mask = np.asarray(transitions.action_mask)
+        supp = (P > 0) & (np.asarray(transitions.next_states) >= 0)
+    else:
+        # The same validation, smoothing and support rules as the mechanism itself.
+        inp = prepare_mechanism_input(
+            transitions, action_mask=action_mask, support=support, smoothing=smoothing
+        )
+        P, supp, mask = inp.rows, inp.support, inp.action_mask
     if eta is None and smoothing is not None:
         eta = smoothing  # the public bound that smoothing guarantees
     if eta is not None:
