@@ -164,6 +164,12 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
     p.add_argument("--sampler", choices=("fast", "jax"), default="fast", help="gamma sampler")
     p.add_argument("--batch-size", type=int, default=None, help="runs per chunk (memory)")
+    p.add_argument(
+        "--support-aware",
+        action="store_true",
+        help="bounds over each row's support only (valid when the zero pattern is public, "
+        "e.g. with --support nonzero); default: the paper's set over the whole simplex",
+    )
 
 
 def _mdp_options(p: argparse.ArgumentParser, *, planning: bool, required: bool = True) -> None:

@@ -257,6 +257,7 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
             beta=args.beta,
             batch_size=args.batch_size,
             sampler=args.sampler,
+            support_aware=args.support_aware,
             progress=_progress(name),
             **options.get(name, {}),
         )
@@ -276,6 +277,7 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
         "beta": args.beta,
         "dtype": args.dtype,
         "sampler": args.sampler,
+        "support_aware": args.support_aware,
         "wall_time_s": None,
         "wall_time_per_sweep_s": timings,
         "environment": _report.environment(),

@@ -55,6 +55,16 @@ def test_sweep_on_a_user_file(tmp_path, investment_npz):
     assert rc == 0
     rows = json.loads((out / "sweep.json").read_text())["results"]["investment"]
     assert len(rows) == 2 and (out / "sweep.png").exists()
+    # --support-aware: the set over each row's support is tighter (Example 1's rows have
+    # two entries, so the paper's set puts mass on the unreachable start state).
+    aware = tmp_path / "aware"
+    rc = main(args + ["--out", str(aware), "--trials", "2", "--ks", "1", "40", "--support-aware"])
+    assert rc == 0
+    meta = json.loads((aware / "sweep.json").read_text())
+    tight = meta["results"]["investment"]
+    assert meta["support_aware"] is True
+    for r, t in zip(rows, tight, strict=True):
+        assert t["cost_mean"] <= r["cost_mean"] + 1e-6
 
 
 @pytest.mark.parametrize(
