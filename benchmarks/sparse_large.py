@@ -13,19 +13,26 @@ import jax
 
 import jaxprivmdp as jp
 
-n = int(sys.argv[1])
-aware = sys.argv[2] == "1"
-g = jp.examples.gridworld(n, n, discount=0.95)
-f = lambda: jax.block_until_ready(
-    jp.synthesize(jax.random.key(0), g, k=50.0, sampler="fast", support_aware=aware)
-)
-t = time.time()
-out = f()
-t1 = time.time() - t
-t = time.time()
-f()
-t2 = time.time() - t
-print(
-    f"{n}x{n} aware={aware}: first {t1:.2f}s steady {t2:.2f}s cost {float(out.cost):.3f} conv {bool(out.converged)} maxrss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB",
-    flush=True,
-)
+
+def main(n: int, aware: bool) -> None:
+    g = jp.examples.gridworld(n, n, discount=0.95)
+
+    def once():
+        out = jp.synthesize(jax.random.key(0), g, k=50.0, sampler="fast", support_aware=aware)
+        return jax.block_until_ready(out)
+
+    t = time.perf_counter()
+    out = once()
+    first = time.perf_counter() - t
+    t = time.perf_counter()
+    once()
+    steady = time.perf_counter() - t
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        f"{n}x{n} support_aware={aware}: first {first:.2f} s, steady {steady:.2f} s, "
+        f"cost {float(out.cost):.3f}, converged {bool(out.converged)}, max RSS {rss:.0f} MB"
+    )
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), sys.argv[2] == "1")

@@ -5,6 +5,7 @@ Run: ``python benchmarks/sparse_quick.py`` (a first measurement for the sparse-m
 not yet a pytest-benchmark module).
 """
 
+import dataclasses
 import time
 
 import jax
@@ -12,37 +13,35 @@ import numpy as np
 
 import jaxprivmdp as jp
 
-g = jp.examples.gridworld(50, 50, horizon=100, discount=1.0)
-d = jp.to_dense(g)
-
 
 def run(m):
     kw = {} if isinstance(m, jp.SparseMDP) else {"support": "nonzero"}
-    return jax.block_until_ready(jp.synthesize(jax.random.key(0), m, k=50.0, sampler="fast", **kw))
+    out = jp.synthesize(jax.random.key(0), m, k=50.0, sampler="fast", **kw)
+    return jax.block_until_ready(out)
 
 
-for m in (g, d):
-    run(m)
-ts = {}
-for name, m in (("sparse", g), ("dense", d)):
-    times = []
-    for _ in range(3):
-        t = time.perf_counter()
-        run(m)
-        times.append(time.perf_counter() - t)
-    ts[name] = min(times)
-print({k: round(v, 4) for k, v in ts.items()}, "dense/sparse", round(ts["dense"] / ts["sparse"], 1))
-# Same numbers, given the same privatized rows:
-out = run(g)
-import dataclasses
+def main() -> None:
+    sparse = jp.examples.gridworld(50, 50, horizon=100, discount=1.0)
+    dense = jp.to_dense(sparse)
+    best = {}
+    for name, m in (("sparse", sparse), ("dense", dense)):
+        run(m)  # compile
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            run(m)
+            times.append(time.perf_counter() - t)
+        best[name] = min(times)
+    ratio = best["dense"] / best["sparse"]
+    print({k: round(v, 4) for k, v in best.items()}, f"dense/sparse {ratio:.1f}")
+    out = run(sparse)
+    p_sparse = dataclasses.replace(sparse, probs=out.private_transitions)
+    bs = jp.cost_of_privacy(p_sparse, out.policy, k=50.0)
+    bd = jp.cost_of_privacy(jp.to_dense(p_sparse), out.policy, k=50.0)
+    for f in ("pessimistic", "optimistic"):
+        diff = np.abs(np.asarray(getattr(bs, f)) - np.asarray(getattr(bd, f))).max()
+        print(f"max |dense - sparse| {f}: {float(diff):.3g}")
 
-p_sparse = dataclasses.replace(g, probs=out.private_transitions)
-p_dense = jp.to_dense(p_sparse)
-bs = jp.cost_of_privacy(p_sparse, out.policy, k=50.0)
-bd = jp.cost_of_privacy(p_dense, out.policy, k=50.0)
-print(
-    "max |dense - sparse| pessimistic",
-    float(np.abs(np.asarray(bs.pessimistic) - np.asarray(bd.pessimistic)).max()),
-    "optimistic",
-    float(np.abs(np.asarray(bs.optimistic) - np.asarray(bd.optimistic)).max()),
-)
+
+if __name__ == "__main__":
+    main()
