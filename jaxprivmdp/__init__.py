@@ -12,6 +12,7 @@ from . import examples as examples
 from . import privacy as privacy
 from ._bounds import PrivacyBounds as PrivacyBounds
 from ._bounds import cost_of_privacy as cost_of_privacy
+from ._load import load_mdp as load_mdp
 from ._mdp import TabularMDP as TabularMDP
 from ._mdp import make_mdp as make_mdp
 from ._mechanism import dirichlet_mechanism as dirichlet_mechanism
@@ -44,6 +45,7 @@ __all__ = [
     "dirichlet_mechanism",
     "evaluate",
     "examples",
+    "load_mdp",
     "make_mdp",
     "make_sparse_mdp",
     "privacy",

@@ -177,7 +177,12 @@ def _mdp_options(p: argparse.ArgumentParser, *, planning: bool, required: bool =
     help_t = "T (omit for infinite horizon)" if planning else _NOT_NEEDED
     help_gamma = "γ in [0, 1] (None: 1 with --horizon, else 0.95)" if planning else _NOT_NEEDED
     p.add_argument(
-        "--mdp", type=Path, required=required, default=None, help=".npz: transitions, rewards"
+        "--mdp",
+        type=Path,
+        required=required,
+        default=None,
+        help=".npz (transitions, rewards; or next_states, probs, rewards for a sparse model) "
+        "or, for sweep, a PRISM .tra file with its .srew/.trew (and .lab) beside it",
     )
     p.add_argument("--horizon", type=int, default=None, help=help_t)
     p.add_argument("--discount", type=float, default=None, help=help_gamma)

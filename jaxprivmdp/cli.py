@@ -15,11 +15,10 @@ from pathlib import Path
 
 from ._cli_args import ONE_OVER_N_RTOL, build_parser, check_args
 from ._io import atomic_outputs, atomic_path, read_npz
+from ._load import RELEASE_METADATA
 
 PRIVACY_B = 0.1
 PRIVACY_DELTA = 1e-3
-# Arrays `jaxprivmdp privatize` stores beside the MDP; reading them back is fine.
-RELEASE_METADATA = ("k", "epsilon", "delta", "b", "adjacency", "eta")
 
 
 def _log(msg: str) -> None:
@@ -92,6 +91,39 @@ def load_npz_mdp(path: Path, *, horizon, discount, initial_state, dtype, arrays=
         raise ValueError(f"{where}: {e}{note}") from None
 
 
+def _holds_successor_lists(path: Path) -> bool:
+    """An ``.npz`` whose members include ``next_states`` (a sparse model)."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as zf:
+            return "next_states.npy" in zf.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False  # the dense reader reports what is wrong with the file
+
+
+def _load_sparse_mdp(args, horizon, discount, validation_only):
+    """A sparse model (PRISM ``.tra`` or successor lists in ``.npz``) for ``sweep``."""
+    from . import load_mdp
+
+    if validation_only:
+        raise ValueError(
+            f"--mdp {str(args.mdp)!r} is a sparse model: `privacy` and `privatize` read dense "
+            ".npz models for now; use jaxprivmdp.privacy.mdp_guarantee and "
+            "jaxprivmdp.dirichlet_mechanism, which take a SparseMDP, from Python"
+        )
+    try:
+        return load_mdp(
+            args.mdp,
+            horizon=horizon,
+            discount=discount,
+            initial_state=args.initial_state if args.mdp.suffix != ".tra" else None,
+            dtype=getattr(args, "dtype", None),
+        )
+    except ValueError as e:
+        raise ValueError(f"--mdp: {e}") from None
+
+
 def _load_user_mdp(args, *, validation_only: bool = False):
     """``--mdp`` as an MDP; with ``validation_only`` no horizon is needed.
 
@@ -99,11 +131,13 @@ def _load_user_mdp(args, *, validation_only: bool = False):
     the file is validated as a one-stage MDP, which accepts every terminal reward and
     discount an MDP of any horizon could have.
     """
-    arrays = _read_mdp_arrays(args.mdp)
     horizon = args.horizon
     if validation_only and horizon is None:
         horizon = 1
     discount = args.discount if args.discount is not None else (1.0 if horizon else 0.95)
+    if args.mdp.suffix == ".tra" or _holds_successor_lists(args.mdp):
+        return _load_sparse_mdp(args, horizon, discount, validation_only), None
+    arrays = _read_mdp_arrays(args.mdp)
     mdp = load_npz_mdp(
         args.mdp,
         horizon=horizon,
