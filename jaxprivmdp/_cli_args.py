@@ -182,7 +182,7 @@ def _mdp_options(p: argparse.ArgumentParser, *, planning: bool, required: bool =
         required=required,
         default=None,
         help=".npz (transitions, rewards; or next_states, probs, rewards for a sparse model) "
-        "or, for sweep, a PRISM .tra file with its .srew/.trew (and .lab) beside it",
+        "or a PRISM .tra file with its .srew/.trew (and .lab) beside it",
     )
     p.add_argument("--horizon", type=int, default=None, help=help_t)
     p.add_argument("--discount", type=float, default=None, help=help_gamma)

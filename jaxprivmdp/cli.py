@@ -103,14 +103,13 @@ def _holds_successor_lists(path: Path) -> bool:
 
 
 def _load_sparse_mdp(args, horizon, discount, validation_only):
-    """A sparse model (PRISM ``.tra`` or successor lists in ``.npz``) for ``sweep``."""
+    """A sparse model (PRISM ``.tra`` or successor lists in ``.npz``)."""
     from . import load_mdp
 
-    if validation_only:
+    if validation_only and (args.support is not None or args.smoothing is not None):
         raise ValueError(
-            f"--mdp {str(args.mdp)!r} is a sparse model: `privacy` and `privatize` read dense "
-            ".npz models for now; use jaxprivmdp.privacy.mdp_guarantee and "
-            "jaxprivmdp.dirichlet_mechanism, which take a SparseMDP, from Python"
+            "a sparse --mdp is privatized over its listed successors: --support and "
+            "--smoothing do not apply"
         )
     try:
         return load_mdp(
@@ -242,8 +241,16 @@ def _mdp_guarantee(args, mdp, k):
     """The guarantee of privatizing ``mdp`` with ``k`` under the command's privacy options."""
     import numpy as np
 
-    from . import privacy
+    from . import SparseMDP, privacy
 
+    if isinstance(mdp, SparseMDP):  # successor lists carry their own support and mask
+        return _accounting(
+            "--k",
+            k,
+            lambda: privacy.mdp_guarantee(
+                k, mdp, b=args.b, eta=args.eta, target_delta=args.delta, adjacency=args.adjacency
+            ),
+        )
     return _accounting(
         "--k",
         k,
@@ -463,10 +470,18 @@ def cmd_privatize(args) -> list[Path]:
     """A release: privatize a user's MDP with OS-entropy randomness; never write the input."""
     import numpy as np
 
-    from . import dirichlet_mechanism, secure_key
+    from . import SparseMDP, dirichlet_mechanism, secure_key
 
     mdp, arrays = _load_user_mdp(args, validation_only=True)
     g = _mdp_guarantee(args, mdp, args.k)
+    if isinstance(mdp, SparseMDP):
+        private = dirichlet_mechanism(secure_key(), mdp, args.k)
+        rows = {"next_states": np.asarray(mdp.next_states), "probs": np.asarray(private.probs)}
+        # A PRISM model's rewards were read from its reward file: they are public.
+        public = {"rewards": np.asarray(mdp.rewards)}
+        if mdp.is_finite_horizon:
+            public["terminal_reward"] = np.asarray(mdp.terminal_reward)
+        return _write_release(args, g, rows, np.asarray(mdp.action_mask), public)
     private = dirichlet_mechanism(
         secure_key(),
         mdp.transitions,
@@ -477,11 +492,19 @@ def cmd_privatize(args) -> list[Path]:
     )
     # Rewards and terminal reward are public and kept exactly as given.
     public = {n: arrays[n] for n in ("rewards", "terminal_reward") if n in arrays}
+    rows = {"transitions": np.asarray(private)}
+    return _write_release(args, g, rows, np.asarray(mdp.action_mask), public)
+
+
+def _write_release(args, g, rows: dict, action_mask, public: dict) -> list[Path]:
+    """The release file: the privatized rows, the public parts and the guarantee."""
+    import numpy as np
+
     with atomic_path(args.out) as tmp, tmp.open("wb") as f:
         np.savez(
             f,
-            transitions=np.asarray(private),
-            action_mask=np.asarray(mdp.action_mask),
+            **rows,
+            action_mask=action_mask,
             **public,
             k=args.k,
             epsilon=g.epsilon,

@@ -129,6 +129,15 @@ def test_cli_sweeps_a_prism_model_and_a_sparse_npz(tmp_path):
     out = tmp_path / "b"
     assert main(["sweep", "--mdp", str(npz), "--out", str(out), "--support-aware"] + common) == 0
     assert (out / "sweep.png").is_file()
-    # privacy/privatize read dense models only (for now): one clear line.
-    rc = main(["privacy", "--mdp", str(npz), "--k", "5", "--eta", "0.05"])
-    assert rc == 2
+    # privacy and privatize take sparse models too; the release keeps the successor lists.
+    rc = main(["privacy", "--mdp", str(npz), "--k", "5", "--eta", "0.05", "--out", str(out)])
+    assert rc == 0
+    release = tmp_path / "private.npz"
+    rc = main(["privatize", "--mdp", str(path), "--k", "5", "--eta", "0.2", "--out", str(release)])
+    assert rc == 0
+    with np.load(release) as f:
+        assert {"next_states", "probs", "rewards", "epsilon"} <= set(f.files)
+        assert "transitions" not in f.files
+    private = jp.load_mdp(release, horizon=3)
+    assert isinstance(private, jp.SparseMDP)
+    np.testing.assert_array_equal(private.next_states, jp.load_mdp(path, horizon=3).next_states)
