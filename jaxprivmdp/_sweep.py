@@ -16,7 +16,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import PartitionSpec
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jax.typing import ArrayLike
 
 from ._bounds import bounds_width
@@ -215,6 +215,30 @@ def plan_chunks(mdp, total, sampler, batch_size, vector_width, devices) -> Chunk
     return ChunkPlan(batch_size, vector_width, devices, math.ceil(total / batch_size))
 
 
+def _spans_processes(devices) -> bool:
+    """True in a multi-process job whose devices include other processes' devices."""
+    return any(d.process_index != jax.process_index() for d in devices)
+
+
+def _global_runs(runs: ChunkRuns, devices) -> ChunkRuns:
+    """A chunk's runs as global arrays sharded over ``devices`` of every process.
+
+    Every process computes the same chunk on the host (the plan is deterministic), so each
+    one provides the shards its own devices hold.
+    """
+    sharding = NamedSharding(Mesh(np.asarray(devices), ("batch",)), PartitionSpec("batch"))
+    return ChunkRuns(
+        *(jax.make_array_from_callback(x.shape, sharding, lambda i, x=x: x[i]) for x in runs)
+    )
+
+
+def _gather(out: RunSummary) -> RunSummary:
+    """Every process gets every run of the chunk (a gather over processes)."""
+    from jax.experimental import multihost_utils
+
+    return RunSummary(*multihost_utils.process_allgather(tuple(out), tiled=True))
+
+
 def _check_grid(ks, dtype) -> np.ndarray:
     arr = as_numpy("ks", ks)
     if arr.ndim > 1 or arr.size == 0:
@@ -324,9 +348,13 @@ def sweep(
         vector_width=plan.vector_width,
     )
     total, chunks = K * N, []
+    across = _spans_processes(plan.devices)
     for c in range(plan.num_chunks):
         runs = chunk_runs(c, plan.batch_size, ks_dtype, alphas, N)
-        chunks.append(_sweep_chunk(runs, *args, **static))
+        if across:
+            runs = _global_runs(runs, plan.devices)
+        out = _sweep_chunk(runs, *args, **static)
+        chunks.append(_gather(out) if across else out)
         if progress is not None:
             jax.block_until_ready(chunks[-1])
             progress(min((c + 1) * plan.batch_size, total), total)

@@ -1,0 +1,80 @@
+"""sweep across 2 CPU processes (jax.distributed on localhost, gloo collectives) returns the
+whole SweepResult in every process, bitwise equal to a one-process run (dense and sparse)."""
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+SCRIPT = textwrap.dedent(
+    """
+    import sys
+    import jax
+    import numpy as np
+
+    process_id, port, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+    if process_id >= 0:
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize(f"localhost:{port}", num_processes=2, process_id=process_id)
+        assert jax.device_count() == 2 and jax.local_device_count() == 1
+    import jaxprivmdp as jp
+
+    dense = jp.examples.random_mdp(jax.random.key(0), 6, 3, 4)
+    sparse = jp.examples.gridworld(3, 4, horizon=6, discount=1.0)
+    kw = dict(ks=[1.0, 10.0, 40.0], num_trials=5, vector_width=2, batch_size=4)
+    results = [
+        jp.sweep(jax.random.key(1), dense, **kw),
+        jp.sweep(jax.random.key(2), sparse, support_aware=True, **kw),
+    ]
+    np.savez(out, **{
+        f"{i}_{name}": np.asarray(getattr(r, name))
+        for i, r in enumerate(results) for name in r._fields
+    })
+    """
+)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_sweep_across_two_processes_equals_one_process(tmp_path):
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    port = str(_free_port())
+    outs = [tmp_path / f"p{i}.npz" for i in (0, 1)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, str(i), port, str(outs[i])],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in (0, 1)
+    ]
+    single = tmp_path / "single.npz"
+    one = subprocess.run(
+        [sys.executable, "-c", SCRIPT, "-1", "0", str(single)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-4000:]
+    assert one.returncode == 0, one.stderr[-4000:]
+    with np.load(single) as want:
+        for path in outs:
+            with np.load(path) as got:
+                assert sorted(got.files) == sorted(want.files)
+                for name in want.files:
+                    np.testing.assert_array_equal(got[name], want[name], err_msg=name)
