@@ -90,6 +90,12 @@ def check_args(args: argparse.Namespace) -> None:
     """
     get = vars(args).get
     dtype_max = float(np.finfo(get("dtype") or "float64").max)
+    distributed = [get("coordinator"), get("num_processes"), get("process_id")]
+    if any(v is not None for v in distributed):
+        if any(v is None for v in distributed):
+            raise ValueError("--coordinator, --num-processes and --process-id go together")
+        check_integer("--num-processes", args.num_processes, low=1)
+        check_integer("--process-id", args.process_id, low=0, high=args.num_processes - 1)
     if get("seed") is not None:
         check_integer("--seed", args.seed, low=0, high=SEED_LIMIT - 1)
     if get("trials") is not None:
@@ -164,6 +170,14 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
     p.add_argument("--sampler", choices=("fast", "jax"), default="fast", help="gamma sampler")
     p.add_argument("--batch-size", type=int, default=None, help="runs per chunk (memory)")
+    p.add_argument(
+        "--coordinator",
+        default=None,
+        help="HOST:PORT of process 0 to run one sweep across processes (jax.distributed); "
+        "with --num-processes and --process-id; process 0 writes the outputs",
+    )
+    p.add_argument("--num-processes", type=int, default=None, help="processes of the job")
+    p.add_argument("--process-id", type=int, default=None, help="this process, 0 .. N-1")
     p.add_argument(
         "--support-aware",
         action="store_true",

@@ -276,6 +276,12 @@ def _setup(args) -> None:
 
     if args.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
+    if getattr(args, "coordinator", None) is not None:
+        # One sweep across processes (hosts): CPU processes talk through gloo.
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+        jax.distributed.initialize(
+            args.coordinator, num_processes=args.num_processes, process_id=args.process_id
+        )
 
 
 def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) -> list[Path]:
@@ -325,6 +331,9 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
         **extra_meta,
     }
     stem_path = args.out / stem
+    if jax.process_index() != 0:  # every process has the results; process 0 writes them
+        _log(f"process {jax.process_index()}: done (process 0 writes the outputs)")
+        return []
     # All four files are staged and renamed together: never a figure without its table.
     with atomic_outputs() as stage:
         figs = _report.plot_sweeps(

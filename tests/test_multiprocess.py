@@ -78,3 +78,53 @@ def test_sweep_across_two_processes_equals_one_process(tmp_path):
                 assert sorted(got.files) == sorted(want.files)
                 for name in want.files:
                     np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+
+
+@pytest.mark.slow
+def test_cli_sweep_across_two_processes(tmp_path):
+    """`jaxprivmdp sweep --coordinator ...` in 2 processes: process 0 writes what one writes."""
+    import json
+
+    import jaxprivmdp as jp
+
+    g = jp.examples.gridworld(3, 3, horizon=5, discount=1.0)
+    npz = tmp_path / "grid.npz"
+    np.savez(npz, next_states=g.next_states, probs=g.probs, rewards=g.rewards)
+    base = ["-m", "jaxprivmdp", "sweep", "--mdp", str(npz), "--horizon", "5"]
+    base += ["--trials", "3", "--ks", "2", "20", "--batch-size", "8"]
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)
+    port = str(_free_port())
+    procs = [
+        subprocess.Popen(
+            [sys.executable, *base, "--out", str(tmp_path / f"p{i}")]
+            + [
+                "--coordinator",
+                f"localhost:{port}",
+                "--num-processes",
+                "2",
+                "--process-id",
+                str(i),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in (0, 1)
+    ]
+    one = subprocess.run(
+        [sys.executable, *base, "--out", str(tmp_path / "one")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-4000:]
+    assert one.returncode == 0, one.stderr[-4000:]
+    assert not (tmp_path / "p1" / "sweep.json").exists()  # only process 0 writes
+    got = json.loads((tmp_path / "p0" / "sweep.json").read_text())["results"]
+    want = json.loads((tmp_path / "one" / "sweep.json").read_text())["results"]
+    assert got == want
