@@ -23,15 +23,11 @@ from ._checks import (
 )
 
 
-@dataclasses.dataclass(frozen=True)
-class TabularMDP:
-    """A finite MDP ``(S, A_s, r, P, T, γ)`` as an immutable pytree.
-
-    Build it with :func:`make_mdp`, which validates every field; this class itself never
-    validates (JAX rebuilds pytrees with tracers).
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ModelFields:
+    """What every kind of model has besides its transitions (see :class:`TabularMDP`).
 
     Attributes:
-      transitions: `[S, A, S]` ``P(s' | s, a)``. Rows of masked actions are ignored.
       rewards: `[S, A]` one-step rewards ``r(s, a)``.
       terminal_reward: `[S]` terminal values ``R_T`` (finite horizon; zeros otherwise).
       discount: scalar ``γ`` (an array leaf: sweeping it never recompiles).
@@ -40,7 +36,6 @@ class TabularMDP:
       initial_state: static index of ``s_0``.
     """
 
-    transitions: jax.Array
     rewards: jax.Array
     terminal_reward: jax.Array
     discount: jax.Array
@@ -50,21 +45,45 @@ class TabularMDP:
 
     @property
     def num_states(self) -> int:
-        return self.transitions.shape[0]
+        return self.rewards.shape[0]
 
     @property
     def num_actions(self) -> int:
-        return self.transitions.shape[1]
+        return self.rewards.shape[1]
 
     @property
     def is_finite_horizon(self) -> bool:
         return self.horizon is not None
 
+    def shared_fields(self) -> dict:
+        """The fields above, to build another kind of model from this one."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(ModelFields)}
+
+
+MODEL_DATA_FIELDS = ["rewards", "terminal_reward", "discount", "action_mask"]
+MODEL_META_FIELDS = ["horizon", "initial_state"]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TabularMDP(ModelFields):
+    """A finite MDP ``(S, A_s, r, P, T, γ)`` with dense rows, as an immutable pytree.
+
+    Build it with :func:`make_mdp`, which validates every field; this class itself never
+    validates (JAX rebuilds pytrees with tracers). Fields are keyword-only.
+
+    Attributes:
+      transitions: `[S, A, S]` ``P(s' | s, a)``. Rows of masked actions are ignored.
+      rewards, terminal_reward, discount, action_mask, horizon, initial_state: see
+        :class:`ModelFields`.
+    """
+
+    transitions: jax.Array
+
 
 jax.tree_util.register_dataclass(
     TabularMDP,
-    data_fields=["transitions", "rewards", "terminal_reward", "discount", "action_mask"],
-    meta_fields=["horizon", "initial_state"],
+    data_fields=["transitions", *MODEL_DATA_FIELDS],
+    meta_fields=MODEL_META_FIELDS,
 )
 
 

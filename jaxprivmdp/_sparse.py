@@ -17,64 +17,42 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from ._checks import ROW_SUM_TOLERANCE, as_numpy, float_array, working_dtype
-from ._mdp import TabularMDP, check_mask, validate_model_fields
+from ._mdp import (
+    MODEL_DATA_FIELDS,
+    MODEL_META_FIELDS,
+    ModelFields,
+    TabularMDP,
+    check_mask,
+    validate_model_fields,
+)
 
 PADDING = -1
 
 
-@dataclasses.dataclass(frozen=True)
-class SparseMDP:
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SparseMDP(ModelFields):
     """A finite MDP with successor lists, as an immutable pytree (see :func:`make_sparse_mdp`).
 
     Attributes:
       next_states: `[S, A, K]` int32 successor indices, ``-1`` for padding.
       probs: `[S, A, K]` their probabilities (0 on padding). Rows of masked actions are
         ignored.
-      rewards: `[S, A]` one-step rewards.
-      terminal_reward: `[S]` terminal values ``R_T`` (zeros for an infinite horizon).
-      discount: scalar ``γ`` (an array leaf).
-      action_mask: `[S, A]` bool, True where the action is allowed.
-      horizon: static ``T >= 1`` or None for the infinite-horizon discounted problem.
-      initial_state: static index of ``s_0``.
+      rewards, terminal_reward, discount, action_mask, horizon, initial_state: see
+        :class:`ModelFields`.
     """
 
     next_states: jax.Array
     probs: jax.Array
-    rewards: jax.Array
-    terminal_reward: jax.Array
-    discount: jax.Array
-    action_mask: jax.Array
-    horizon: int | None = dataclasses.field(default=None, metadata=dict(static=True))
-    initial_state: int = dataclasses.field(default=0, metadata=dict(static=True))
-
-    @property
-    def num_states(self) -> int:
-        return self.next_states.shape[0]
-
-    @property
-    def num_actions(self) -> int:
-        return self.next_states.shape[1]
 
     @property
     def max_successors(self) -> int:
         return self.next_states.shape[2]
 
-    @property
-    def is_finite_horizon(self) -> bool:
-        return self.horizon is not None
-
 
 jax.tree_util.register_dataclass(
     SparseMDP,
-    data_fields=[
-        "next_states",
-        "probs",
-        "rewards",
-        "terminal_reward",
-        "discount",
-        "action_mask",
-    ],
-    meta_fields=["horizon", "initial_state"],
+    data_fields=["next_states", "probs", *MODEL_DATA_FIELDS],
+    meta_fields=MODEL_META_FIELDS,
 )
 
 
@@ -211,16 +189,7 @@ def to_sparse(mdp: TabularMDP, max_successors: int | None = None) -> SparseMDP:
     listed = np.take_along_axis(nonzero, order, -1)
     idx = np.where(listed, order, PADDING).astype(np.int32)
     probs = np.where(listed, np.take_along_axis(P, order, -1), 0).astype(P.dtype)
-    return SparseMDP(
-        next_states=jnp.asarray(idx),
-        probs=jnp.asarray(probs),
-        rewards=mdp.rewards,
-        terminal_reward=mdp.terminal_reward,
-        discount=mdp.discount,
-        action_mask=mdp.action_mask,
-        horizon=mdp.horizon,
-        initial_state=mdp.initial_state,
-    )
+    return SparseMDP(next_states=jnp.asarray(idx), probs=jnp.asarray(probs), **mdp.shared_fields())
 
 
 def to_dense(mdp: SparseMDP) -> TabularMDP:
@@ -232,12 +201,4 @@ def to_dense(mdp: SparseMDP) -> TabularMDP:
     P = jnp.zeros((S, A, S), mdp.probs.dtype)
     s, a = jnp.meshgrid(jnp.arange(S), jnp.arange(A), indexing="ij")
     P = P.at[s[..., None], a[..., None], idx].add(mdp.probs)
-    return TabularMDP(
-        transitions=P,
-        rewards=mdp.rewards,
-        terminal_reward=mdp.terminal_reward,
-        discount=mdp.discount,
-        action_mask=mdp.action_mask,
-        horizon=mdp.horizon,
-        initial_state=mdp.initial_state,
-    )
+    return TabularMDP(transitions=P, **mdp.shared_fields())
