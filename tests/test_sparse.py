@@ -257,3 +257,22 @@ def test_mechanism_and_accounting_take_a_sparse_model():
     )
     assert sparse_g.epsilon == pytest.approx(dense_g.epsilon)
     assert sparse_g.num_rows == dense_g.num_rows
+
+
+def test_sparse_mechanism_marginals_monte_carlo():
+    """P̄(s, a) ~ Dirichlet(k·p) over the support: entry means p, variances p(1−p)/(k+1)."""
+    idx = np.array([[[2, 0, -1, 1]], [[1, -1, -1, -1]], [[0, 2, -1, -1]]])
+    probs = np.array([[[0.5, 0.3, 0.0, 0.2]], [[1.0, 0, 0, 0]], [[0.9, 0.1, 0, 0]]])
+    m = jp.make_sparse_mdp(idx, probs, np.zeros((3, 1)), horizon=1)
+    k, n = 7.0, 20_000
+    keys = jax.random.split(KEY, n)
+    for sampler in ("jax", "fast"):
+        draws = jax.vmap(lambda key: jp.dirichlet_mechanism(key, m, k, sampler=sampler).probs)(  # noqa: B023
+            keys
+        )
+        x = np.asarray(draws, np.float64)  # [n, 3, 1, 4]
+        assert np.all(x[:, idx < 0] == 0) and np.all(x[:, 1, 0, 0] == 1)
+        var = probs * (1 - probs) / (k + 1)
+        sigma = np.sqrt(var / n)
+        assert np.all(np.abs(x.mean(0) - probs) <= 5 * sigma + 1e-7)
+        np.testing.assert_allclose(x.var(0), var, rtol=0.06, atol=1e-7)
