@@ -195,6 +195,41 @@ def _candidates_in_global_order(rows: Rows, order: jax.Array) -> jax.Array:
     return jnp.moveaxis(p, -2, 0)
 
 
+# Up to this many successors a row's greedy fill is computed by pairwise comparisons
+# (K² per row, no sort): XLA:CPU sorts many short rows slowly. Longer lists are sorted.
+PAIRWISE_MAX_SUCCESSORS = 16
+
+
+def _fill_within_rows(rows: Rows, values: jax.Array, slack: jax.Array, alpha):
+    """The greedy fill over each row's own support, in each row's own value order.
+
+    Returns ``(fill, w_min)``, each `[2, ...]`: ``Σ_j pour_j w_j`` and ``min_j w_j`` over the
+    support. Entry ``j`` receives ``clip(slack − Σ_{i before j} cap_i, 0, cap_j)`` where
+    "before" is the row's value order (ties by slot), the same as pouring in sorted order.
+    """
+    inside = row_support(rows)
+    w = values[:, successors(rows)]  # [2, ..., K]
+    p = jnp.broadcast_to(rows.probs, w.shape)
+    caps = jnp.minimum(p + alpha, 1) - jnp.maximum(p - alpha, 0)
+    caps = jnp.where(inside, caps, 0)
+    w_min = jnp.min(jnp.where(inside, w, jnp.inf), axis=-1)
+    w_min = jnp.where(jnp.isfinite(w_min), w_min, 0)  # masked rows: unused
+    K = w.shape[-1]
+    if K > PAIRWISE_MAX_SUCCESSORS:
+        order = jnp.argsort(jnp.where(inside, w, jnp.inf), axis=-1)
+        w_sorted = jnp.take_along_axis(jnp.where(inside, w, 0), order, -1)
+        pour = _pour(slack, jnp.take_along_axis(caps, order, -1))
+        return jnp.sum(pour * w_sorted, axis=-1), w_min
+    slot = jnp.arange(K)
+    w_i, w_j = w[..., :, None], w[..., None, :]  # [2, ..., K(i), K(j)]
+    earlier = (slot[:, None] < slot[None, :]).reshape((1,) * (w.ndim - 1) + (K, K))
+    before = (w_i < w_j) | ((w_i == w_j) & earlier)
+    mass_before = jnp.sum(jnp.where(before, caps[..., :, None], 0), axis=-2)  # [2, ..., K]
+    slack = jnp.broadcast_to(slack, caps.shape[:-1])[..., None]
+    pour = jnp.clip(slack - mass_before, 0, caps)
+    return jnp.sum(pour * jnp.where(inside, w, 0), axis=-1), w_min
+
+
 def robust_backup(
     rows: Rows,
     alpha: jax.Array,
@@ -240,16 +275,7 @@ def robust_backup(
         dense = jnp.einsum("...k,...kc->...c", lower, table[successors(rows)])
     slack = jnp.maximum(1 - dense[..., 2], 0)
     if support_aware and rows.next_states is not None:
-        # Each row's own order over its K listed successors.
-        in_row = row_support(rows)
-        w = values[:, successors(rows)]  # [2, ..., K]
-        order = jnp.argsort(jnp.where(in_row, w, jnp.inf), axis=-1)
-        inside = jnp.take_along_axis(jnp.broadcast_to(in_row, w.shape), order, -1)
-        w_sorted = jnp.where(inside, jnp.take_along_axis(w, order, -1), 0)
-        p_sorted = jnp.take_along_axis(jnp.broadcast_to(rows.probs, w.shape), order, -1)
-        caps = jnp.minimum(p_sorted + alpha, 1) - jnp.maximum(p_sorted - alpha, 0)
-        fill = jnp.sum(_pour(slack, jnp.where(inside, caps, 0)) * w_sorted, axis=-1)
-        w_min = w_sorted[..., 0]  # every allowed row has a support; masked rows are unused
+        fill, w_min = _fill_within_rows(rows, values, slack, alpha)
     else:
         # One order shared by all rows: the `width` smallest values, ascending.
         neg, order = jax.lax.top_k(-values, width)  # [2, m]

@@ -9,6 +9,7 @@ import pytest
 from conftest import GAMMA, T, lp_inner, np_backward_induction, random_arrays
 
 import jaxprivmdp as jp
+from jaxprivmdp import _robust
 from jaxprivmdp._models import Rows
 from jaxprivmdp._robust import robust_backup
 
@@ -149,9 +150,15 @@ def test_support_aware_is_tighter_and_default_is_the_papers():
     assert np.all(np.asarray(aware.pessimistic) >= np.asarray(paper.pessimistic) - 1e-5)
 
 
+@pytest.mark.parametrize("pairwise", [True, False])
 @pytest.mark.parametrize("alpha", [0.03, 0.2, 0.7, 1.5])
-def test_support_aware_greedy_equals_the_lp_on_the_support(alpha):
-    """The oracle: the paper's LP written over each row's support only (SciPy HiGHS)."""
+def test_support_aware_greedy_equals_the_lp_on_the_support(alpha, pairwise, monkeypatch):
+    """The oracle: the paper's LP written over each row's support only (SciPy HiGHS).
+
+    Both ways of filling within rows: pairwise comparisons (short lists) and a sort.
+    """
+    if not pairwise:
+        monkeypatch.setattr(_robust, "PAIRWISE_MAX_SUCCESSORS", 0)
     rng = np.random.default_rng(int(alpha * 100))
     n, K = 9, 4
     idx = np.stack([rng.permutation(n)[:K] for _ in range(5)])[:, None]  # [5, 1, K]
