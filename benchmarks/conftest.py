@@ -11,7 +11,13 @@ import common
 import pytest
 
 # Studies that do not fit pytest-benchmark's model (see README.md); run them with `python`.
-SCRIPTS = {"bench_lp_baseline.py", "bench_memory.py", "bench_sampling.py", "bench_solvers.py"}
+SCRIPTS = {
+    "bench_lp_baseline.py",
+    "bench_memory.py",
+    "bench_sampling.py",
+    "bench_solvers.py",
+    "bench_sparse_sweep.py",
+}
 
 
 def pytest_addoption(parser):
