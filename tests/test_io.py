@@ -160,6 +160,12 @@ def test_float16_is_read_and_named_when_the_mdp_is_refused(tmp_path):
 _NAMES = st.sampled_from(["transitions", "rewards", "terminal_reward", "action_mask", "k"])
 _DTYPES = st.sampled_from(["<f8", "<f4", "<f2", ">f8", "<i8", "|u1", "|b1", "<c16", "|O"])
 _SHAPES = st.lists(st.integers(0, 4), min_size=0, max_size=3).map(tuple)
+# Names a zip archive can hold: zipfile cuts a name at NUL, and "/" makes a folder.
+_MEMBER_NAMES = st.text(
+    st.characters(blacklist_characters="\x00/", blacklist_categories=("Cs",)),
+    min_size=1,
+    max_size=8,
+)
 
 
 @st.composite
@@ -167,7 +173,7 @@ def _random_arrays(draw):
     """Random members: names, shapes, dtypes (objects and complex included), values."""
     members = {}
     for _ in range(draw(st.integers(0, 4))):
-        name = draw(_NAMES | st.text(min_size=1, max_size=8))
+        name = draw(_NAMES | _MEMBER_NAMES)
         dtype = np.dtype(draw(_DTYPES))
         shape = draw(_SHAPES)
         if dtype.hasobject:
@@ -219,7 +225,11 @@ def _zip_bytes(members: dict) -> bytes:
 
 
 @settings(
-    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=50,
+    deadline=None,
+    derandomize=True,  # the same examples in every CI run
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(case=_malformed_npz())
 def test_malformed_files_only_ever_raise_value_error(tmp_path, case):
