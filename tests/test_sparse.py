@@ -197,6 +197,7 @@ def test_mechanism_on_a_sparse_model_keeps_the_support():
         jp.synthesize(KEY, sparse, k=3.0, smoothing=0.01)
 
 
+@pytest.mark.slow
 def test_sweep_on_a_sparse_model_equals_synthesize():
     _, sparse = pair(6)
     res = jp.sweep(KEY, sparse, ks=[2.0, 20.0], num_trials=2, support_aware=True)
@@ -266,6 +267,7 @@ def test_mechanism_and_accounting_take_a_sparse_model():
     assert sparse_g.num_rows == dense_g.num_rows
 
 
+@pytest.mark.slow
 def test_sparse_mechanism_marginals_monte_carlo():
     """P̄(s, a) ~ Dirichlet(k·p) over the support: entry means p, variances p(1−p)/(k+1)."""
     idx = np.array([[[2, 0, -1, 1]], [[1, -1, -1, -1]], [[0, 2, -1, -1]]])
