@@ -33,10 +33,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -71,21 +69,6 @@ args = common.script_args(
 )
 
 
-def proc_status(pid="self"):
-    """``{field: bytes}`` of the ``Vm*`` lines of ``/proc/<pid>/status``."""
-    out = {}
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Vm"):
-                    name, value = line.split(":", 1)
-                    parts = value.split()
-                    out[name] = int(parts[0]) * 1024 if parts[1:] == ["kB"] else int(parts[0])
-    except (OSError, ValueError):
-        pass
-    return out
-
-
 def resolve(value, total):
     return None if value == "default" else total if value == "all" else int(value)
 
@@ -108,7 +91,7 @@ def run_child(sizes):
         dtype=args.dtype,
     )
     jax.block_until_ready(mdp)
-    baseline = proc_status()["VmRSS"]
+    baseline = common.proc_status()["VmRSS"]
     total = len(KS) * sizes["N"]
     kwargs = dict(
         batch_size=resolve(args.batch_size, total),
@@ -130,7 +113,7 @@ def run_child(sizes):
     )
     jax.block_until_ready(res)
     elapsed = time.perf_counter() - t0
-    status = proc_status()
+    status = common.proc_status()
     np.savez(args.child_out + ".npz", **{f: np.asarray(getattr(res, f)) for f in res._fields})
     with open(args.child_out + ".json", "w") as f:
         json.dump(
@@ -164,38 +147,18 @@ def run_config(label, batch_size, vector_width, sizes, tmpdir):
         f"--horizon={sizes['T']}",
         f"--trials={sizes['N']}",
     ]
-    kill_bytes = args.kill_gib * 2**30
-    killed = threading.Event()
-    done = threading.Event()
-    with open(out + ".log", "w") as log:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-
-        def monitor():
-            while not done.is_set():
-                if proc_status(proc.pid).get("VmRSS", 0) > kill_bytes:
-                    killed.set()
-                    proc.kill()
-                    return
-                time.sleep(0.05)
-
-        thread = threading.Thread(target=monitor, daemon=True)
-        thread.start()
-        _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        done.set()
-        thread.join()
-        wall = time.perf_counter() - t0
+    run = common.run_watched_child(cmd, out + ".log", args.kill_gib)
+    wall = run["wall_s"]
     entry = dict(
         label=label,
         batch_size_arg=batch_size,
         vector_width_arg=vector_width,
-        returncode=proc.returncode,
+        returncode=run["returncode"],
         wall_s=wall,
-        ru_maxrss=usage.ru_maxrss * 1024,  # kB on Linux
-        killed_above_gib=args.kill_gib if killed.is_set() else None,
+        ru_maxrss=run["ru_maxrss"],
+        killed_above_gib=run["killed_above_gib"],
     )
-    if proc.returncode == 0:
+    if run["returncode"] == 0:
         with open(out + ".json") as f:
             entry.update(json.load(f))
         entry["npz"] = out + ".npz"

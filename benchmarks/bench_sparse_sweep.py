@@ -27,10 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -59,21 +57,6 @@ args = common.script_args(
 )
 
 
-def proc_status(pid="self"):
-    """``{field: bytes}`` of the ``Vm*`` lines of ``/proc/<pid>/status``."""
-    out = {}
-    try:
-        with open(f"/proc/{pid}/status") as f:
-            for line in f:
-                if line.startswith("Vm"):
-                    name, value = line.split(":", 1)
-                    parts = value.split()
-                    out[name] = int(parts[0]) * 1024 if parts[1:] == ["kB"] else int(parts[0])
-    except (OSError, ValueError):
-        pass
-    return out
-
-
 def model(n, horizon, dtype):
     import jaxprivmdp as jp
 
@@ -94,7 +77,7 @@ def run_child(n, horizon):
 
     mdp = model(n, horizon, args.dtype)
     jax.block_until_ready(mdp)
-    baseline = proc_status()["VmRSS"]
+    baseline = common.proc_status()["VmRSS"]
     total = len(KS) * args.trials
     vector_width = _sweep.default_vector_width(mdp, "fast")
     group = vector_width * jax.device_count()
@@ -114,7 +97,7 @@ def run_child(n, horizon):
         )
         jax.block_until_ready(res)
         elapsed = time.perf_counter() - t0
-        status = proc_status()
+        status = common.proc_status()
         calls.append(
             dict(
                 wall_s=elapsed,
@@ -159,38 +142,19 @@ def run_config(trials, calls, n, horizon, tmpdir):
         f"--child-out={out}",
         f"--dtype={args.dtype}",
     ]
-    kill_bytes = args.kill_gib * 2**30
-    killed, done = threading.Event(), threading.Event()
-    with open(out + ".log", "w") as log:
-        t0 = time.perf_counter()
-        load = common.load_average()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-
-        def monitor():
-            while not done.is_set():
-                if proc_status(proc.pid).get("VmRSS", 0) > kill_bytes:
-                    killed.set()
-                    proc.kill()
-                    return
-                time.sleep(0.05)
-
-        thread = threading.Thread(target=monitor, daemon=True)
-        thread.start()
-        _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage
-        returncode = os.waitstatus_to_exitcode(status)
-        done.set()
-        thread.join()
-        wall = time.perf_counter() - t0
+    load = common.load_average()
+    run = common.run_watched_child(cmd, out + ".log", args.kill_gib)
+    returncode, wall = run["returncode"], run["wall_s"]
     entry = dict(
         trials=trials,
         runs=len(KS) * trials,
         returncode=returncode,
         process_wall_s=wall,
-        cpu_s=usage.ru_utime + usage.ru_stime,
-        ru_maxrss=usage.ru_maxrss * 1024,  # kB on Linux
+        cpu_s=run["cpu_s"],
+        ru_maxrss=run["ru_maxrss"],
         load_average_1m_at_start=load,
         load_average_1m_at_end=common.load_average(),
-        killed_above_gib=args.kill_gib if killed.is_set() else None,
+        killed_above_gib=run["killed_above_gib"],
     )
     if returncode == 0:
         with open(out) as f:

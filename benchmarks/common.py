@@ -403,3 +403,61 @@ def script_args(
 def results_path(name: str, args: Any) -> Path:
     """``--out``, else ``benchmarks/results/<name>[_quick].json`` (quick never overwrites)."""
     return args.out or RESULTS_DIR / f"{name}{'_quick' if args.quick else ''}.json"
+
+
+def proc_status(pid="self") -> dict[str, int]:
+    """``{field: bytes}`` of the ``Vm*`` lines of ``/proc/<pid>/status`` (Linux)."""
+    out = {}
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("Vm"):
+                    name, value = line.split(":", 1)
+                    parts = value.split()
+                    out[name] = int(parts[0]) * 1024 if parts[1:] == ["kB"] else int(parts[0])
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def run_watched_child(cmd: Sequence[str], log_path: str, kill_gib: float) -> dict[str, Any]:
+    """Runs ``cmd`` with output to ``log_path``, killing it above ``kill_gib`` of RSS.
+
+    Peak memory of a child process is what these studies measure: pytest-benchmark times
+    calls in its own process and has no notion of another process's memory.
+
+    Returns:
+      ``returncode``, ``wall_s``, ``cpu_s``, ``ru_maxrss`` (bytes, the child's own rusage)
+      and ``killed_above_gib`` (None unless killed).
+    """
+    import subprocess
+    import threading
+
+    kill_bytes = kill_gib * 2**30
+    killed, done = threading.Event(), threading.Event()
+    with open(log_path, "w") as log:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+
+        def monitor():
+            while not done.is_set():
+                if proc_status(proc.pid).get("VmRSS", 0) > kill_bytes:
+                    killed.set()
+                    proc.kill()
+                    return
+                time.sleep(0.05)
+
+        thread = threading.Thread(target=monitor, daemon=True)
+        thread.start()
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage
+        returncode = os.waitstatus_to_exitcode(status)
+        done.set()
+        thread.join()
+        wall = time.perf_counter() - t0
+    return dict(
+        returncode=returncode,
+        wall_s=wall,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        ru_maxrss=usage.ru_maxrss * 1024,  # kB on Linux
+        killed_above_gib=kill_gib if killed.is_set() else None,
+    )

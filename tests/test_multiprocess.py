@@ -38,6 +38,26 @@ SCRIPT = textwrap.dedent(
 )
 
 
+def _env() -> dict:
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env.pop("XLA_FLAGS", None)  # one CPU device per process
+    return env
+
+
+def _run_two_and_one(two: list[list[str]], one: list[str]) -> None:
+    """Runs the two commands of a 2-process job concurrently and ``one`` alone; all succeed."""
+    env = _env()
+    procs = [
+        subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for cmd in two
+    ]
+    single = subprocess.run(one, env=env, capture_output=True, text=True, timeout=600)
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        assert p.returncode == 0, err[-4000:]
+    assert single.returncode == 0, single.stderr[-4000:]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("localhost", 0))
@@ -46,32 +66,13 @@ def _free_port() -> int:
 
 @pytest.mark.slow
 def test_sweep_across_two_processes_equals_one_process(tmp_path):
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env.pop("XLA_FLAGS", None)
     port = str(_free_port())
     outs = [tmp_path / f"p{i}.npz" for i in (0, 1)]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", SCRIPT, str(i), port, str(outs[i])],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in (0, 1)
-    ]
     single = tmp_path / "single.npz"
-    one = subprocess.run(
+    _run_two_and_one(
+        [[sys.executable, "-c", SCRIPT, str(i), port, str(outs[i])] for i in (0, 1)],
         [sys.executable, "-c", SCRIPT, "-1", "0", str(single)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
     )
-    for p in procs:
-        _, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err[-4000:]
-    assert one.returncode == 0, one.stderr[-4000:]
     with np.load(single) as want:
         for path in outs:
             with np.load(path) as got:
@@ -92,38 +93,12 @@ def test_cli_sweep_across_two_processes(tmp_path):
     np.savez(npz, next_states=g.next_states, probs=g.probs, rewards=g.rewards)
     base = ["-m", "jaxprivmdp", "sweep", "--mdp", str(npz), "--horizon", "5"]
     base += ["--trials", "3", "--ks", "2", "20", "--batch-size", "8"]
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env.pop("XLA_FLAGS", None)
     port = str(_free_port())
-    procs = [
-        subprocess.Popen(
-            [sys.executable, *base, "--out", str(tmp_path / f"p{i}")]
-            + [
-                "--coordinator",
-                f"localhost:{port}",
-                "--num-processes",
-                "2",
-                "--process-id",
-                str(i),
-            ],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in (0, 1)
-    ]
-    one = subprocess.run(
+    job = ["--coordinator", f"localhost:{port}", "--num-processes", "2", "--process-id"]
+    _run_two_and_one(
+        [[sys.executable, *base, "--out", str(tmp_path / f"p{i}"), *job, str(i)] for i in (0, 1)],
         [sys.executable, *base, "--out", str(tmp_path / "one")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
     )
-    for p in procs:
-        _, err = p.communicate(timeout=600)
-        assert p.returncode == 0, err[-4000:]
-    assert one.returncode == 0, one.stderr[-4000:]
     assert not (tmp_path / "p1" / "sweep.json").exists()  # only process 0 writes
     got = json.loads((tmp_path / "p0" / "sweep.json").read_text())["results"]
     want = json.loads((tmp_path / "one" / "sweep.json").read_text())["results"]
