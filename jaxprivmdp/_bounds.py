@@ -11,16 +11,21 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
-from ._checks import host_scalar
-from ._models import Model, check_model
+from ._checks import check_probability
+from ._models import Model, check_model, transition_rows
 from ._planning import (
+    Solution,
+    backward_induction,
     check_iterations,
     default_tolerance,
     policy_rows,
+    select_rows,
     validate_policy,
+    value_iteration,
     weighted_sum,
 )
-from ._robust import check_radius_inputs, fill_width, outward_radius, robust_backup
+from ._robust import check_radius_inputs, fill_width, robust_backup
+from ._sets import Bound, RowBox, SetParams, check_bound, policy_box, row_box, set_params
 from ._sparse import SparseMDP
 
 
@@ -44,18 +49,17 @@ class PrivacyBounds(NamedTuple):
     converged: jax.Array
 
 
-def _stage_backup(mdp: Model, decision, v_low, v_high, alpha, beta, width, support_aware):
+def _stage_backup(mdp: Model, decision, v_low, v_high, box: RowBox, width, support_aware):
     rows, rewards, weights = policy_rows(mdp, decision)
-    low, high = robust_backup(
-        rows, alpha, v_low, v_high, beta, width=width, support_aware=support_aware
-    )
+    used = policy_box(box, lambda x: select_rows(x, decision)[0])
+    low, high = robust_backup(rows, used, v_low, v_high, width=width, support_aware=support_aware)
     g = mdp.discount
     return weighted_sum(weights, rewards + g * low), weighted_sum(weights, rewards + g * high)
 
 
-def _finite_bounds(mdp, policy, alpha, beta, width, support_aware):
+def _finite_bounds(mdp, policy, box, width, support_aware):
     def stage(carry, decision):
-        out = _stage_backup(mdp, decision, *carry, alpha, beta, width, support_aware)
+        out = _stage_backup(mdp, decision, *carry, box, width, support_aware)
         return out, out
 
     rt = mdp.terminal_reward
@@ -90,13 +94,13 @@ def _dense_tangent_solve(g, y):
     return unravel(jnp.linalg.solve(jac, flat_y))
 
 
-def _infinite_bounds(mdp, policy, alpha, beta, width, support_aware, tol, max_iterations):
+def _infinite_bounds(mdp, policy, box, width, support_aware, tol, max_iterations):
     gamma = mdp.discount
     # Stop when the contraction error bound γ d / (1 − γ) is below tol.
     threshold = jnp.where(gamma > 0, tol * (1 - gamma) / gamma, jnp.inf)
 
     def backup(v):
-        return _stage_backup(mdp, policy, *v, alpha, beta, width, support_aware)
+        return _stage_backup(mdp, policy, *v, box, width, support_aware)
 
     def residual(v):
         new = backup(v)
@@ -137,27 +141,92 @@ def _infinite_bounds(mdp, policy, alpha, beta, width, support_aware, tol, max_it
     return PrivacyBounds(low, high, high[s0] - low[s0], it, converged)
 
 
-@functools.partial(jax.jit, static_argnames=("width", "support_aware"))
+_STATIC = ("bound", "width", "support_aware")
+
+
+@functools.partial(jax.jit, static_argnames=_STATIC)
 def bounds_core(
-    mdp, policy, alpha, beta, tol, max_iterations, *, width: int, support_aware: bool = False
+    mdp,
+    policy,
+    params: SetParams,
+    tol,
+    max_iterations,
+    *,
+    bound: str = "paper",
+    width: int,
+    support_aware: bool = False,
 ) -> PrivacyBounds:
     """:func:`cost_of_privacy` on validated inputs: pure, jit/vmap/grad-friendly.
 
-    ``alpha`` is the radius in the model's dtype; ``tol=None`` means the default tolerance.
-    Only ``width`` (a shape) is static.
+    ``params`` are the set's (:func:`jaxprivmdp._sets.set_params`); ``tol=None`` means the
+    default tolerance. ``bound``, ``width`` and ``support_aware`` are static.
     """
+    box = row_box(transition_rows(mdp), params, bound=bound, support_aware=support_aware)
     if mdp.is_finite_horizon:
-        return _finite_bounds(mdp, policy, alpha, beta, width, support_aware)
+        return _finite_bounds(mdp, policy, box, width, support_aware)
     tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
-    return _infinite_bounds(mdp, policy, alpha, beta, width, support_aware, tol, max_iterations)
+    return _infinite_bounds(mdp, policy, box, width, support_aware, tol, max_iterations)
 
 
-def bounds_width(mdp: Model, alpha, support_aware: bool) -> int:
-    """The static fill width: all ``S`` for support-aware dense rows (capacities outside
-    the support are 0, so the shared order may run past ``fill_width``)."""
-    if support_aware and not isinstance(mdp, SparseMDP):
+def bounds_width(mdp: Model, alpha, bound: str, support_aware: bool) -> int:
+    """The static fill width: how many entries in value order the greedy fill may reach.
+
+    The paper's box: :func:`fill_width` (every capacity is at least ``min(α, 1)``). Other
+    boxes, and support-aware dense rows (capacities are 0 outside the support): all ``S``.
+    """
+    if bound != "paper" or (support_aware and not isinstance(mdp, SparseMDP)):
         return mdp.num_states
     return fill_width(alpha, mdp.num_states)
+
+
+# ------------------------------------------------------------------ the robust private policy
+
+
+def _robust_q(mdp: Model, box: RowBox, v, width, support_aware):
+    """`[S, A]` ``r + γ min_{p ∈ set} p·v`` for every row; masked actions get the dtype's min."""
+    low, _ = robust_backup(
+        transition_rows(mdp), box, v, v, width=width, support_aware=support_aware
+    )
+    q = mdp.rewards + mdp.discount * low
+    return jnp.where(mdp.action_mask, q, jnp.finfo(q.dtype).min)
+
+
+@functools.partial(jax.jit, static_argnames=_STATIC)
+def robust_solve_core(
+    mdp, params: SetParams, max_iterations, *, bound: str, width: int, support_aware: bool
+) -> Solution:
+    """The policy maximizing the pessimistic value over the set: robust dynamic programming.
+
+    Finite horizon: robust backward induction ``v_t = max_a r + γ min_{p} p·v_{t+1}``.
+    Infinite horizon: robust value iteration (a γ-contraction; the stopping rule of
+    :func:`jaxprivmdp.solve` makes the greedy policy ε-optimal for the robust problem, with
+    ε the default tolerance). The sets are rectangular over (state, action) rows, so the
+    greedy policy of the robust values attains them (Iyengar 2005; Nilim & El Ghaoui 2005).
+    """
+    box = row_box(transition_rows(mdp), params, bound=bound, support_aware=support_aware)
+
+    def q_fn(v):
+        return _robust_q(mdp, box, v, width, support_aware)
+
+    if mdp.is_finite_horizon:
+        return backward_induction(mdp, q_fn)
+    return value_iteration(mdp, q_fn, default_tolerance(mdp), max_iterations)
+
+
+def prepare_set(mdp: Model, k, beta, bound, support_aware, *, grid: bool = False):
+    """Checks and host work shared by the boundaries: ``(bound, params, width)``.
+
+    ``mdp`` fixes the dtype and, for ``"exact"``/``"certified"``, the union bound's count
+    (the privatized rows' support where the caller has it). ``grid``: ``k`` is a checked
+    1-D grid (a sweep's), one set per entry.
+    """
+    bound = check_bound(bound)
+    if grid:
+        check_probability("beta", beta)
+    else:
+        check_radius_inputs(k, beta, mdp.rewards.dtype)
+    params = set_params(mdp, k, beta, bound, bool(support_aware))
+    return bound, params, bounds_width(mdp, params.alpha, bound, bool(support_aware))
 
 
 def cost_of_privacy(
@@ -166,11 +235,26 @@ def cost_of_privacy(
     *,
     k: ArrayLike,
     beta: ArrayLike = 0.1,
+    bound: Bound = "paper",
     support_aware: bool = False,
     tol: ArrayLike | None = None,
     max_iterations: int = 10_000,
 ) -> PrivacyBounds:
     """Pessimistic and optimistic values ``v̲``, ``v̄`` of a policy on a privatized MDP.
+
+    What the bounds say depends on ``bound`` (the uncertainty set, ``jaxprivmdp._sets``):
+
+    - ``"paper"`` (default): the paper's set P̂ and statement, below.
+    - ``"exact"``: the same statement about ``E[V^π(s0) | P̄, k]``, with each row's box
+      built from the exact Beta marginals of the Dirichlet mechanism (Bonferroni over the
+      row's entries) instead of Lemma 1's uniform ``α``; the ``β`` mixture is kept.
+    - ``"certified"``: a statement about the **true** MDP. With probability at least
+      ``1 − β`` over the mechanism, ``v̲_t(s) ≤ V_t^π(s) ≤ v̄_t(s)`` on the true MDP at every
+      stage and state at once, for every policy ``π`` (so also for one synthesized from
+      ``P̄``): every true row lies in its box jointly (Bonferroni over all entries of all
+      allowed rows), and robust evaluation over boxes that hold the true rows bounds the true
+      value (``docs/bounds.md``). Needs ``k`` to be the mechanism's parameter and ``P̄`` an
+      unmodified Dirichlet release; with ``smoothing`` it bounds the smoothed MDP.
 
     With ``α = sqrt(log(1/β) / (2(k + 1)))`` and ``P̂`` the set of the paper's eq. (1):
 
@@ -202,7 +286,11 @@ def cost_of_privacy(
       private_mdp: the privatized MDP ``M̄`` (with ``P̄``).
       policy: deterministic `[T, S]` / `[S]` ints or stochastic `[T, S, A]` / `[S, A]`.
       k: the Dirichlet mechanism's parameter used to privatize, ``k > 0``.
-      beta: ``β`` in ``(0, 1)`` of Lemma 1 (the paper's figures fit ``β = 0.1``).
+      beta: ``β`` in ``(0, 1)`` of Lemma 1 (the paper's figures fit ``β = 0.1``); for
+        ``"certified"``, the probability that the statement fails.
+      bound: ``"paper"``, ``"exact"`` or ``"certified"``, above. The last two tabulate Beta
+        quantiles on the host for concrete ``k`` and ``β`` (a host callback when traced; no
+        gradient with respect to ``k`` through their boxes).
       support_aware: restrict ``P̂`` (both its ``β`` part and its box) to each row's
         support: a :class:`SparseMDP`'s listed successors, or the nonzero entries of a
         dense ``P̄``. Valid when the support is public structure that ``P̄`` shares with
@@ -218,24 +306,23 @@ def cost_of_privacy(
       :class:`PrivacyBounds`.
 
     Raises:
-      ValueError: for ``k <= 0``, ``beta`` outside ``(0, 1)``, or an invalid policy.
+      ValueError: for ``k <= 0``, ``beta`` outside ``(0, 1)``, an unknown ``bound`` or an
+        invalid policy.
 
     References:
       Gohari, Hale, Topcu, CDC 2020, Theorems 1 and 2, Lemma 1, problem (P).
     """
     check_model(private_mdp, "private_mdp")
     policy = validate_policy(private_mdp, policy)
-    dtype = private_mdp.rewards.dtype
-    check_radius_inputs(k, beta, dtype)
     check_iterations(tol, max_iterations)
-    alpha = outward_radius(k, beta, dtype)
+    bound, params, width = prepare_set(private_mdp, k, beta, bound, support_aware)
     return bounds_core(
         private_mdp,
         policy,
-        host_scalar(alpha, dtype),
-        host_scalar(beta, dtype),
+        params,
         tol,
         max_iterations,
-        width=bounds_width(private_mdp, alpha, bool(support_aware)),
+        bound=bound,
+        width=width,
         support_aware=bool(support_aware),
     )

@@ -68,7 +68,12 @@ def expect(rows: Rows, values: jax.Array) -> jax.Array:
 
 
 def row_support(rows: Rows) -> jax.Array:
-    """`[..., S]` or `[..., K]` bool: the entries of each row with positive probability."""
+    """`[..., S]` or `[..., K]` bool: each row's support.
+
+    Dense rows: the entries with positive probability. Successor lists: the listed entries,
+    whatever their probability: the list is the public support, and a privatized entry that
+    underflowed to 0 still belongs to it.
+    """
     if rows.next_states is None:
         return rows.probs > 0
-    return (rows.probs > 0) & (rows.next_states >= 0)
+    return rows.next_states >= 0

@@ -61,12 +61,16 @@ def q_values(mdp: Model, values: jax.Array) -> jax.Array:
     return jnp.where(mdp.action_mask, q, jnp.finfo(q.dtype).min)
 
 
-def _greedy(q: jax.Array) -> tuple[jax.Array, jax.Array]:
+def greedy(q: jax.Array) -> tuple[jax.Array, jax.Array]:
     policy = jnp.argmax(q, axis=-1).astype(jnp.int32)  # first maximum: lowest index
     return policy, jnp.take_along_axis(q, policy[:, None], axis=-1)[:, 0]
 
 
-def _value_iteration(mdp: Model, tol: jax.Array, max_iterations: jax.Array) -> Solution:
+def value_iteration(mdp: Model, q_fn, tol: jax.Array, max_iterations: jax.Array) -> Solution:
+    """Value iteration of ``v ← max_a q_fn(v)`` from 0 (any monotone γ-contraction).
+
+    ``q_fn`` maps `[S]` values to `[S, A]` action values (:func:`q_values`, or a robust one).
+    """
     # Puterman (1994), Thm 6.3.1: once ‖v' − v‖∞ < ε(1 − γ)/(2γ), the greedy policy of v' is
     # ε-optimal and ‖v' − V*‖∞ < ε/2.
     gamma = mdp.discount
@@ -78,19 +82,21 @@ def _value_iteration(mdp: Model, tol: jax.Array, max_iterations: jax.Array) -> S
 
     def body(carry):
         v, _, it = carry
-        _, v_new = _greedy(q_values(mdp, v))
+        _, v_new = greedy(q_fn(v))
         return v_new, jnp.max(jnp.abs(v_new - v)), it + 1
 
     v0 = jnp.zeros(mdp.num_states, mdp.rewards.dtype)
     inf = jnp.asarray(jnp.inf, v0.dtype)
     v, delta, it = jax.lax.while_loop(cond, body, (v0, inf, jnp.asarray(0)))
-    policy, _ = _greedy(q_values(mdp, v))
+    policy, _ = greedy(q_fn(v))
     return Solution(policy, v, it, delta < threshold)
 
 
-def _backward_induction(mdp: Model) -> Solution:
+def backward_induction(mdp: Model, q_fn) -> Solution:
+    """Backward induction ``v_t = max_a q_fn(v_{t+1})`` from ``R_T`` (a reverse scan)."""
+
     def stage(v_next, _):
-        policy, v = _greedy(q_values(mdp, v_next))
+        policy, v = greedy(q_fn(v_next))
         return v, (policy, v)
 
     _, (policy, values) = jax.lax.scan(stage, mdp.terminal_reward, length=mdp.horizon, reverse=True)
@@ -104,10 +110,14 @@ def solve_core(mdp: Model, tol: jax.Array | None, max_iterations: jax.Array) -> 
 
     ``max_iterations`` is an array leaf (a new guard never recompiles).
     """
+
+    def q_fn(v):
+        return q_values(mdp, v)
+
     if mdp.is_finite_horizon:
-        return _backward_induction(mdp)
+        return backward_induction(mdp, q_fn)
     tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
-    return _value_iteration(mdp, tol, max_iterations)
+    return value_iteration(mdp, q_fn, tol, max_iterations)
 
 
 def solve(

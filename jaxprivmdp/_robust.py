@@ -184,15 +184,20 @@ def fill_width(alpha: ArrayLike, n: int) -> int:
     return min(n, 1 << (need - 1).bit_length())
 
 
-def _candidates_in_global_order(rows: Rows, order: jax.Array) -> jax.Array:
-    """`[2, ..., m]` each row's ``p̄`` at the states ``order`` `[2, m]` (0 where not listed)."""
+def _in_global_order(rows: Rows, x: jax.Array, order: jax.Array, default) -> jax.Array:
+    """`[2, ..., m]` each row's entries ``x`` at the states ``order`` `[2, m]`.
+
+    Dense rows are indexed directly; for successor lists a state the list does not hold
+    gets ``default``.
+    """
     if rows.next_states is None:
-        return jnp.moveaxis(rows.probs[..., order], -2, 0)
+        return jnp.moveaxis(x[..., order], -2, 0)
     batch = rows.next_states.ndim - 1
     order = order.reshape((1,) * batch + order.shape + (1,))
     hit = rows.next_states[..., None, None, :] == order  # [..., 2, m, K]
-    p = jnp.sum(jnp.where(hit, rows.probs[..., None, None, :], 0), axis=-1)
-    return jnp.moveaxis(p, -2, 0)
+    found = jnp.sum(jnp.where(hit, x[..., None, None, :], 0), axis=-1)
+    out = jnp.where(jnp.any(hit, axis=-1), found, default)
+    return jnp.moveaxis(out, -2, 0)
 
 
 # Up to this many successors a row's greedy fill is computed by pairwise comparisons
@@ -200,7 +205,7 @@ def _candidates_in_global_order(rows: Rows, order: jax.Array) -> jax.Array:
 PAIRWISE_MAX_SUCCESSORS = 16
 
 
-def _fill_within_rows(rows: Rows, values: jax.Array, slack: jax.Array, alpha):
+def _fill_within_rows(rows: Rows, box, values: jax.Array, slack: jax.Array):
     """The greedy fill over each row's own support, in each row's own value order.
 
     Returns ``(fill, w_min)``, each `[2, ...]`: ``Σ_j pour_j w_j`` and ``min_j w_j`` over the
@@ -209,9 +214,7 @@ def _fill_within_rows(rows: Rows, values: jax.Array, slack: jax.Array, alpha):
     """
     inside = row_support(rows)
     w = values[:, successors(rows)]  # [2, ..., K]
-    p = jnp.broadcast_to(rows.probs, w.shape)
-    caps = jnp.minimum(p + alpha, 1) - jnp.maximum(p - alpha, 0)
-    caps = jnp.where(inside, caps, 0)
+    caps = jnp.broadcast_to(jnp.where(inside, box.upper - box.lower, 0), w.shape)
     w_min = jnp.min(jnp.where(inside, w, jnp.inf), axis=-1)
     w_min = jnp.where(jnp.isfinite(w_min), w_min, 0)  # masked rows: unused
     K = w.shape[-1]
@@ -232,34 +235,36 @@ def _fill_within_rows(rows: Rows, values: jax.Array, slack: jax.Array, alpha):
 
 def robust_backup(
     rows: Rows,
-    alpha: jax.Array,
+    box,
     v_low: jax.Array,
     v_high: jax.Array,
-    beta: jax.Array,
     *,
     width: int,
     support_aware: bool = False,
 ) -> tuple[jax.Array, jax.Array]:
-    """Pessimistic ``min_{P̂} p·v_low`` and optimistic ``max_{P̂} p·v_high`` for every row.
+    """Pessimistic ``min p·v_low`` and optimistic ``max p·v_high`` over every row's set.
 
-    The paper's set (``support_aware=False``): the order of the values is shared by all
-    rows, so each value vector is ranked once per stage and only its first ``width``
-    entries in that order are selected (``lax.top_k``) and gathered from the rows, see
-    :func:`fill_width`; exact whenever ``width >= fill_width(α, S)``. The dense part,
-    ``Σ_j l_j v_j`` for both value vectors and the mass ``Σ_j l_j`` of the lower bounds, is
-    one product with a `[S, 3]` matrix (dense rows) or a gather of it (successor lists).
+    The set of a row is ``{β' P1 + (1 − β') P2 : P1, P2 ∈ Δ, l ≤ P2 ≤ u}`` with the
+    per-entry bounds and weight of ``box`` (a :class:`jaxprivmdp._sets.RowBox`; any member of
+    the set axis), so the optimum is ``β' min_j v_j + (1 − β')·`` the greedy fill from ``l``.
 
-    The support-aware set restricts both the ``β`` part and the box to each row's support
-    (entries outside have ``l = u = 0``): dense rows keep the shared order over all ``S``
-    states (``width = S``; capacities outside the support are 0); successor lists are
-    sorted row by row over their ``K`` entries.
+    Over the whole simplex (``support_aware=False``) the order of the values is shared by
+    all rows, so each value vector is ranked once per stage and only its first ``width``
+    entries in that order are selected (``lax.top_k``) and gathered from the rows; exact
+    whenever ``width`` covers every entry the fill can reach (:func:`fill_width` for the
+    paper's box, all ``S`` otherwise). The dense part, ``Σ_j l_j v_j`` for both value
+    vectors and the mass ``Σ_j l_j``, is one product with a `[S, 3]` matrix (dense rows) or
+    a gather of it (successor lists).
+
+    The support-aware set restricts ``P1`` and ``P2`` to each row's support (the box is 0
+    outside it): dense rows keep the shared order over all ``S`` states (``width = S``);
+    successor lists are ranked row by row over their ``K`` entries.
 
     Args:
       rows: privatized rows ``p̄`` `[..., S]` or successor lists `[..., K]`.
-      alpha: scalar ``α``.
+      box: the rows' bounds ``lower``/``upper`` (same layout), ``outside`` and ``mixture``.
       v_low: `[S]` the pessimistic values of the next stage.
       v_high: `[S]` the optimistic values of the next stage.
-      beta: scalar ``β``.
       width: static number of entries (in value order) the fill may reach (shared order).
       support_aware: restrict the set to each row's support.
 
@@ -267,23 +272,22 @@ def robust_backup(
       Two arrays `[...]`: the min for ``v_low`` and the max for ``v_high``.
     """
     values = jnp.stack([v_low, -v_high])  # [2, S]: a max is a min of −v.
-    lower = jnp.maximum(rows.probs - alpha, 0)
     table = jnp.stack([v_low, -v_high, jnp.ones_like(v_low)], axis=-1)  # [S, 3]
     if rows.next_states is None:
-        dense = lower @ table
+        dense = box.lower @ table
     else:
-        dense = jnp.einsum("...k,...kc->...c", lower, table[successors(rows)])
+        dense = jnp.einsum("...k,...kc->...c", box.lower, table[successors(rows)])
     slack = jnp.maximum(1 - dense[..., 2], 0)
     if support_aware and rows.next_states is not None:
-        fill, w_min = _fill_within_rows(rows, values, slack, alpha)
+        fill, w_min = _fill_within_rows(rows, box, values, slack)
     else:
         # One order shared by all rows: the `width` smallest values, ascending.
         neg, order = jax.lax.top_k(-values, width)  # [2, m]
         w_sorted = -neg
-        p_sorted = _candidates_in_global_order(rows, order)  # [2, ..., m]
-        caps = jnp.minimum(p_sorted + alpha, 1) - jnp.maximum(p_sorted - alpha, 0)
-        if support_aware:  # dense rows: the support is where p̄ > 0
-            caps = jnp.where(p_sorted > 0, caps, 0)
+        lower = _in_global_order(rows, box.lower, order, 0)  # [2, ..., m]
+        upper = _in_global_order(rows, box.upper, order, box.outside)
+        caps = upper - lower
+        if support_aware:  # dense rows: the support is where p̄ > 0 (the box is 0 outside)
             v_rows = values.reshape((2,) + (1,) * (rows.probs.ndim - 1) + values.shape[-1:])
             w_min = jnp.min(jnp.where(rows.probs > 0, v_rows, jnp.inf), axis=-1)
             w_min = jnp.where(jnp.isfinite(w_min), w_min, 0)  # rows without support: unused
@@ -291,5 +295,6 @@ def robust_backup(
             w_min = w_sorted[:, :1].reshape((2,) + (1,) * (caps.ndim - 2))
         fill = jnp.einsum("k...m,km->k...", _pour(slack, caps), w_sorted)  # [2, ...]
     inner = jnp.moveaxis(dense[..., :2], -1, 0) + fill
+    beta = box.mixture
     out = beta * w_min + (1 - beta) * inner
     return out[0], -out[1]

@@ -19,12 +19,12 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jax.typing import ArrayLike
 
-from ._bounds import bounds_width
+from ._bounds import prepare_set
 from ._checks import as_numpy, check_count, check_key, check_positive
 from ._mechanism import Sampler, Support, check_sampler, model_mechanism_input
-from ._models import Model, check_model, transition_rows
+from ._models import Model, check_model, transition_rows, with_probs
 from ._planning import check_iterations, evaluate_core, solve_core
-from ._robust import check_radius_inputs, outward_radius
+from ._sets import Bound, SetParams
 from ._synthesis import synthesize_core
 
 
@@ -43,6 +43,8 @@ class SweepResult(NamedTuple):
       ks: `[K]` the grid of ``k``.
       converged: `[K, N]` bool, infinite horizon: whether value iteration (synthesis) and the
         bound iterations met their tolerance; always True for a finite horizon.
+      robust: with ``robust=True``, the robust private policy's :class:`RobustSummary`
+        (`[K, N]` fields); None otherwise.
     """
 
     private_value: jax.Array
@@ -53,6 +55,16 @@ class SweepResult(NamedTuple):
     optimal_value: jax.Array
     ks: jax.Array
     converged: jax.Array
+    robust: RobustSummary | None = None
+
+
+class RobustSummary(NamedTuple):
+    """The robust private policy of each run, at ``s0``: its true value and its bounds."""
+
+    true_value: jax.Array
+    pessimistic: jax.Array
+    optimistic: jax.Array
+    cost: jax.Array
 
 
 class RunSummary(NamedTuple):
@@ -64,6 +76,7 @@ class RunSummary(NamedTuple):
     optimistic: jax.Array
     cost: jax.Array
     converged: jax.Array
+    robust: RobustSummary | None = None
 
 
 # Sweep keys start from fold_in(key, _SWEEP_TAG), so they cannot coincide with the keys a
@@ -88,17 +101,25 @@ def _at_s0(mdp: Model, values: jax.Array) -> jax.Array:
     return values[0, mdp.initial_state] if mdp.is_finite_horizon else values[mdp.initial_state]
 
 
-def _run(key, k, alpha, mdp, rows, support, beta, max_iterations, **static):
+def _run(key, k, params, mdp, rows, support, max_iterations, **static):
     """One run of a sweep: Algorithm 1, its bounds and the true value, at ``s0``."""
-    out = synthesize_core(key, mdp, rows, support, k, alpha, beta, max_iterations, **static)
-    true_values = evaluate_core(mdp, out.policy)
+    out = synthesize_core(key, mdp, rows, support, k, params, max_iterations, **static)
+    robust = None
+    if out.robust is not None:
+        robust = RobustSummary(
+            true_value=_at_s0(mdp, evaluate_core(mdp, out.robust.policy)),
+            pessimistic=_at_s0(mdp, out.robust.pessimistic),
+            optimistic=_at_s0(mdp, out.robust.optimistic),
+            cost=out.robust.cost,
+        )
     return RunSummary(
         private_value=_at_s0(mdp, out.private_values),
-        true_value=_at_s0(mdp, true_values),
+        true_value=_at_s0(mdp, evaluate_core(mdp, out.policy)),
         pessimistic=_at_s0(mdp, out.pessimistic),
         optimistic=_at_s0(mdp, out.optimistic),
         cost=out.cost,
         converged=out.converged,
+        robust=robust,
     )
 
 
@@ -109,29 +130,38 @@ class ChunkRuns(NamedTuple):
       i: `[B]` int32 index into the grid of ``k``.
       j: `[B]` int32 trial index.
       k: `[B]` the run's ``k``.
-      alpha: `[B]` its radius (rounded up, as in :func:`synthesize`).
+      params: its set's parameters (`[B]`/`[B, G]` fields, as in :func:`synthesize`).
     """
 
     i: np.ndarray
     j: np.ndarray
     k: np.ndarray
-    alpha: np.ndarray
+    params: SetParams
 
 
-def chunk_runs(c: int, batch_size: int, ks, alphas, num_trials: int) -> ChunkRuns:
+def chunk_runs(c: int, batch_size: int, ks, params, num_trials: int) -> ChunkRuns:
     """Runs ``c·B .. (c+1)·B − 1`` (flat index ``i·N + j``); the padding repeats the last."""
     total = len(ks) * num_trials
     r = np.minimum(np.arange(c * batch_size, (c + 1) * batch_size), total - 1)
     i, j = np.divmod(r, num_trials)
-    return ChunkRuns(i.astype(np.int32), j.astype(np.int32), ks[i], alphas[i])
+    return ChunkRuns(
+        i.astype(np.int32), j.astype(np.int32), ks[i], jax.tree.map(lambda x: x[i], params)
+    )
 
 
 @functools.partial(
-    jax.jit, static_argnames=("sampler", "width", "support_aware", "devices", "vector_width")
+    jax.jit,
+    static_argnames=(
+        "sampler",
+        "bound",
+        "width",
+        "support_aware",
+        "robust",
+        "devices",
+        "vector_width",
+    ),
 )
-def _sweep_chunk(
-    runs: ChunkRuns, key, mdp, rows, support, beta, max_iterations, **static
-) -> RunSummary:
+def _sweep_chunk(runs: ChunkRuns, key, mdp, rows, support, max_iterations, **static) -> RunSummary:
     """The runs of one chunk, sharded over ``devices``; its shape fixes the compilation.
 
     On each device the runs go through ``lax.map`` in vmapped groups of ``vector_width``: the
@@ -142,7 +172,7 @@ def _sweep_chunk(
 
     def one(run: ChunkRuns):
         run_key = jax.random.fold_in(jax.random.fold_in(key, run.i), run.j)
-        return _run(run_key, run.k, run.alpha, mdp, rows, support, beta, max_iterations, **static)
+        return _run(run_key, run.k, run.params, mdp, rows, support, max_iterations, **static)
 
     def batched(runs):
         return jax.lax.map(one, runs, batch_size=vector_width)
@@ -227,8 +257,8 @@ def _global_runs(runs: ChunkRuns, devices) -> ChunkRuns:
     one provides the shards its own devices hold.
     """
     sharding = NamedSharding(Mesh(np.asarray(devices), ("batch",)), PartitionSpec("batch"))
-    return ChunkRuns(
-        *(jax.make_array_from_callback(x.shape, sharding, lambda i, x=x: x[i]) for x in runs)
+    return jax.tree.map(
+        lambda x: jax.make_array_from_callback(x.shape, sharding, lambda i: x[i]), runs
     )
 
 
@@ -236,7 +266,7 @@ def _gather(out: RunSummary) -> RunSummary:
     """Every process gets every run of the chunk (a gather over processes)."""
     from jax.experimental import multihost_utils
 
-    return RunSummary(*multihost_utils.process_allgather(tuple(out), tiled=True))
+    return multihost_utils.process_allgather(out, tiled=True)
 
 
 def _check_grid(ks, dtype) -> np.ndarray:
@@ -256,7 +286,9 @@ def sweep(
     beta: ArrayLike = 0.1,
     support: Support = None,
     smoothing: float | None = None,
+    bound: Bound = "paper",
     support_aware: bool = False,
+    robust: bool = False,
     batch_size: int | None = None,
     vector_width: int | None = None,
     sampler: Sampler = "fast",
@@ -296,8 +328,12 @@ def sweep(
       beta: ``β`` in ``(0, 1)``.
       support: ``None`` or ``"nonzero"``, see :func:`dirichlet_mechanism`.
       smoothing: optional ``η``, see :func:`dirichlet_mechanism` and :func:`synthesize`.
+      bound: the uncertainty set, ``"paper"`` (default), ``"exact"`` or ``"certified"``, see
+        :func:`cost_of_privacy` (their Beta-quantile tables are built once per ``k``).
       support_aware: restrict the bounds' set to each row's support, see
         :func:`cost_of_privacy`.
+      robust: also synthesize the robust private policy in every run
+        (``SweepResult.robust``).
       batch_size: runs per compiled call (progress is reported after each); rounded up to a
         multiple of ``vector_width`` times the device count. Default
         :func:`default_batch_size`: at most 256, a power of two of groups, so sweeps of
@@ -326,31 +362,29 @@ def sweep(
     dtype = mdp.rewards.dtype
     ks_host = _check_grid(ks, dtype)
     num_trials = check_count("num_trials", num_trials)
-    check_radius_inputs(1.0, beta, dtype)
     check_iterations(None, max_iterations)
     K, N = ks_host.size, num_trials
     plan = plan_chunks(mdp, K * N, sampler, batch_size, vector_width, devices)
     inp = model_mechanism_input(mdp, support, smoothing)
-    ks_dtype, alphas = ks_host.astype(dtype), outward_radius(ks_host, beta, dtype)
-    args = (
-        jax.random.fold_in(key, _SWEEP_TAG),
-        mdp,
-        inp.rows,
-        inp.support,
-        jnp.asarray(beta, dtype),
-        max_iterations,
+    ks_dtype = ks_host.astype(dtype)
+    bound, params, width = prepare_set(
+        with_probs(mdp, inp.rows), ks_host, beta, bound, support_aware, grid=True
     )
+    params = jax.tree.map(np.asarray, params)
+    args = (jax.random.fold_in(key, _SWEEP_TAG), mdp, inp.rows, inp.support, max_iterations)
     static = dict(
         sampler=sampler,
-        width=bounds_width(mdp, alphas, bool(support_aware)),
+        bound=bound,
+        width=width,
         support_aware=bool(support_aware),
+        robust=bool(robust),
         devices=plan.devices,
         vector_width=plan.vector_width,
     )
     total, chunks = K * N, []
     across = _spans_processes(plan.devices)
     for c in range(plan.num_chunks):
-        runs = chunk_runs(c, plan.batch_size, ks_dtype, alphas, N)
+        runs = chunk_runs(c, plan.batch_size, ks_dtype, params, N)
         if across:
             runs = _global_runs(runs, plan.devices)
         out = _sweep_chunk(runs, *args, **static)

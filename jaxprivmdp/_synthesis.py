@@ -7,12 +7,30 @@ from typing import NamedTuple
 import jax
 from jax.typing import ArrayLike
 
-from ._bounds import bounds_core, bounds_width
+from ._bounds import bounds_core, prepare_set, robust_solve_core
 from ._checks import check_key, host_scalar
 from ._mechanism import Sampler, Support, check_sampler, model_mechanism_input, privatize
 from ._models import Model, check_model, with_probs
 from ._planning import check_iterations, evaluate_core, solve_core
-from ._robust import check_radius_inputs, outward_radius
+from ._sets import Bound, SetParams
+
+
+class RobustPolicy(NamedTuple):
+    """The robust private policy: it maximizes the pessimistic value over the set.
+
+    Attributes:
+      policy: `[T, S]` / `[S]` its actions.
+      private_values: its value ``V̄`` on the privatized MDP, same shape as the values.
+      pessimistic: its ``v̲`` (the robust optimum: never below ``π̄``'s ``v̲``).
+      optimistic: its ``v̄``.
+      cost: scalar ``v̄(s0) − v̲(s0)``.
+    """
+
+    policy: jax.Array
+    private_values: jax.Array
+    pessimistic: jax.Array
+    optimistic: jax.Array
+    cost: jax.Array
 
 
 class Synthesis(NamedTuple):
@@ -29,6 +47,8 @@ class Synthesis(NamedTuple):
       cost: scalar ``v̄(s0) − v̲(s0)``.
       converged: infinite horizon: whether value iteration met its tolerance (if not, the
         policy may not be ε-optimal; the bounds stay valid). Always True for a finite horizon.
+      robust: with ``robust=True``, the :class:`RobustPolicy` (post-processing of ``P̄``,
+        like ``π̄``); None otherwise.
     """
 
     private_transitions: jax.Array
@@ -38,6 +58,7 @@ class Synthesis(NamedTuple):
     optimistic: jax.Array
     cost: jax.Array
     converged: jax.Array
+    robust: RobustPolicy | None = None
 
 
 def synthesize_core(
@@ -46,13 +67,14 @@ def synthesize_core(
     rows,
     support,
     k,
-    alpha,
-    beta,
+    params: SetParams,
     max_iterations,
     *,
     sampler: Sampler,
+    bound: str = "paper",
     width: int,
     support_aware: bool = False,
+    robust: bool = False,
 ) -> Synthesis:
     """:func:`synthesize` on validated inputs: pure, jit/vmap-friendly, calls only cores."""
     p_bar = privatize(key, rows, k, support, mdp.action_mask, sampler)
@@ -62,21 +84,28 @@ def synthesize_core(
     if not mdp.is_finite_horizon:
         # Value iteration's values are within tol/2 of V̄*; report the policy's exact value.
         values = evaluate_core(private, sol.policy)
-    b = bounds_core(
-        private,
-        sol.policy,
-        alpha,
-        beta,
-        None,
-        max_iterations,
-        width=width,
-        support_aware=support_aware,
-    )
+    set_args = dict(bound=bound, width=width, support_aware=support_aware)
+
+    def bounds(policy):
+        return bounds_core(private, policy, params, None, max_iterations, **set_args)
+
+    b = bounds(sol.policy)
     converged = sol.converged & b.converged
-    return Synthesis(p_bar, sol.policy, values, b.pessimistic, b.optimistic, b.cost, converged)
+    extra = None
+    if robust:
+        rob = robust_solve_core(private, params, max_iterations, **set_args)
+        rb = bounds(rob.policy)
+        converged = converged & rob.converged & rb.converged
+        extra = RobustPolicy(
+            rob.policy, evaluate_core(private, rob.policy), rb.pessimistic, rb.optimistic, rb.cost
+        )
+    return Synthesis(
+        p_bar, sol.policy, values, b.pessimistic, b.optimistic, b.cost, converged, extra
+    )
 
 
-_synthesize_jit = jax.jit(synthesize_core, static_argnames=("sampler", "width", "support_aware"))
+_STATIC = ("sampler", "bound", "width", "support_aware", "robust")
+_synthesize_jit = jax.jit(synthesize_core, static_argnames=_STATIC)
 
 
 def synthesize(
@@ -87,7 +116,9 @@ def synthesize(
     beta: ArrayLike = 0.1,
     support: Support = None,
     smoothing: float | None = None,
+    bound: Bound = "paper",
     support_aware: bool = False,
+    robust: bool = False,
     sampler: Sampler = "jax",
     max_iterations: ArrayLike = 10_000,
 ) -> Synthesis:
@@ -96,7 +127,9 @@ def synthesize(
     1. ``P̄(s, a) ~ Dirichlet(k · P(s, a))`` for every allowed row (:func:`dirichlet_mechanism`).
     2. ``π̄``, ``V̄^π̄``: an optimal policy of the privatized MDP and its value (:func:`solve`).
     3. ``v̲``, ``v̄``: its pessimistic and optimistic values (:func:`cost_of_privacy`).
-    Steps 2-3 are post-processing of ``P̄``, so the output is as private as ``P̄``.
+    4. With ``robust=True``: the robust private policy, which maximizes ``v̲`` over the
+       chosen set (robust dynamic programming with the bounds' kernel), and its bounds.
+    Steps 2-4 are post-processing of ``P̄``, so the output is as private as ``P̄``.
 
     Works under ``jax.jit`` and ``jax.vmap`` over ``key``, ``k``, ``beta`` and the model's
     arrays (values are checked only when concrete). With a traced ``k`` or ``beta`` the
@@ -113,8 +146,11 @@ def synthesize(
         privatizes the smoothed rows ``p̃ = (1 − Sη) p + η``, so ``P̄`` concentrates around
         ``p̃``, not ``P``: the bounds (Lemma 1, Theorem 1) are about the smoothed MDP, whose
         rows are up to ``(S − 1)η`` away from the true ones in ℓ∞.
+      bound: the uncertainty set, ``"paper"`` (default), ``"exact"`` or ``"certified"``, see
+        :func:`cost_of_privacy`.
       support_aware: restrict the bounds' set to each row's support, see
         :func:`cost_of_privacy`.
+      robust: also synthesize the robust private policy (``Synthesis.robust``).
       sampler: ``"jax"`` (default: ``jax.random.dirichlet``'s sampler, the one to audit) or
         ``"fast"`` (same distribution, faster), see :func:`dirichlet_mechanism`.
       max_iterations: infinite horizon: guard on iterations (not static).
@@ -133,20 +169,20 @@ def synthesize(
     check_model(mdp)
     sampler = check_sampler(sampler)
     dtype = mdp.rewards.dtype
-    check_radius_inputs(k, beta, dtype)
     check_iterations(None, max_iterations)
     inp = model_mechanism_input(mdp, support, smoothing)
-    alpha = outward_radius(k, beta, dtype)
+    bound, params, width = prepare_set(with_probs(mdp, inp.rows), k, beta, bound, support_aware)
     return _synthesize_jit(
         key,
         mdp,
         inp.rows,
         inp.support,
         host_scalar(k, dtype),
-        host_scalar(alpha, dtype),
-        host_scalar(beta, dtype),
+        params,
         max_iterations,
         sampler=sampler,
-        width=bounds_width(mdp, alpha, bool(support_aware)),
+        bound=bound,
+        width=width,
         support_aware=bool(support_aware),
+        robust=bool(robust),
     )

@@ -32,7 +32,7 @@ SCRIPT = textwrap.dedent(
     ]
     np.savez(out, **{
         f"{i}_{name}": np.asarray(getattr(r, name))
-        for i, r in enumerate(results) for name in r._fields
+        for i, r in enumerate(results) for name in r._fields if getattr(r, name) is not None
     })
     """
 )

@@ -1,5 +1,7 @@
 """The inner problem of the bounds: robust_expectation vs the paper's LP (P) solved by HiGHS."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -9,6 +11,7 @@ from conftest import greedy_inner, lp_inner
 import jaxprivmdp as jp
 from jaxprivmdp._models import Rows
 from jaxprivmdp._robust import fill_width, robust_backup
+from jaxprivmdp._sets import paper_params, row_box
 
 
 @jax.jit
@@ -273,10 +276,14 @@ def test_fill_width():
 
 
 ALPHAS = [0.05, 0.2, 0.25, 1 / 3, 1 / 3 + 1e-7, 1 / 3 - 1e-7, 0.4, 0.7, 1.2]
-backup_jit = jax.jit(
-    lambda p, *args, **kw: robust_backup(Rows(p), *args, **kw),
-    static_argnames=("width", "support_aware"),
-)
+
+
+@functools.partial(jax.jit, static_argnames=("width", "support_aware"))
+def backup_jit(p, alpha, v_low, v_high, beta, *, width, support_aware=False):
+    """The kernel with the paper's box (the old signature, for these tests)."""
+    rows = Rows(p)
+    box = row_box(rows, paper_params(alpha, beta), bound="paper", support_aware=support_aware)
+    return robust_backup(rows, box, v_low, v_high, width=width, support_aware=support_aware)
 
 
 @pytest.mark.parametrize("alpha", ALPHAS)

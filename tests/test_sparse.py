@@ -12,6 +12,7 @@ import jaxprivmdp as jp
 from jaxprivmdp import _robust
 from jaxprivmdp._models import Rows
 from jaxprivmdp._robust import robust_backup
+from jaxprivmdp._sets import paper_params, row_box
 
 S, A = 6, 3
 KEY = jax.random.key(0)
@@ -173,8 +174,9 @@ def test_support_aware_greedy_equals_the_lp_on_the_support(alpha, pairwise, monk
     rows = Rows(jnp.asarray(probs), jnp.asarray(idx))
     with jax.enable_x64(True):
         rows = Rows(jnp.asarray(probs, jnp.float64), jnp.asarray(idx, jnp.int32))
+        box = row_box(rows, paper_params(alpha, beta), bound="paper", support_aware=True)
         low, high = robust_backup(
-            rows, alpha, jnp.asarray(v_low), jnp.asarray(v_high), beta, width=n, support_aware=True
+            rows, box, jnp.asarray(v_low), jnp.asarray(v_high), width=n, support_aware=True
         )
     for r in range(5):
         keep = (idx[r, 0] >= 0) & (probs[r, 0] > 0)
