@@ -184,6 +184,18 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
         help="bounds over each row's support only (valid when the zero pattern is public, "
         "e.g. with --support nonzero); default: the paper's set over the whole simplex",
     )
+    p.add_argument(
+        "--bound",
+        choices=("paper", "exact", "certified"),
+        default="paper",
+        help="uncertainty set of the bounds: the paper's (Lemma 1), exact Beta marginals "
+        "(same statement), or certified bounds on the true value w.p. >= 1 - beta",
+    )
+    p.add_argument(
+        "--robust",
+        action="store_true",
+        help="also synthesize the robust private policy (maximizes the pessimistic value)",
+    )
 
 
 def _mdp_options(p: argparse.ArgumentParser, *, planning: bool, required: bool = True) -> None:

@@ -29,6 +29,10 @@ LABELS = {
 def summarize(result: SweepResult) -> list[dict]:
     """One row per ``k``, in increasing ``k``: mean and sample std (ddof=1) over trials.
 
+    Also the fraction of trials whose bounds held the true value at ``s0``
+    (``covered_fraction``) and, for a robust sweep, the robust policy's columns
+    (``robust_*``).
+
     The rows are sorted because tables and figures read them as a curve in ``k``; a sweep
     may have been run over an unsorted grid.
     """
@@ -40,8 +44,20 @@ def summarize(result: SweepResult) -> list[dict]:
             x = np.asarray(getattr(result, q)[i], dtype=float)
             row[f"{q}_mean"] = float(x.mean())
             row[f"{q}_std"] = float(x.std(ddof=1)) if x.size > 1 else 0.0
+        if result.robust is not None:
+            for q, x in result.robust._asdict().items():
+                x = np.asarray(x[i], dtype=float)
+                row[f"robust_{q}_mean"] = float(x.mean())
+                row[f"robust_{q}_std"] = float(x.std(ddof=1)) if x.size > 1 else 0.0
         row["optimal_value"] = float(result.optimal_value)
         row["converged_fraction"] = float(np.mean(np.asarray(result.converged[i])))
+        # How often the bounds held the true value at s0 (a "certified" bound promises
+        # at least 1 − β; the paper's bounds are about another quantity).
+        true = np.asarray(result.true_value[i])
+        held = (np.asarray(result.pessimistic[i]) <= true) & (
+            true <= np.asarray(result.optimistic[i])
+        )
+        row["covered_fraction"] = float(held.mean())
         rows.append(row)
     return rows
 

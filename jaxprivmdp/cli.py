@@ -186,6 +186,8 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
             batch_size=args.batch_size,
             sampler=args.sampler,
             support_aware=args.support_aware,
+            bound=args.bound,
+            robust=args.robust,
             progress=_progress(name),
             **options.get(name, {}),
         )
@@ -206,6 +208,8 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
         "dtype": args.dtype,
         "sampler": args.sampler,
         "support_aware": args.support_aware,
+        "bound": args.bound,
+        "robust": args.robust,
         "wall_time_s": None,
         "wall_time_per_sweep_s": timings,
         "environment": _report.environment(),
@@ -230,9 +234,15 @@ def _print_table(tables: dict) -> None:
     cols = ("pessimistic", "private_value", "true_value", "optimistic", "cost")
     for name, rows in tables.items():
         print(f"\n{name}  (mean over trials; non-private optimum {rows[0]['optimal_value']:.4f})")
-        print("     k " + "".join(f"{c:>15}" for c in cols))
+        robust = "robust_true_value_mean" in rows[0]
+        extra = ("robust_pessimistic", "robust_true_value") if robust else ()
+        widths = [max(15, len(c) + 2) for c in cols + extra]
+        print("     k " + "".join(f"{c:>{w}}" for c, w in zip(cols + extra, widths, strict=True)))
         for r in rows:
-            print(f"{r['k']:6g} " + "".join(f"{r[c + '_mean']:15.4f}" for c in cols))
+            cells = "".join(
+                f"{r[c + '_mean']:{w}.4f}" for c, w in zip(cols + extra, widths, strict=True)
+            )
+            print(f"{r['k']:6g} {cells}   {r['covered_fraction']:7.3f}")
 
 
 def cmd_reproduce(args) -> list[Path]:
