@@ -16,6 +16,13 @@ pytest-benchmark times (``--bench-quick``: S ∈ {100, 300}):
   ``jax.jit(lambda policy, k: cost_of_privacy(..., k=k))`` (``k`` traced: the fill width
   cannot be bounded, ``width = S``) and the previous (argsort) version at ``width = S``; at
   the largest S it adds a per-XLA-op profile of the compiled bounds (``jax.profiler``).
+* ``test_bound_set[S-bound]``: the uncertainty set (``bound="paper" | "exact" |
+  "certified"``, deterministic policy): ``bounds_core`` with what ``cost_of_privacy(...,
+  bound=bound)`` passes it (``_bounds.prepare_set``), interleaved with ``evaluate_core``
+  (``ratio_core``, same target ≤ 5), the paper's core, the public call and, for the non-paper
+  sets, two diagnostics: the paper's box at ``width = S`` and ``_sets.row_box`` alone (the
+  per-entry ``searchsorted`` in the Beta-quantile tables). ``extra_info.prepare_set``: the
+  host time of ``prepare_set``, first call (tables built, caches cleared) and cached.
 * ``test_piece[S-piece]``: the pieces of one stage of ``_robust.robust_backup`` as small jitted
   micro-benchmarks, each run over ``T`` stages in a ``lax.scan`` (so per-call overhead is
   amortized as in the real recursion): row gather, the two 1-D ``lax.top_k``, the previous
@@ -41,7 +48,7 @@ import numpy as np
 import pytest
 
 import jaxprivmdp as jp
-from jaxprivmdp import _bounds, _planning, _robust
+from jaxprivmdp import _bounds, _models, _planning, _robust, _sets
 
 K = 10.0
 BETA = 0.1
@@ -52,6 +59,7 @@ SIZES = (100, 300, 1000)
 QUICK_SIZES = (100, 300)
 KINDS = ("deterministic", "stochastic")
 VARIANTS = ("evaluate_core", "bounds_core", "evaluate", "cost_of_privacy")
+BOUNDS = ("paper", "exact", "certified")
 PIECES = ("gather_rows", "top_k_1d", "argsort", "dense", "gather_cols", "fill", "bellman")
 
 
@@ -63,9 +71,22 @@ def problem(S, dtype):
     private = dataclasses.replace(mdp, transitions=p_bar)
     policy = jp.solve(private).policy
     np_dtype = mdp.rewards.dtype
-    alpha = _robust.outward_radius(K, BETA, np_dtype)
-    a, b = np.asarray(alpha, np_dtype), np.asarray(BETA, np_dtype)
-    return private, policy, a, b, _robust.fill_width(alpha, S)
+    # The paper's set exactly as cost_of_privacy builds it; a, b (α, β as NumPy scalars) feed
+    # the benchmark-only old version and the micro pieces.
+    params, kw = set_args(private, "paper")
+    a, b = np.asarray(params.alpha, np_dtype), np.asarray(BETA, np_dtype)
+    return private, policy, params, kw, a, b
+
+
+def set_args(private, bound, support_aware=False):
+    """``(params, static kwargs)`` that ``cost_of_privacy(..., bound=bound)`` gives its core."""
+    bound, params, width = _bounds.prepare_set(private, K, BETA, bound, support_aware)
+    return params, dict(bound=bound, width=width, support_aware=bool(support_aware))
+
+
+def core(private, policy, params, kw):
+    """``_bounds.bounds_core`` with the arguments ``cost_of_privacy`` passes it."""
+    return _bounds.bounds_core(private, policy, params, None, 10_000, **kw)
 
 
 def skip_unless(quick, S):
@@ -210,7 +231,8 @@ def micro_pieces(private, policy, alpha, width):
 @pytest.mark.parametrize("S", SIZES)
 def test_bounds_vs_evaluate(benchmark, dtype, quick, S, kind, variant):
     skip_unless(quick, S)
-    private, policy, a, b, width = problem(S, dtype)
+    private, policy, params, kw, a, b = problem(S, dtype)
+    width = kw["width"]
     pol = (
         policy
         if kind == "deterministic"
@@ -218,7 +240,7 @@ def test_bounds_vs_evaluate(benchmark, dtype, quick, S, kind, variant):
     )
     calls = {
         "evaluate_core": lambda: _planning.evaluate_core(private, pol),
-        "bounds_core": lambda: _bounds.bounds_core(private, pol, a, b, None, 10_000, width=width),
+        "bounds_core": lambda: core(private, pol, params, kw),
         "evaluate": lambda: jp.evaluate(private, pol),
         "cost_of_privacy": lambda: jp.cost_of_privacy(private, pol, k=K, beta=BETA),
     }
@@ -226,7 +248,7 @@ def test_bounds_vs_evaluate(benchmark, dtype, quick, S, kind, variant):
     extra = dict(S=S, kind=kind, variant=variant, width=width)
     if variant == "bounds_core":
         extra["aot"] = common.aot_compile_time(
-            _bounds.bounds_core, private, pol, a, b, None, 10_000, width=width
+            _bounds.bounds_core, private, pol, params, None, 10_000, **kw
         )
         if kind == "deterministic":
             # A user's jax.jit with k as an argument: k is traced, so width = S.
@@ -255,8 +277,8 @@ def test_bounds_vs_evaluate(benchmark, dtype, quick, S, kind, variant):
                         (
                             "bounds_core",
                             _bounds.bounds_core,
-                            (private, policy, a, b, None, 10_000),
-                            dict(width=width),
+                            (private, policy, params, None, 10_000),
+                            kw,
                         ),
                         ("evaluate_core", _planning.evaluate_core, (private, policy), {}),
                     )
@@ -268,7 +290,8 @@ def test_bounds_vs_evaluate(benchmark, dtype, quick, S, kind, variant):
 @pytest.mark.parametrize("S", SIZES)
 def test_piece(benchmark, dtype, quick, S, piece):
     skip_unless(quick, S)
-    private, policy, a, _, width = problem(S, dtype)
+    private, policy, _, kw, a, _ = problem(S, dtype)
+    width = kw["width"]
     pieces, v0 = micro_pieces(private, policy, jnp.asarray(a), width)
     label, fn, operands = dict(zip(PIECES, pieces, strict=True))[piece]
     run = _stages(fn)
@@ -279,15 +302,16 @@ def test_piece(benchmark, dtype, quick, S, piece):
 @pytest.mark.parametrize("S", SIZES)
 def test_old_argsort_version(benchmark, dtype, quick, S):
     skip_unless(quick, S)
-    private, policy, a, b, width = problem(S, dtype)
-    ref = _bounds.bounds_core(private, policy, a, b, None, 10_000, width=width)
+    private, policy, params, kw, a, b = problem(S, dtype)
+    width = kw["width"]
+    ref = core(private, policy, params, kw)
     low, high = bounds_argsort_old(private, policy, a, b, width=width)
     diff = max(
         float(jnp.max(jnp.abs(low - ref.pessimistic[:-1]))),
         float(jnp.max(jnp.abs(high - ref.optimistic[:-1]))),
     )
     calls = {
-        "library": lambda: _bounds.bounds_core(private, policy, a, b, None, 10_000, width=width),
+        "library": lambda: core(private, policy, params, kw),
         "old": lambda: bounds_argsort_old(private, policy, a, b, width=width),
     }
     st = common.interleaved(calls, budget_s=1.0 if quick else 3.0)
@@ -302,3 +326,72 @@ def test_old_argsort_version(benchmark, dtype, quick, S):
         interleaved={n: common.summary(s) for n, s in st.items()},
     )
     assert diff < (1e-4 if private.rewards.dtype == np.float32 else 1e-10)
+
+
+# ----------------------------------------------------------------------------- uncertainty sets
+
+
+@functools.cache
+def row_box_fn(bound):
+    """The jitted per-entry box of every row (``_sets.row_box``), as ``bounds_core`` builds it."""
+    return jax.jit(
+        lambda m, p: _sets.row_box(_models.transition_rows(m), p, bound=bound, support_aware=False)
+    )
+
+
+@pytest.mark.parametrize("bound", BOUNDS)
+@pytest.mark.parametrize("S", SIZES)
+def test_bound_set(benchmark, dtype, quick, S, bound):
+    """``bounds_core(bound=...)`` / ``evaluate_core``, deterministic policy (target <= 5).
+
+    Interleaved with the paper's core and, for the non-paper sets, two diagnostics that split
+    the extra time: the paper's box at ``width = S`` (what a full-width fill costs) and the
+    box of every row alone (``_sets.row_box``: the per-entry ``searchsorted`` in the quantile
+    tables, over all ``S·A·S`` entries). ``prepare_set`` (host) is timed apart: first call
+    (tables built) and cached.
+    """
+    skip_unless(quick, S)
+    private, policy, paper_params, paper_kw, _, _ = problem(S, dtype)
+    params, kw = set_args(private, bound)
+    calls = {
+        "evaluate_core": lambda: _planning.evaluate_core(private, policy),
+        "bounds_core": lambda: core(private, policy, params, kw),
+    }
+    if bound != "paper":
+        full = dict(paper_kw, width=S)
+        calls.update(
+            paper_core=lambda: core(private, policy, paper_params, paper_kw),
+            paper_box_width_S=lambda: core(private, policy, paper_params, full),
+            row_box_only=lambda: row_box_fn(bound)(private, params),
+            cost_of_privacy=lambda: jp.cost_of_privacy(
+                private, policy, k=K, beta=BETA, bound=bound
+            ),
+        )
+    else:
+        calls["cost_of_privacy"] = lambda: jp.cost_of_privacy(private, policy, k=K, beta=BETA)
+    benchmark.group = f"bound sets vs evaluate S={S}"
+    extra = dict(
+        S=S,
+        A=A,
+        T=T,
+        k=K,
+        beta=BETA,
+        bound=bound,
+        width=kw["width"],
+        grid_size=int(params.grid.shape[-1]),
+        aot=common.aot_compile_time(
+            _bounds.bounds_core, private, policy, params, None, 10_000, **kw
+        ),
+        prepare_set=common.time_prepare_set(private, K, BETA, bound),
+    )
+    st = common.interleaved(calls, budget_s=1.0 if quick else 4.0)
+    base = st["evaluate_core"].median
+    extra.update(
+        interleaved={n: common.summary(s) for n, s in st.items()},
+        ratio_core=st["bounds_core"].median / base,
+        ratios_to_evaluate_core={n: s.median / base for n, s in st.items()},
+        cost_s0=float(core(private, policy, params, kw).cost),
+        cost_s0_paper=float(core(private, policy, paper_params, paper_kw).cost),
+    )
+    extra["target_met"] = extra["ratio_core"] <= TARGET
+    common.bench(benchmark, calls["bounds_core"], **extra)

@@ -28,6 +28,14 @@ by ``jax.block_until_ready``.
   times all of them round-robin and checks their values against ours. Target: ours not
   slower.
 
+* ``test_bound_set_sparse[n-bound-aware]``: the uncertainty sets (``bound="paper" |
+  "exact" | "certified"``) on ``examples.gridworld(n, n, horizon=60, discount=1.0)``,
+  ``n ∈ {20, 32}`` (``S = 400, 1024``; ``--bench-quick``: 20), privatized at ``k = 10``, with
+  its optimal deterministic policy: ``bounds_core`` (arguments from ``_bounds.prepare_set``,
+  ``support_aware`` True and False) / ``evaluate_core``, interleaved with the paper's core and
+  ``_sets.row_box`` alone; ``extra_info.prepare_set``: the host set-up, first call (quantile
+  tables built) and cached. Target ≤ 5 with ``support_aware=True``.
+
 At ``n = 1000`` a call takes seconds, so those benchmarks run 3 rounds
 (``benchmark.pedantic``) and the round-robin comparison 5 rounds.
 
@@ -47,7 +55,7 @@ import numpy as np
 import pytest
 
 import jaxprivmdp as jp
-from jaxprivmdp import _bounds, _planning, _robust
+from jaxprivmdp import _bounds, _planning
 
 T = 20
 GAMMA = 0.95
@@ -89,14 +97,25 @@ def grid(n, dtype):
 
 @functools.cache
 def private_problem(n, dtype):
-    """The privatized gridworld, its optimal policy `[T, S]`, α, β and the two widths."""
+    """The privatized gridworld, its optimal policy `[T, S]` and the paper's set's arguments."""
     private = jp.dirichlet_mechanism(jax.random.key(n), grid(n, dtype), K_PRIVACY, sampler="fast")
     policy = jp.solve(private).policy
-    np_dtype = np.dtype(private.rewards.dtype)
-    alpha = _robust.outward_radius(K_PRIVACY, BETA, np_dtype)
-    a, b = np.asarray(alpha, np_dtype), np.asarray(BETA, np_dtype)
-    widths = {aware: _bounds.bounds_width(private, alpha, aware) for aware in (False, True)}
-    return common.block((private, policy)) + (a, b, widths)
+    return common.block((private, policy)) + (set_args(private, "paper"),)
+
+
+def set_args(private, bound):
+    """``{support_aware: (params, static kwargs)}`` as ``cost_of_privacy`` builds them."""
+    out = {}
+    for aware in (False, True):
+        bound, params, width = _bounds.prepare_set(private, K_PRIVACY, BETA, bound, aware)
+        out[aware] = params, dict(bound=bound, width=width, support_aware=aware)
+    return out
+
+
+def core(private, policy, args):
+    """``_bounds.bounds_core`` with ``(params, static kwargs)`` from :func:`set_args`."""
+    params, kw = args
+    return _bounds.bounds_core(private, policy, params, None, 10_000, **kw)
 
 
 # ----------------------------------------------------------------------------- bandwidth
@@ -150,31 +169,20 @@ def bytes_per_stage(S, A, Kmax, itemsize):
 @pytest.mark.parametrize("n", SIZES)
 def test_bounds_vs_evaluate(benchmark, dtype, quick, n, variant):
     skip_unless(quick, n)
-    private, policy, a, b, widths = private_problem(n, dtype)
+    private, policy, args = private_problem(n, dtype)
     S, A, Kmax = private.next_states.shape
+    widths = {aware: args[aware][1]["width"] for aware in (False, True)}
     calls = {
         "evaluate_core": lambda: _planning.evaluate_core(private, policy),
-        "bounds_paper": lambda: _bounds.bounds_core(
-            private, policy, a, b, None, 10_000, width=widths[False], support_aware=False
-        ),
-        "bounds_support_aware": lambda: _bounds.bounds_core(
-            private, policy, a, b, None, 10_000, width=widths[True], support_aware=True
-        ),
+        "bounds_paper": lambda: core(private, policy, args[False]),
+        "bounds_support_aware": lambda: core(private, policy, args[True]),
     }
     benchmark.group = f"sparse bounds vs evaluate {n}x{n}"
     extra = dict(n=n, S=S, A=A, K=Kmax, T=T, k=K_PRIVACY, beta=BETA, width=widths[False])
     if variant == "bounds_paper":
         extra["aot"] = {
             ("support_aware" if aware else "paper"): common.aot_compile_time(
-                _bounds.bounds_core,
-                private,
-                policy,
-                a,
-                b,
-                None,
-                10_000,
-                width=widths[aware],
-                support_aware=aware,
+                _bounds.bounds_core, private, policy, args[aware][0], None, 10_000, **args[aware][1]
             )
             for aware in (False, True)
         }
@@ -324,3 +332,83 @@ def test_solve_vs_scipy(benchmark, dtype, quick, n, variant):
         for name, c in checks.items():
             assert c["max_abs_value_diff"] < 1e-3 * max(1.0, float(np.abs(v_ours).max())), name
     bench_large(benchmark, calls[variant], n, **extra)
+
+
+# ----------------------------------------------------------------------------- uncertainty sets
+
+SET_SIZES = (20, 32)  # S = 400 and 1024
+QUICK_SET_SIZES = (20,)
+SET_HORIZON = 60
+BOUNDS = ("paper", "exact", "certified")
+
+
+@functools.cache
+def set_problem(n, dtype):
+    """``examples.gridworld(n, n, horizon=60, discount=1.0)`` privatized at k = 10, its policy."""
+    g = jp.examples.gridworld(n, n, horizon=SET_HORIZON, discount=1.0, dtype=dtype)
+    private = jp.dirichlet_mechanism(jax.random.key(n), g, K_PRIVACY, sampler="fast")
+    policy = jp.solve(private).policy
+    return common.block((private, policy))
+
+
+@functools.cache
+def row_box_fn(bound, aware):
+    from jaxprivmdp import _models, _sets
+
+    return jax.jit(
+        lambda m, p: _sets.row_box(_models.transition_rows(m), p, bound=bound, support_aware=aware)
+    )
+
+
+@pytest.mark.parametrize("aware", (True, False), ids=("support_aware", "whole_simplex"))
+@pytest.mark.parametrize("bound", BOUNDS)
+@pytest.mark.parametrize("n", SET_SIZES)
+def test_bound_set_sparse(benchmark, dtype, quick, n, bound, aware):
+    """``bounds_core(bound=..., support_aware=aware)`` / ``evaluate_core`` on a small gridworld.
+
+    Interleaved with ``evaluate_core``, the paper's core with the same ``support_aware`` and
+    ``_sets.row_box`` alone; ``prepare_set`` (host) first call and cached. Target <= 5 (the
+    issue's case is ``support_aware=True``; the whole simplex is informational).
+    """
+    if quick and n not in QUICK_SET_SIZES:
+        pytest.skip("--bench-quick")
+    private, policy = set_problem(n, dtype)
+    S, A, Kmax = private.next_states.shape
+    args = set_args(private, bound)[aware]
+    paper = set_args(private, "paper")[aware]
+    calls = {
+        "evaluate_core": lambda: _planning.evaluate_core(private, policy),
+        "bounds_core": lambda: core(private, policy, args),
+    }
+    if bound != "paper":
+        calls["paper_core"] = lambda: core(private, policy, paper)
+        calls["row_box_only"] = lambda: row_box_fn(bound, aware)(private, args[0])
+    benchmark.group = f"sparse bound sets {n}x{n} T={SET_HORIZON}"
+    extra = dict(
+        n=n,
+        S=S,
+        A=A,
+        K=Kmax,
+        T=SET_HORIZON,
+        discount=1.0,
+        k=K_PRIVACY,
+        beta=BETA,
+        bound=bound,
+        support_aware=aware,
+        width=args[1]["width"],
+        aot=common.aot_compile_time(
+            _bounds.bounds_core, private, policy, args[0], None, 10_000, **args[1]
+        ),
+        prepare_set=common.time_prepare_set(private, K_PRIVACY, BETA, bound, aware),
+    )
+    st = common.interleaved(calls, budget_s=1.0 if quick else 4.0)
+    base = st["evaluate_core"].median
+    extra.update(
+        interleaved={name: common.summary(s) for name, s in st.items()},
+        ratio_core=st["bounds_core"].median / base,
+        ratios_to_evaluate_core={name: s.median / base for name, s in st.items()},
+        cost_s0=float(core(private, policy, args).cost),
+        cost_s0_paper=float(core(private, policy, paper).cost),
+    )
+    extra["target_met"] = extra["ratio_core"] <= TARGET
+    common.bench(benchmark, calls["bounds_core"], **extra)

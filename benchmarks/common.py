@@ -198,6 +198,49 @@ def ratios(stats: dict[str, Any], base: str) -> dict[str, float]:
     return {name: s.median / stats[base].median for name, s in stats.items() if name != base}
 
 
+# ----------------------------------------------------------------------------- set tables
+
+
+def time_prepare_set(
+    mdp: Any,
+    k: Any,
+    beta: Any,
+    bound: str,
+    support_aware: bool = False,
+    *,
+    cold: int = 3,
+    grid: bool = False,
+) -> dict[str, Any]:
+    """Host time of ``_bounds.prepare_set`` (the boundary's set work): first call and cached.
+
+    ``"exact"``/``"certified"`` tabulate Beta quantiles on the host (``scipy``'s
+    ``betaincinv`` on a grid of ``p``), cached per ``(k, level, dtype)``. ``first_s``: median of
+    ``cold`` calls, each after clearing the module's caches (``_quantile_tables`` and the
+    grid), i.e. what a process pays the first time it meets this ``k``; ``cached``: the
+    steady state (tables cached: the checks, ``entry_count``, the radius, the transfer of the
+    tables to the device and the fill width). Each call ends with ``block_until_ready``.
+    """
+    import statistics
+
+    from jaxprivmdp import _bounds, _sets
+
+    def call():
+        return _bounds.prepare_set(mdp, k, beta, bound, support_aware, grid=grid)
+
+    firsts = []
+    for _ in range(cold):
+        _sets._quantile_tables.cache_clear()
+        _sets._grid.cache_clear()
+        firsts.append(first_call(call))
+    cached = time_call(call, min_repeats=20, budget_s=0.5)
+    return dict(
+        first_s=statistics.median(firsts),
+        first_all_s=firsts,
+        cached_s=cached.median_s,
+        cached=summary(cached.stats),
+    )
+
+
 # ----------------------------------------------------------------------------- XLA profile
 
 

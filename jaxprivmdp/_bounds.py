@@ -213,6 +213,54 @@ def robust_solve_core(
     return value_iteration(mdp, q_fn, default_tolerance(mdp), max_iterations)
 
 
+def robust_solve(
+    private_mdp: Model,
+    *,
+    k: ArrayLike,
+    beta: ArrayLike = 0.1,
+    bound: Bound = "paper",
+    support_aware: bool = False,
+    max_iterations: int = 10_000,
+) -> Solution:
+    """The robust private policy of a privatized MDP: it maximizes the pessimistic value.
+
+    ``v_t(s) = max_a r(s, a) + γ min_{p ∈ B(s, a)} p·v_{t+1}`` with ``B`` the set of
+    ``bound`` (see :func:`cost_of_privacy`), by robust backward induction (finite horizon) or
+    robust value iteration (infinite horizon, to the default tolerance). Post-processing of
+    ``P̄``: no privacy cost. Its pessimistic value (``cost_of_privacy(..., bound=bound)``) is
+    never below that of any other policy, ``π̄`` included; with ``"certified"`` it is a
+    floor on its true value with probability ``≥ 1 − β``. :func:`synthesize` with
+    ``robust=True`` runs this after Algorithm 1.
+
+    Args:
+      private_mdp: the privatized MDP ``M̄``.
+      k: the mechanism's parameter used to privatize, ``k > 0``.
+      beta: ``β`` in ``(0, 1)``.
+      bound: ``"paper"``, ``"exact"`` or ``"certified"``.
+      support_aware: restrict the set to each row's support.
+      max_iterations: infinite horizon: guard on iterations (not static).
+
+    Returns:
+      A :class:`Solution`: the policy and its robust (pessimistic) values.
+
+    References:
+      Iyengar, "Robust dynamic programming", Math. Oper. Res. 2005; Nilim & El Ghaoui,
+      "Robust control of Markov decision processes with uncertain transition matrices",
+      Oper. Res. 2005.
+    """
+    check_model(private_mdp, "private_mdp")
+    check_iterations(None, max_iterations)
+    bound, params, width = prepare_set(private_mdp, k, beta, bound, support_aware)
+    return robust_solve_core(
+        private_mdp,
+        params,
+        max_iterations,
+        bound=bound,
+        width=width,
+        support_aware=bool(support_aware),
+    )
+
+
 def prepare_set(mdp: Model, k, beta, bound, support_aware, *, grid: bool = False):
     """Checks and host work shared by the boundaries: ``(bound, params, width)``.
 

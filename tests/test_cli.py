@@ -65,6 +65,20 @@ def test_sweep_on_a_user_file(tmp_path, investment_npz):
     assert meta["support_aware"] is True
     for r, t in zip(rows, tight, strict=True):
         assert t["cost_mean"] <= r["cost_mean"] + 1e-6
+    # --bound certified --robust: the statement about the true value, the robust policy.
+    cert = tmp_path / "cert"
+    extra = ["--bound", "certified", "--robust"]
+    rc = main(args + ["--out", str(cert), "--trials", "2", "--ks", "40", *extra])
+    assert rc == 0
+    meta = json.loads((cert / "sweep.json").read_text())
+    assert meta["bound"] == "certified" and meta["robust"] is True
+    (row,) = meta["results"]["investment"]
+    assert row["robust_pessimistic_mean"] >= row["pessimistic_mean"] - 1e-6
+    assert 0 <= row["covered_fraction"] <= 1
+    assert "robust_true_value" in (cert / "sweep.csv").read_text().splitlines()[0]
+    with pytest.raises(SystemExit) as exc:
+        main(args + ["--out", str(cert), "--bound", "lemma1"])
+    assert exc.value.code == 2
 
 
 @pytest.mark.parametrize(

@@ -161,14 +161,26 @@ def test_sparse_rows_use_the_outside_bound():
         np.testing.assert_allclose(got, want, atol=2e-6)
 
 
+@pytest.mark.slow
 def test_exact_is_tighter_than_the_paper_on_examples_1_and_2():
     for mdp, kw in [
         (examples.investment(), dict(support="nonzero")),
         (examples.random_mdp(KEY), {}),
     ]:
-        for k in [5.0, 40.0, 1000.0]:
-            costs = {b: float(jp.synthesize(KEY, mdp, k=k, bound=b, **kw).cost) for b in SETS[:2]}
-            assert costs["exact"] < costs["paper"], (k, costs)
+        # On average over releases: at k = 1 a single release's exact set can be wider.
+        costs = {
+            b: jp.sweep(
+                KEY, mdp, ks=[1.0, 5.0, 40.0, 1000.0], num_trials=16, bound=b, **kw
+            ).cost.mean(1)
+            for b in SETS[:2]
+        }
+        assert np.all(costs["exact"] < costs["paper"]), costs
+
+
+def test_exact_is_tighter_than_the_paper_on_example_2():
+    mdp = examples.random_mdp(KEY)
+    costs = [float(jp.synthesize(KEY, mdp, k=40.0, bound=b).cost) for b in SETS[:2]]
+    assert costs[1] < costs[0]
 
 
 def _coverage(p, k, beta, bound, trials, rng):
@@ -248,14 +260,27 @@ def test_robust_policy_maximizes_the_pessimistic_value():
         assert np.all(out.robust.pessimistic >= out.pessimistic - 1e-5)
 
 
-@pytest.mark.parametrize("horizon", [4, None])
-def test_robust_pessimistic_never_below_the_private_policy(horizon):
+@pytest.mark.parametrize(("horizon", "bound"), [(4, "certified"), (None, "exact")])
+def test_robust_pessimistic_never_below_the_private_policy(horizon, bound):
+    """Masked actions, both horizons (the enumeration test covers every set, finite T)."""
     mdp = build_mdp(6, horizon=horizon, masked=True)
-    for bound in SETS:
-        out = jp.synthesize(KEY, mdp, k=15.0, bound=bound, robust=True, support="nonzero")
-        # Infinite horizon: both are within the value iteration's tolerance of optimal.
-        tol = 1e-5 if horizon else 1e-3
-        assert np.all(out.robust.pessimistic >= out.pessimistic - tol), bound
+    out = jp.synthesize(KEY, mdp, k=15.0, bound=bound, robust=True, support="nonzero")
+    # Infinite horizon: both are within the value iteration's tolerance of optimal.
+    tol = 1e-5 if horizon else 1e-3
+    assert np.all(out.robust.pessimistic >= out.pessimistic - tol)
+    solo = jp.robust_solve(
+        jp.make_mdp(
+            out.private_transitions,
+            mdp.rewards,
+            terminal_reward=mdp.terminal_reward if horizon else None,
+            horizon=horizon,
+            discount=mdp.discount,
+            action_mask=mdp.action_mask,
+        ),
+        k=15.0,
+        bound=bound,
+    )
+    np.testing.assert_array_equal(solo.policy, out.robust.policy)
 
 
 def test_bound_under_jit_and_vmap_over_k():
