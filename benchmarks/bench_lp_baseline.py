@@ -37,11 +37,18 @@ NAME = "bench_lp_baseline"
 SAMPLERS = ("fast (default)", "jax")
 KS_FIGURE1 = (1.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 35.0, 40.0)
 BETA = 0.1
+BOUNDS = ("paper", "exact", "certified")
 PAPER_SECONDS = {"T=10, A=5": 4.88, "T=20, A=5": 9.34, "T=10, A=10": 9.68}
 
 
 def _add_arguments(parser):
     parser.add_argument("--trials", type=int, default=None, help="baseline trials per k")
+    parser.add_argument(
+        "--bound",
+        choices=(*BOUNDS, "all"),
+        default="all",
+        help="uncertainty set(s) of the Figure-1 sweep, (b): one, or all three (default)",
+    )
 
 
 # A study script, not a pytest module (README.md says why): its own flags.
@@ -61,13 +68,19 @@ import numpy as np  # noqa: E402
 from scipy.optimize import linprog  # noqa: E402
 
 import jaxprivmdp as jp  # noqa: E402
-from jaxprivmdp import _bounds, _mechanism, _planning, _robust  # noqa: E402
+from jaxprivmdp import _bounds, _mechanism, _models, _planning, _robust, _sets  # noqa: E402
 
 # ----------------------------------------------------------------------------- the baseline
 
 
 class InnerLP:
-    """The paper's LP (P) for rows of length ``n``: the constraint matrices are built once."""
+    """The paper's LP (P) for rows of length ``n``: the constraint matrices are built once.
+
+    ``beta`` is the weight of the free part ``P1`` (the paper's ``β``; ``β' = 0`` for
+    ``bound="certified"``). :meth:`solve` is the paper's box ``‖P2 − p̄‖∞ <= α``;
+    :meth:`solve_box` any per-entry box ``l <= P2 <= u`` (the sets ``"exact"`` and
+    ``"certified"``): the same LP with other right-hand sides, as expensive per problem.
+    """
 
     def __init__(self, n: int, beta: float):
         eye, zero = np.eye(n), np.zeros((n, n))
@@ -106,9 +119,33 @@ class InnerLP:
         self.count += 1
         return sign * res.fun
 
+    def solve_box(self, values, lower, upper, maximize: bool) -> float:
+        """The LP over ``{β P1 + (1 − β) P2 : l <= P2 <= u}``: ``P2 <= u`` and ``−P2 <= −l``."""
+        n = self.n
+        sign = -1.0 if maximize else 1.0
+        c = np.concatenate([np.zeros(2 * n), sign * values])
+        res = linprog(
+            c,
+            A_ub=self.a_ub,
+            b_ub=np.concatenate([upper, -lower]),
+            A_eq=self.a_eq,
+            b_eq=self.b_eq,
+            bounds=(0, None),
+            method="highs",
+        )
+        if res.status != 0:
+            raise RuntimeError(f"linprog failed: {res.message}")
+        self.count += 1
+        return sign * res.fun
 
-def lp_bounds(p_bar, rewards, terminal, policy, alpha, beta, discount, *, all_actions=False):
+
+def lp_bounds(
+    p_bar, rewards, terminal, policy, alpha, beta, discount, *, all_actions=False, box=None
+):
     """Theorem 1's ``v̲``, ``v̄`` `[T + 1, S]`, every inner problem an LP (P).
+
+    ``box``: None for the paper's set (radius ``alpha``, weight ``beta``), or ``(lower,
+    upper)`` `[S, A, S]` per-entry bounds of another set (``beta`` its weight ``β'``).
 
     Returns:
       ``(low, high, number_of_lps)``.
@@ -126,8 +163,13 @@ def lp_bounds(p_bar, rewards, terminal, policy, alpha, beta, discount, *, all_ac
         for s in range(S):
             chosen = int(policy[t, s])
             for a in range(A) if all_actions else (chosen,):
-                lo = lp.solve(low[t + 1], p_bar[s, a], alpha, maximize=False)
-                hi = lp.solve(high[t + 1], p_bar[s, a], alpha, maximize=True)
+                if box is None:
+                    lo = lp.solve(low[t + 1], p_bar[s, a], alpha, maximize=False)
+                    hi = lp.solve(high[t + 1], p_bar[s, a], alpha, maximize=True)
+                else:
+                    l_sa, u_sa = box[0][s, a], box[1][s, a]
+                    lo = lp.solve_box(low[t + 1], l_sa, u_sa, maximize=False)
+                    hi = lp.solve_box(high[t + 1], l_sa, u_sa, maximize=True)
                 if a == chosen:  # a deterministic policy weights only its own action
                     low[t, s] = rewards[s, a] + discount * lo
                     high[t, s] = rewards[s, a] + discount * hi
@@ -184,19 +226,28 @@ def radius(k, dtype):
     return float(_robust.outward_radius(k, BETA, dtype))
 
 
-def bounds_core_args(private, policy, k):
+def bounds_core_args(private, policy, k, bound="paper"):
     """``(args, kwargs)`` that ``cost_of_privacy`` passes to ``_bounds.bounds_core``."""
-    dtype = private.rewards.dtype
-    alpha = _robust.outward_radius(k, BETA, dtype)
-    args = (
-        private,
-        policy,
-        np.asarray(alpha, dtype),
-        np.asarray(BETA, dtype),
-        None,  # tol: unused for a finite horizon
-        10_000,
+    bound, params, width = _bounds.prepare_set(private, k, BETA, bound, False)
+    args = (private, policy, params, None, 10_000)  # tol: unused for a finite horizon
+    return args, dict(bound=bound, width=width, support_aware=False)
+
+
+def set_box(mdp, p_bar, k, bound):
+    """``(lower, upper, mixture)`` of ``bound``'s set at ``p̄`` (float64 NumPy), or None for
+    the paper's (the baseline then uses its own ``±α`` constraints, as in the paper)."""
+    if bound == "paper":
+        return None
+    private = _models.with_probs(mdp, jnp.asarray(p_bar, mdp.rewards.dtype))
+    _, params, _ = _bounds.prepare_set(private, k, BETA, bound, False)
+    box = _sets.row_box(
+        _models.transition_rows(private), params, bound=bound, support_aware=False
     )
-    return args, dict(width=_robust.fill_width(alpha, private.num_states))
+    return (
+        np.asarray(box.lower, np.float64),
+        np.asarray(box.upper, np.float64),
+        float(box.mixture),
+    )
 
 
 def max_abs_diff(ours, reference):

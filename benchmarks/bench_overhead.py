@@ -34,7 +34,7 @@ import numpy as np
 import pytest
 
 import jaxprivmdp as jp
-from jaxprivmdp import _bounds, _mechanism, _planning, _robust, _synthesis
+from jaxprivmdp import _bounds, _mechanism, _planning, _synthesis
 
 K = 10.0
 BETA = 0.1
@@ -54,10 +54,11 @@ def calls(S: int, dtype: str) -> dict[str, dict[str, object]]:
     private = dataclasses.replace(mdp, transitions=p_bar)
     policy = jp.solve(private).policy
     np_dtype = mdp.rewards.dtype
-    # What the boundaries pass their cores: host scalars in the model's dtype.
-    alpha = _robust.outward_radius(K, BETA, np_dtype)
-    width = _robust.fill_width(alpha, S)
-    a, b, k = (np.asarray(x, np_dtype) for x in (alpha, BETA, K))
+    # What the boundaries pass their cores: the paper's set from `_bounds.prepare_set` (as
+    # cost_of_privacy and synthesize build it) and `k` as a host scalar in the model's dtype.
+    bound, params, width = _bounds.prepare_set(private, K, BETA, "paper", False)
+    set_kw = dict(bound=bound, width=width, support_aware=False)
+    k = np.asarray(K, np_dtype)
     valid = _planning.validate_policy(private, policy)
     inp = _mechanism.mechanism_input(mdp.transitions, mdp.action_mask, None, None, np_dtype)
 
@@ -69,7 +70,7 @@ def calls(S: int, dtype: str) -> dict[str, dict[str, object]]:
         "cost_of_privacy": dict(
             public=lambda: jp.cost_of_privacy(private, policy, k=K, beta=BETA),
             core=lambda: _bounds.bounds_core(
-                private, valid, a, b, None, MAX_ITERATIONS, width=width
+                private, valid, params, None, MAX_ITERATIONS, **set_kw
             ),
             user_jit=lambda: jit_cost(private, policy),
         ),
@@ -91,11 +92,11 @@ def calls(S: int, dtype: str) -> dict[str, dict[str, object]]:
                 inp.rows,
                 inp.support,
                 k,
-                a,
-                b,
+                params,
                 MAX_ITERATIONS,
                 sampler="fast",
-                width=width,
+                robust=False,
+                **set_kw,
             ),
             user_jit=lambda: jit_syn(key, mdp),
         ),

@@ -64,16 +64,16 @@ def problem(S: int, A: int, T: int, dtype: str):
     import jax
 
     import jaxprivmdp as jp
-    from jaxprivmdp import _robust
+    from jaxprivmdp import _bounds
 
     mdp = common.random_finite_mdp(S, A, T, dtype, seed=[S, A])
     p_bar = jp.dirichlet_mechanism(jax.random.key(S * 100 + A), mdp.transitions, K, sampler="fast")
     private = dataclasses.replace(mdp, transitions=p_bar)
     policy = jp.solve(private).policy
-    np_dtype = mdp.rewards.dtype
-    alpha = _robust.outward_radius(K, BETA, np_dtype)
-    core_args = (private, policy, np.asarray(alpha, np_dtype), np.asarray(BETA, np_dtype), None)
-    return private, policy, core_args, _robust.fill_width(alpha, S)
+    # The paper's set exactly as cost_of_privacy builds it (`_bounds.prepare_set`).
+    bound, params, width = _bounds.prepare_set(private, K, BETA, "paper", False)
+    core_args = (private, policy, params, None)
+    return private, policy, core_args, dict(bound=bound, width=width, support_aware=False)
 
 
 @pytest.mark.parametrize("quantity", QUANTITIES)
@@ -86,7 +86,8 @@ def test_scaling(benchmark, dtype, quick, series, S, A, T, quantity):
     import jaxprivmdp as jp
     from jaxprivmdp import _bounds, _planning
 
-    private, policy, core_args, width = problem(S, A, T, dtype)
+    private, policy, core_args, set_kw = problem(S, A, T, dtype)
+    width = set_kw["width"]
     benchmark.group = f"scaling S={S} A={A} T={T}"
     extra = dict(series=series, S=S, A=A, T=T, quantity=quantity, width=width)
     if quantity == "solve":
@@ -95,8 +96,8 @@ def test_scaling(benchmark, dtype, quick, series, S, A, T, quantity):
     elif quantity == "cost_of_privacy":
         fn = lambda: jp.cost_of_privacy(private, policy, k=K, beta=BETA)  # noqa: E731
     else:
-        extra["aot"] = common.aot_compile_time(_bounds.bounds_core, *core_args, 10_000, width=width)
-        fn = lambda: _bounds.bounds_core(*core_args, 10_000, width=width)  # noqa: E731
+        extra["aot"] = common.aot_compile_time(_bounds.bounds_core, *core_args, 10_000, **set_kw)
+        fn = lambda: _bounds.bounds_core(*core_args, 10_000, **set_kw)  # noqa: E731
     common.bench(benchmark, fn, **extra)
 
 
