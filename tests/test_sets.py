@@ -321,3 +321,11 @@ def test_unknown_bound_is_a_clear_error(fn):
             jp.sweep(KEY, mdp, ks=[1.0], bound="tight", support="nonzero")
         else:
             jp.cost_of_privacy(mdp, np.zeros((4, 5), np.int32), k=1.0, bound=None)
+
+
+def test_bound_under_jit_over_the_model():
+    """A traced model is counted from its shapes (an upper bound): here the same count."""
+    mdp = build_mdp(0)
+    run = jax.jit(lambda m: jp.synthesize(KEY, m, k=9.0, bound="certified", robust=True).cost)
+    want = jp.synthesize(KEY, mdp, k=9.0, bound="certified").cost
+    assert float(run(mdp)) == pytest.approx(float(want), rel=1e-5)
