@@ -14,6 +14,10 @@ up to ``u_j``. That is a sort, a cumulative sum, a clip and a dot product.
 Every capacity ``u_j − l_j`` is at least ``min(α, 1)``, so the fill stops within the first
 ``⌈1/α⌉`` entries in ``v``-order: inside the Bellman recursions only those few entries need the
 cumulative sum; the rest is the dense product ``l · v``, a pass like a Bellman backup.
+
+The same fill solves the problem for any per-entry bounds ``l ≤ u`` and weight ``β'``:
+:func:`robust_backup` takes them from a set of ``jaxprivmdp._sets`` (the paper's box above,
+or the exact and certified boxes built from Beta marginals), so every set shares this kernel.
 """
 
 from __future__ import annotations
