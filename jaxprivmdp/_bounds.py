@@ -11,7 +11,8 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
-from ._checks import check_probability
+from ._checks import check_positive, check_probability
+from ._mechanisms import MechanismName, get_mechanism
 from ._models import Model, check_model, transition_rows
 from ._planning import (
     Solution,
@@ -24,8 +25,17 @@ from ._planning import (
     value_iteration,
     weighted_sum,
 )
-from ._robust import check_radius_inputs, fill_width, robust_backup
-from ._sets import Bound, RowBox, SetParams, check_bound, policy_box, row_box, set_params
+from ._robust import fill_width, robust_backup
+from ._sets import (
+    Bound,
+    RowBox,
+    SetParams,
+    check_bound,
+    policy_box,
+    row_box,
+    set_kind,
+    set_params,
+)
 from ._sparse import SparseMDP
 
 
@@ -141,7 +151,7 @@ def _infinite_bounds(mdp, policy, box, width, support_aware, tol, max_iterations
     return PrivacyBounds(low, high, high[s0] - low[s0], it, converged)
 
 
-_STATIC = ("bound", "width", "support_aware")
+_STATIC = ("kind", "width", "support_aware")
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
@@ -152,29 +162,30 @@ def bounds_core(
     tol,
     max_iterations,
     *,
-    bound: str = "paper",
+    kind: str = "radius",
     width: int,
     support_aware: bool = False,
 ) -> PrivacyBounds:
     """:func:`cost_of_privacy` on validated inputs: pure, jit/vmap/grad-friendly.
 
     ``params`` are the set's (:func:`jaxprivmdp._sets.set_params`); ``tol=None`` means the
-    default tolerance. ``bound``, ``width`` and ``support_aware`` are static.
+    default tolerance. ``kind`` (:func:`jaxprivmdp._sets.set_kind`), ``width`` and
+    ``support_aware`` are static.
     """
-    box = row_box(transition_rows(mdp), params, bound=bound, support_aware=support_aware)
+    box = row_box(transition_rows(mdp), params, kind=kind, support_aware=support_aware)
     if mdp.is_finite_horizon:
         return _finite_bounds(mdp, policy, box, width, support_aware)
     tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
     return _infinite_bounds(mdp, policy, box, width, support_aware, tol, max_iterations)
 
 
-def bounds_width(mdp: Model, alpha, bound: str, support_aware: bool) -> int:
+def bounds_width(mdp: Model, alpha, kind: str, support_aware: bool) -> int:
     """The static fill width: how many entries in value order the greedy fill may reach.
 
     The paper's box: :func:`fill_width` (every capacity is at least ``min(α, 1)``). Other
     boxes, and support-aware dense rows (capacities are 0 outside the support): all ``S``.
     """
-    if bound != "paper" or (support_aware and not isinstance(mdp, SparseMDP)):
+    if kind != "radius" or (support_aware and not isinstance(mdp, SparseMDP)):
         return mdp.num_states
     return fill_width(alpha, mdp.num_states)
 
@@ -193,7 +204,7 @@ def _robust_q(mdp: Model, box: RowBox, v, width, support_aware):
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
 def robust_solve_core(
-    mdp, params: SetParams, max_iterations, *, bound: str, width: int, support_aware: bool
+    mdp, params: SetParams, max_iterations, *, kind: str, width: int, support_aware: bool
 ) -> Solution:
     """The policy maximizing the pessimistic value over the set: robust dynamic programming.
 
@@ -203,7 +214,7 @@ def robust_solve_core(
     ε the default tolerance). The sets are rectangular over (state, action) rows, so the
     greedy policy of the robust values attains them (Iyengar 2005; Nilim & El Ghaoui 2005).
     """
-    box = row_box(transition_rows(mdp), params, bound=bound, support_aware=support_aware)
+    box = row_box(transition_rows(mdp), params, kind=kind, support_aware=support_aware)
 
     def q_fn(v):
         return _robust_q(mdp, box, v, width, support_aware)
@@ -220,6 +231,7 @@ def robust_solve(
     beta: ArrayLike = 0.1,
     bound: Bound = "paper",
     support_aware: bool = False,
+    mechanism: MechanismName = "dirichlet",
     max_iterations: int = 10_000,
 ) -> Solution:
     """The robust private policy of a privatized MDP: it maximizes the pessimistic value.
@@ -234,10 +246,12 @@ def robust_solve(
 
     Args:
       private_mdp: the privatized MDP ``M̄``.
-      k: the mechanism's parameter used to privatize, ``k > 0``.
+      k: the mechanism's parameter used to privatize, ``> 0`` (``k``, or ``σ``/``λ`` for
+        the additive mechanisms).
       beta: ``β`` in ``(0, 1)``.
       bound: ``"paper"``, ``"exact"`` or ``"certified"``.
       support_aware: restrict the set to each row's support.
+      mechanism: the mechanism that released ``P̄``, see :func:`cost_of_privacy`.
       max_iterations: infinite horizon: guard on iterations (not static).
 
     Returns:
@@ -250,31 +264,36 @@ def robust_solve(
     """
     check_model(private_mdp, "private_mdp")
     check_iterations(None, max_iterations)
-    bound, params, width = prepare_set(private_mdp, k, beta, bound, support_aware)
+    kind, params, width = prepare_set(private_mdp, k, beta, bound, support_aware, mechanism)
     return robust_solve_core(
         private_mdp,
         params,
         max_iterations,
-        bound=bound,
+        kind=kind,
         width=width,
         support_aware=bool(support_aware),
     )
 
 
-def prepare_set(mdp: Model, k, beta, bound, support_aware, *, grid: bool = False):
-    """Checks and host work shared by the boundaries: ``(bound, params, width)``.
+def prepare_set(
+    mdp: Model, k, beta, bound, support_aware, mechanism="dirichlet", *, grid: bool = False
+):
+    """Checks and host work shared by the boundaries: ``(kind, params, width)``.
 
     ``mdp`` fixes the dtype and, for ``"exact"``/``"certified"``, the union bound's count
-    (the privatized rows' support where the caller has it). ``grid``: ``k`` is a checked
-    1-D grid (a sweep's), one set per entry.
+    (the privatized rows' support where the caller has it). ``k`` is the mechanism's
+    parameter; ``grid``: a checked 1-D grid of it (a sweep's), one set per entry.
     """
     bound = check_bound(bound)
+    mech = get_mechanism(mechanism)
     if grid:
         check_probability("beta", beta)
     else:
-        check_radius_inputs(k, beta, mdp.rewards.dtype)
-    params = set_params(mdp, k, beta, bound, bool(support_aware))
-    return bound, params, bounds_width(mdp, params.alpha, bound, bool(support_aware))
+        check_positive(mech.parameter, k, dtype=mdp.rewards.dtype)
+        check_probability("beta", beta)
+    params = set_params(mdp, k, beta, bound, bool(support_aware), mech)
+    kind = set_kind(mech.name, bound)
+    return kind, params, bounds_width(mdp, params.alpha, kind, bool(support_aware))
 
 
 def cost_of_privacy(
@@ -285,6 +304,7 @@ def cost_of_privacy(
     beta: ArrayLike = 0.1,
     bound: Bound = "paper",
     support_aware: bool = False,
+    mechanism: MechanismName = "dirichlet",
     tol: ArrayLike | None = None,
     max_iterations: int = 10_000,
 ) -> PrivacyBounds:
@@ -339,6 +359,10 @@ def cost_of_privacy(
       bound: ``"paper"``, ``"exact"`` or ``"certified"``, above. The last two tabulate Beta
         quantiles on the host for concrete ``k`` and ``β`` (a host callback when traced; no
         gradient with respect to ``k`` through their boxes).
+      mechanism: the mechanism that released ``P̄``: ``"dirichlet"`` (default; ``k`` is
+        its parameter) or ``"gaussian"``/``"laplace"`` (``k`` is then the noise's σ or
+        scale λ, and every ``bound`` uses the box ``‖P2 − P̄‖∞ <= r`` from the noise's tail,
+        see ``jaxprivmdp._mechanisms``).
       support_aware: restrict ``P̂`` (both its ``β`` part and its box) to each row's
         support: a :class:`SparseMDP`'s listed successors, or the nonzero entries of a
         dense ``P̄``. Valid when the support is public structure that ``P̄`` shares with
@@ -363,14 +387,14 @@ def cost_of_privacy(
     check_model(private_mdp, "private_mdp")
     policy = validate_policy(private_mdp, policy)
     check_iterations(tol, max_iterations)
-    bound, params, width = prepare_set(private_mdp, k, beta, bound, support_aware)
+    kind, params, width = prepare_set(private_mdp, k, beta, bound, support_aware, mechanism)
     return bounds_core(
         private_mdp,
         policy,
         params,
         tol,
         max_iterations,
-        bound=bound,
+        kind=kind,
         width=width,
         support_aware=bool(support_aware),
     )

@@ -155,12 +155,15 @@ def _device_rows(P, mask, support: Support, smoothing):
     return inp, jnp.any((inp.rows <= 0) & mask[:, :, None])
 
 
-def model_mechanism_input(mdp, support: Support, smoothing: float | None) -> MechanismInput:
+def model_mechanism_input(
+    mdp, support: Support, smoothing: float | None, *, interior: bool = True
+) -> MechanismInput:
     """The rows of a model from :func:`make_mdp` to privatize (:func:`synthesize`, sweeps).
 
     ``make_mdp`` validated the rows once; here only what depends on the options is checked:
     the smoothing's range and, without ``support`` or ``smoothing``, zero entries, by one
     reduction on the device (the host builds the message only when there are some).
+    ``interior=False`` (additive mechanisms): zero entries are allowed without ``support``.
     """
     check_options(support, smoothing)
     if isinstance(mdp, SparseMDP):
@@ -176,7 +179,7 @@ def model_mechanism_input(mdp, support: Support, smoothing: float | None) -> Mec
     if smoothing is not None:
         check_range("smoothing", smoothing, low=0.0, high=1.0 / mdp.num_states, low_open=True)
     inp, has_zero = _device_rows(mdp.transitions, mdp.action_mask, support, smoothing)
-    if support is None and is_concrete(has_zero) and bool(has_zero):
+    if interior and support is None and is_concrete(has_zero) and bool(has_zero):
         # Raises the ZeroEntryError that names the rows.
         prepare_mechanism_input(
             np.asarray(mdp.transitions),

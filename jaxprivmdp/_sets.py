@@ -152,6 +152,13 @@ def entry_count(mdp: Model, *, support_aware: bool, whole_model: bool) -> int:
     return int(sizes.sum() if whole_model else max(int(sizes.max()), 1))
 
 
+def row_count(mdp: Model) -> int:
+    """The allowed rows (all ``S·A`` for a model traced under a transformation)."""
+    if not is_concrete(mdp.action_mask):
+        return mdp.num_states * mdp.num_actions
+    return max(int(np.asarray(mdp.action_mask).sum()), 1)
+
+
 def set_level(mdp: Model, beta, bound: str, support_aware: bool) -> float:
     """The per-side level ``c`` of each entry's interval: ``β / (2n)`` or ``β / (2N)``."""
     n = entry_count(mdp, support_aware=support_aware, whole_model=bound == "certified")
@@ -188,16 +195,45 @@ def paper_params(alpha, beta) -> SetParams:
     return SetParams(alpha, jnp.asarray(beta, alpha.dtype), empty, empty, empty)
 
 
-def set_params(mdp: Model, k, beta, bound: str, support_aware: bool) -> SetParams:
-    """The set's parameters for ``k`` (any shape: one per run) and scalar ``β``.
+def set_kind(mechanism: str, bound: str) -> str:
+    """``"radius"`` (a box ``P̄ ± α``) or ``"beta"`` (exact Beta intervals): static."""
+    if mechanism == "dirichlet" and bound != "paper":
+        return "beta"
+    return "radius"
 
-    Concrete ``k`` and ``β`` are tabulated on the host; traced ones through a callback.
+
+def _unit_radius(mechanism, n: int, level) -> jax.Array | float:
+    """An additive mechanism's radius per unit of its scale (it is linear in the scale)."""
+    if is_concrete(level):
+        return mechanism.radius(1.0, n, float(level))
+    return jax.pure_callback(
+        lambda lv: np.asarray(mechanism.radius(1.0, n, float(lv)), np.float32),
+        jax.ShapeDtypeStruct((), jnp.float32),
+        jax.lax.stop_gradient(level),
+    )
+
+
+def set_params(mdp: Model, k, beta, bound: str, support_aware: bool, mechanism) -> SetParams:
+    """The set's parameters for the mechanism's parameter ``k`` (any shape) and scalar ``β``.
+
+    Dirichlet: Lemma 1's ``α`` (``"paper"``) or Beta-quantile tables, tabulated on the host
+    for concrete ``k`` and ``β`` (through a callback when traced). Additive mechanisms: the
+    radius of their noise (:func:`jaxprivmdp._additive.noise_radius`) at level ``β`` per row
+    (``"paper"``, ``"exact"``: their tail bound is already exact) or ``β / R`` over all ``R``
+    allowed rows (``"certified"``), times the scale, rounded up.
     """
     dtype = mdp.rewards.dtype
-    alpha = outward_radius(k, beta, dtype)
-    mixture = jnp.zeros_like(jnp.asarray(alpha)) if bound == "certified" else beta
-    mixture = jnp.broadcast_to(jnp.asarray(mixture, dtype), jnp.shape(alpha))
-    if bound == "paper":
+    kind = set_kind(mechanism.name, bound)
+    mixture_weight = 0.0 if bound == "certified" else beta
+    if mechanism.name != "dirichlet":
+        n = entry_count(mdp, support_aware=support_aware, whole_model=False)
+        level = beta / row_count(mdp) if bound == "certified" else beta
+        unit = jnp.asarray(_unit_radius(mechanism, n, level), dtype)
+        alpha = jnp.asarray(k, dtype) * unit * (1 + 4 * jnp.finfo(dtype).eps)
+    else:
+        alpha = outward_radius(k, beta, dtype)
+    mixture = jnp.broadcast_to(jnp.asarray(mixture_weight, dtype), jnp.shape(alpha))
+    if kind == "radius":
         return paper_params(jnp.asarray(alpha, dtype), mixture)
     n = entry_count(mdp, support_aware=support_aware, whole_model=bound == "certified")
     level = beta / (2 * n)
@@ -225,10 +261,14 @@ def _intervals(x: jax.Array, params: SetParams) -> tuple[jax.Array, jax.Array]:
     return jnp.minimum(lower, x), jnp.maximum(upper, x)
 
 
-def row_box(rows: Rows, params: SetParams, *, bound: str, support_aware: bool) -> RowBox:
-    """Every row's :class:`RowBox` (pure; jit/vmap over the rows and ``params``)."""
+def row_box(rows: Rows, params: SetParams, *, kind: str, support_aware: bool) -> RowBox:
+    """Every row's :class:`RowBox` (pure; jit/vmap over the rows and ``params``).
+
+    ``kind`` (:func:`set_kind`): ``"radius"``, the box ``P̄ ± α``; ``"beta"``, the exact
+    Beta intervals from the tables.
+    """
     p = rows.probs
-    if bound == "paper":
+    if kind == "radius":
         alpha = params.alpha
         lower, upper = jnp.maximum(p - alpha, 0), jnp.minimum(p + alpha, 1)
         outside = jnp.minimum(alpha, 1)

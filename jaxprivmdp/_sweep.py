@@ -22,6 +22,7 @@ from jax.typing import ArrayLike
 from ._bounds import prepare_set
 from ._checks import as_numpy, check_count, check_key, check_positive
 from ._mechanism import Sampler, Support, check_sampler, model_mechanism_input
+from ._mechanisms import MechanismName, get_mechanism
 from ._models import Model, check_model, transition_rows, with_probs
 from ._planning import check_iterations, evaluate_core, solve_core
 from ._sets import Bound, SetParams
@@ -153,7 +154,8 @@ def chunk_runs(c: int, batch_size: int, ks, params, num_trials: int) -> ChunkRun
     jax.jit,
     static_argnames=(
         "sampler",
-        "bound",
+        "mechanism",
+        "kind",
         "width",
         "support_aware",
         "robust",
@@ -289,6 +291,7 @@ def sweep(
     bound: Bound = "paper",
     support_aware: bool = False,
     robust: bool = False,
+    mechanism: MechanismName = "dirichlet",
     batch_size: int | None = None,
     vector_width: int | None = None,
     sampler: Sampler = "fast",
@@ -334,6 +337,8 @@ def sweep(
         :func:`cost_of_privacy`.
       robust: also synthesize the robust private policy in every run
         (``SweepResult.robust``).
+      mechanism: ``"dirichlet"`` (default; ``ks`` are its ``k``) or ``"gaussian"`` /
+        ``"laplace"`` (``ks`` are then the noise's σ or scale λ), see :func:`synthesize`.
       batch_size: runs per compiled call (progress is reported after each); rounded up to a
         multiple of ``vector_width`` times the device count. Default
         :func:`default_batch_size`: at most 256, a power of two of groups, so sweeps of
@@ -365,16 +370,18 @@ def sweep(
     check_iterations(None, max_iterations)
     K, N = ks_host.size, num_trials
     plan = plan_chunks(mdp, K * N, sampler, batch_size, vector_width, devices)
-    inp = model_mechanism_input(mdp, support, smoothing)
+    mech = get_mechanism(mechanism)
+    inp = model_mechanism_input(mdp, support, smoothing, interior=mech.needs_interior)
     ks_dtype = ks_host.astype(dtype)
-    bound, params, width = prepare_set(
-        with_probs(mdp, inp.rows), ks_host, beta, bound, support_aware, grid=True
+    kind, params, width = prepare_set(
+        with_probs(mdp, inp.rows), ks_host, beta, bound, support_aware, mech, grid=True
     )
     params = jax.tree.map(np.asarray, params)
     args = (jax.random.fold_in(key, _SWEEP_TAG), mdp, inp.rows, inp.support, max_iterations)
     static = dict(
         sampler=sampler,
-        bound=bound,
+        mechanism=mech.name,
+        kind=kind,
         width=width,
         support_aware=bool(support_aware),
         robust=bool(robust),

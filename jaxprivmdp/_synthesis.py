@@ -9,7 +9,8 @@ from jax.typing import ArrayLike
 
 from ._bounds import bounds_core, prepare_set, robust_solve_core
 from ._checks import check_key, host_scalar
-from ._mechanism import Sampler, Support, check_sampler, model_mechanism_input, privatize
+from ._mechanism import Sampler, Support, check_sampler, model_mechanism_input
+from ._mechanisms import MechanismName, get_mechanism
 from ._models import Model, check_model, with_probs
 from ._planning import check_iterations, evaluate_core, solve_core
 from ._sets import Bound, SetParams
@@ -71,20 +72,25 @@ def synthesize_core(
     max_iterations,
     *,
     sampler: Sampler,
-    bound: str = "paper",
+    mechanism: str = "dirichlet",
+    kind: str = "radius",
     width: int,
     support_aware: bool = False,
     robust: bool = False,
 ) -> Synthesis:
-    """:func:`synthesize` on validated inputs: pure, jit/vmap-friendly, calls only cores."""
-    p_bar = privatize(key, rows, k, support, mdp.action_mask, sampler)
+    """:func:`synthesize` on validated inputs: pure, jit/vmap-friendly, calls only cores.
+
+    ``k`` is the mechanism's parameter; ``mechanism`` names it (``_mechanisms``).
+    """
+    mech = get_mechanism(mechanism)
+    p_bar = mech.privatize(key, rows, k, support, mdp.action_mask, sampler)
     private = with_probs(mdp, p_bar)
     sol = solve_core(private, None, max_iterations)
     values = sol.values
     if not mdp.is_finite_horizon:
         # Value iteration's values are within tol/2 of V̄*; report the policy's exact value.
         values = evaluate_core(private, sol.policy)
-    set_args = dict(bound=bound, width=width, support_aware=support_aware)
+    set_args = dict(kind=kind, width=width, support_aware=support_aware)
 
     def bounds(policy):
         return bounds_core(private, policy, params, None, max_iterations, **set_args)
@@ -104,7 +110,7 @@ def synthesize_core(
     )
 
 
-_STATIC = ("sampler", "bound", "width", "support_aware", "robust")
+_STATIC = ("sampler", "mechanism", "kind", "width", "support_aware", "robust")
 _synthesize_jit = jax.jit(synthesize_core, static_argnames=_STATIC)
 
 
@@ -119,6 +125,7 @@ def synthesize(
     bound: Bound = "paper",
     support_aware: bool = False,
     robust: bool = False,
+    mechanism: MechanismName = "dirichlet",
     sampler: Sampler = "jax",
     max_iterations: ArrayLike = 10_000,
 ) -> Synthesis:
@@ -151,6 +158,10 @@ def synthesize(
       support_aware: restrict the bounds' set to each row's support, see
         :func:`cost_of_privacy`.
       robust: also synthesize the robust private policy (``Synthesis.robust``).
+      mechanism: ``"dirichlet"`` (default, the paper's) or an additive-noise mechanism,
+        ``"gaussian"`` or ``"laplace"``: noise of standard deviation / scale ``k`` on every
+        supported entry, then the Euclidean projection onto the simplex over the support
+        (``jaxprivmdp._mechanisms``; calibrate ``k`` with ``privacy.calibrate``).
       sampler: ``"jax"`` (default: ``jax.random.dirichlet``'s sampler, the one to audit) or
         ``"fast"`` (same distribution, faster), see :func:`dirichlet_mechanism`.
       max_iterations: infinite horizon: guard on iterations (not static).
@@ -170,8 +181,11 @@ def synthesize(
     sampler = check_sampler(sampler)
     dtype = mdp.rewards.dtype
     check_iterations(None, max_iterations)
-    inp = model_mechanism_input(mdp, support, smoothing)
-    bound, params, width = prepare_set(with_probs(mdp, inp.rows), k, beta, bound, support_aware)
+    mech = get_mechanism(mechanism)
+    inp = model_mechanism_input(mdp, support, smoothing, interior=mech.needs_interior)
+    kind, params, width = prepare_set(
+        with_probs(mdp, inp.rows), k, beta, bound, support_aware, mech
+    )
     return _synthesize_jit(
         key,
         mdp,
@@ -181,7 +195,8 @@ def synthesize(
         params,
         max_iterations,
         sampler=sampler,
-        bound=bound,
+        mechanism=mech.name,
+        kind=kind,
         width=width,
         support_aware=bool(support_aware),
         robust=bool(robust),

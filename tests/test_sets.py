@@ -46,9 +46,9 @@ def box_of(probs, k, beta, bound, *, support_aware=False, next_states=None, mdp=
         # Any model of n states fixes the dtype and the union bound's count (n per row).
         P = np.broadcast_to(probs.reshape(-1, n)[:1][None], (n, 1, n)).astype(np.float64)
         mdp = jp.make_mdp(P, np.zeros((n, 1)), discount=0.9)
-    _, params, _ = prepare_set(mdp, k, beta, bound, support_aware)
+    kind, params, _ = prepare_set(mdp, k, beta, bound, support_aware)
     rows = Rows(jnp.asarray(probs), next_states)
-    return row_box(rows, params, bound=bound, support_aware=support_aware)
+    return row_box(rows, params, kind=kind, support_aware=support_aware)
 
 
 @pytest.mark.parametrize("k", [0.5, 20.0, 200.0, 5e4])
@@ -190,8 +190,8 @@ def _coverage(p, k, beta, bound, trials, rng):
         np.broadcast_to(p[None], (n, rows, n)).copy(), np.zeros((n, rows)), discount=0.9
     )
     samples = np.stack([rng.dirichlet(k * p[r], size=trials) for r in range(rows)], 1)
-    _, params, _ = prepare_set(model, k, beta, bound, False)
-    box = row_box(Rows(jnp.asarray(samples, jnp.float32)), params, bound=bound, support_aware=False)
+    kind, params, _ = prepare_set(model, k, beta, bound, False)
+    box = row_box(Rows(jnp.asarray(samples, jnp.float32)), params, kind=kind, support_aware=False)
     return ((np.asarray(box.lower) <= p) & (p <= np.asarray(box.upper))).all(-1)
 
 

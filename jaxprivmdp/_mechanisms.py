@@ -1,0 +1,117 @@
+"""The mechanism axis: every way of privatizing rows provides the same four things.
+
+- ``"dirichlet"``: parameter ``k`` (larger = less noise); ``P̄ ~ Dirichlet(k·p)``; one
+  row's (ε, δ) from ``privacy.guarantee``; its sets: Lemma 1's α, or the exact Beta
+  marginals (``_sets``).
+- ``"gaussian"``: parameter ``σ`` (smaller = less noise); ``P̄ = Π(p + N(0, σ² I))``; the
+  analytic Gaussian mechanism's (ε, δ); its set: ``‖P̄ − p‖∞ <= r`` with ``r`` a χ² tail
+  of ``‖Z‖₂``.
+- ``"laplace"``: parameter ``λ`` (smaller = less noise); ``P̄ = Π(p + Laplace(λ))``; pure
+  ``ε = b/λ``; its set: the same box, ``r`` a tail bound of ``‖Z‖₂``.
+
+``Π`` is the Euclidean projection onto the simplex over the row's support
+(``_additive.py``). ``synthesize``, ``sweep`` and the bounds look a mechanism up here by name
+and call these functions; none of them has a case per mechanism.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Literal
+
+from . import _additive
+from ._mechanism import privatize as dirichlet_privatize
+from .privacy import _additive as additive_privacy
+from .privacy import _row
+
+MechanismName = Literal["dirichlet", "gaussian", "laplace"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Mechanism:
+    """One member of the mechanism family (static: a name and functions).
+
+    Attributes:
+      name: ``"dirichlet"``, ``"gaussian"`` or ``"laplace"``.
+      parameter: the parameter's name (``k``, ``sigma``, ``scale``).
+      needs_interior: whether every supported entry must be positive (the Dirichlet's
+        concentrations ``k·p`` must be).
+      privatize: ``(key, rows, param, support, action_mask, sampler) -> P̄`` (pure).
+      radius: ``(param, n, level) -> r`` on the host with ``P(‖P̄ − p‖∞ > r) <= level``
+        for a row of ``n`` entries, or None (the Dirichlet's sets live in ``_sets``).
+      epsilon: ``(param, *, b, eta, n, delta) -> ε`` of one row at ``δ``.
+      calibrate: ``(epsilon, delta, *, b, eta, n) -> param``, the least noise meeting both.
+    """
+
+    name: str
+    parameter: str
+    needs_interior: bool
+    privatize: Callable
+    radius: Callable | None
+    epsilon: Callable
+    calibrate: Callable
+
+
+def _additive_privatize(noise):
+    def privatize(key, rows, param, support, action_mask, sampler=None):
+        del sampler  # one sampler: jax.random's
+        return _additive.add_noise(key, rows, param, support, action_mask, noise)
+
+    return privatize
+
+
+def _dirichlet_epsilon(k, *, b, eta, n, delta):
+    return _row.guarantee(k, b=b, eta=eta, n=n, target_delta=delta).epsilon
+
+
+def _dirichlet_calibrate(epsilon, delta, *, b, eta, n):
+    return _row.calibrate_k(epsilon, delta, b=b, eta=eta, n=n)
+
+
+MECHANISMS: dict[str, Mechanism] = {
+    "dirichlet": Mechanism(
+        name="dirichlet",
+        parameter="k",
+        needs_interior=True,
+        privatize=dirichlet_privatize,
+        radius=None,
+        epsilon=_dirichlet_epsilon,
+        calibrate=_dirichlet_calibrate,
+    ),
+    "gaussian": Mechanism(
+        name="gaussian",
+        parameter="sigma",
+        needs_interior=False,
+        privatize=_additive_privatize("gaussian"),
+        radius=lambda sigma, n, level: _additive.noise_radius("gaussian", sigma, n, level),
+        epsilon=lambda sigma, *, b, eta, n, delta: additive_privacy.gaussian_epsilon(
+            sigma, delta, b=b
+        ),
+        calibrate=lambda epsilon, delta, *, b, eta, n: additive_privacy.calibrate_gaussian(
+            epsilon, delta, b=b
+        ),
+    ),
+    "laplace": Mechanism(
+        name="laplace",
+        parameter="scale",
+        needs_interior=False,
+        privatize=_additive_privatize("laplace"),
+        radius=lambda scale, n, level: _additive.noise_radius("laplace", scale, n, level),
+        epsilon=lambda scale, *, b, eta, n, delta: additive_privacy.laplace_epsilon(scale, b=b),
+        calibrate=lambda epsilon, delta, *, b, eta, n: additive_privacy.calibrate_laplace(
+            epsilon, b=b
+        ),
+    ),
+}
+
+
+def get_mechanism(name) -> Mechanism:
+    """The mechanism called ``name``, or a ValueError listing the names."""
+    if isinstance(name, Mechanism):
+        return name
+    if name not in MECHANISMS:
+        raise ValueError(
+            f"mechanism must be one of {', '.join(map(repr, MECHANISMS))}, got {name!r}"
+        )
+    return MECHANISMS[name]
