@@ -41,7 +41,7 @@ def project_simplex(x: jax.Array, support: jax.Array) -> jax.Array:
     u = -jnp.sort(jnp.where(support, -x, jnp.inf), axis=-1)  # decreasing; -inf off support
     finite = jnp.isfinite(u)
     css = jnp.cumsum(jnp.where(finite, u, 0), axis=-1)
-    j = jnp.arange(1, n + 1, dtype=x.dtype)
+    j = jnp.arange(1, n + 1, dtype=x.dtype).reshape((1,) * (x.ndim - 1) + (n,))
     positive = finite & (u - (css - 1) / j > 0)
     rho = jnp.maximum(jnp.sum(positive, axis=-1, keepdims=True), 1)
     tau = (jnp.take_along_axis(css, rho - 1, axis=-1) - 1) / rho.astype(x.dtype)
