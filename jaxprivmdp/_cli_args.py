@@ -24,6 +24,7 @@ OUTPUT_FILES = {
     "reproduce": ("figure1.png", "figure1.pdf", "figure1.csv", "figure1.json"),
     "sweep": ("sweep.png", "sweep.pdf", "sweep.csv", "sweep.json"),
     "privacy": ("privacy.json", "privacy_epsilon.png"),
+    "frontier": ("frontier.png", "frontier.pdf", "frontier.csv", "frontier.json"),
 }
 # Relative slack for "eta = 1/n" and "smoothing = 1/n" typed as decimals (0.333...).
 ONE_OVER_N_RTOL = 1e-12
@@ -110,6 +111,8 @@ def check_args(args: argparse.Namespace) -> None:
         check_integer("--n", args.n, low=2)
     if get("ks") is not None:
         args.ks = sorted_grid("--ks", args.ks, high=dtype_max)
+    if get("epsilons") is not None:
+        args.epsilons = sorted_grid("--epsilons", args.epsilons, high=dtype_max)
     if isinstance(get("k"), list):
         args.k = sorted_grid("--k", args.k, high=dtype_max)
     elif get("k") is not None:
@@ -198,11 +201,18 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _mdp_options(p: argparse.ArgumentParser, *, planning: bool, required: bool = True) -> None:
-    """``--mdp`` and the MDP's options; without ``planning`` they are only checked."""
+def _mdp_options(
+    p, *, planning: bool, required: bool = True, group: argparse.ArgumentParser | None = None
+) -> None:
+    """``--mdp`` and the MDP's options; without ``planning`` they are only checked.
+
+    ``group``: the parser for the options besides ``--mdp`` when ``p`` is a mutually
+    exclusive group (``--mdp`` or ``--example``).
+    """
     help_t = "T (omit for infinite horizon)" if planning else _NOT_NEEDED
     help_gamma = "γ in [0, 1] (None: 1 with --horizon, else 0.95)" if planning else _NOT_NEEDED
-    p.add_argument(
+    mdp_parser, p = p, group or p
+    mdp_parser.add_argument(
         "--mdp",
         type=Path,
         required=required,
@@ -227,6 +237,43 @@ def _privacy_options(p: argparse.ArgumentParser, *, many_k: bool) -> None:
     p.add_argument("--eta", type=float, default=None, help="public lower bound on row entries")
     p.add_argument("--delta", type=float, default=1e-3, help="target delta in (0, 1)")
     p.add_argument("--adjacency", choices=("row", "all"), default="row", help="rows that differ")
+
+
+def _frontier_options(p: argparse.ArgumentParser) -> None:
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument(
+        "--example",
+        choices=("1", "2", "gridworld"),
+        default=None,
+        help="the paper's Example 1 or 2, or the 20x20 gridworld (T = 60)",
+    )
+    _mdp_options(which, planning=True, required=False, group=p)
+    p.add_argument("--epsilons", type=float, nargs="+", required=True, help="target ε values (> 0)")
+    p.add_argument("--delta", type=float, default=1e-3, help="target δ in (0, 1)")
+    p.add_argument(
+        "--mechanisms",
+        nargs="+",
+        choices=("dirichlet", "gaussian", "laplace"),
+        default=["dirichlet", "gaussian", "laplace"],
+        help="mechanisms to compare",
+    )
+    p.add_argument("--trials", type=int, default=50, help="releases per (mechanism, ε) (>= 2)")
+    p.add_argument("--beta", type=float, default=0.1, help="β of the bounds, in (0, 1)")
+    p.add_argument("--b", type=float, default=0.1, help="adjacency bound b in (0, 1]")
+    p.add_argument(
+        "--eta",
+        type=float,
+        default=None,
+        help="public lower bound on row entries (Dirichlet accounting; default: the "
+        "smallest positive entry, then treated as public)",
+    )
+    p.add_argument(
+        "--bound", choices=("paper", "exact", "certified"), default="paper", help="bounds' set"
+    )
+    p.add_argument("--support-aware", action="store_true", help="bounds over each support")
+    p.add_argument("--seed", type=int, default=0, help="PRNG seed in [0, 2**63)")
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
+    p.add_argument("--out", type=Path, default=Path("results"), help="output folder")
 
 
 def _smoothing_option(p: argparse.ArgumentParser) -> None:
@@ -264,6 +311,10 @@ def build_parser() -> argparse.ArgumentParser:
     _mdp_options(p, planning=True)
     _smoothing_option(p)
     _sweep_options(p)
+    p = sub.add_parser(
+        "frontier", help="value against epsilon: every mechanism at the same (ε, δ)", **fmt
+    )
+    _frontier_options(p)
     p = sub.add_parser("privacy", help="(epsilon, delta) per k: table, plot, JSON", **fmt)
     _privacy_options(p, many_k=True)
     _smoothing_option(p)

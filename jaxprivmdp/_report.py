@@ -214,3 +214,83 @@ def plot_sweeps(
     finally:
         plt.close(fig)
     return out
+
+
+MECHANISM_STYLES = {
+    "dirichlet": dict(color="#1b4965", marker="o"),
+    "gaussian": dict(color="#e76f51", marker="s"),
+    "laplace": dict(color="#2a9d8f", marker="^"),
+}
+
+
+def frontier_panel(ax, result, title: str) -> None:
+    """Value against ε per mechanism on ``ax`` (see :func:`plot_frontier`)."""
+    eps = np.asarray(result.epsilons)
+    finite = [np.nanmin(v) for v in result.pessimistic.values() if np.isfinite(v).any()]
+    bottom = min(finite + [result.optimal_value])
+    for name, ok in result.reachable.items():
+        style = MECHANISM_STYLES.get(name, {})
+        tv = np.where(ok[:, None], result.true_value[name], 0.0)
+        mean = np.where(ok, tv.mean(axis=1), np.nan)
+        std = np.where(ok, tv.std(axis=1, ddof=1) if tv.shape[1] > 1 else 0.0, np.nan)
+        pess = np.where(ok, np.where(ok[:, None], result.pessimistic[name], 0.0).mean(1), np.nan)
+        label = name if ok.all() else f"{name} (unreachable below ε ≈ {result.floor[name]:.3g})"
+        ax.errorbar(eps, mean, yerr=std, capsize=3, markersize=5, label=label, **style)
+        ax.plot(eps, pess, linestyle="--", color=style.get("color"), alpha=0.6)
+        if not ok.all():
+            ax.plot(eps[~ok], np.full((~ok).sum(), bottom), "x", color=style.get("color"), ms=9)
+    ax.axhline(result.optimal_value, color="#e63946", linestyle=":", label="non-private optimum")
+    ax.set_xscale("log")
+    ax.set_xlabel(f"target ε (δ = {result.delta:g}; Laplace: δ = 0)")
+    ax.set_ylabel("value at $s_0$")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+
+
+def plot_frontier(result, path_stem: Path, *, title: str, stage: Stage | None = None):
+    """Value against ε per mechanism: mean ± std of the private policy's true value (solid),
+    the mean pessimistic bound (dashed) and the non-private optimum (dotted).
+
+    A target a mechanism cannot reach is drawn as an ``x`` at the bottom, with the
+    mechanism's floor in the legend, so it is never silently missing. Returns the PNG and
+    PDF paths.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
+    frontier_panel(ax, result, f"{title} (one row differs by ≤ b = {result.b:g})")
+    paths = []
+    try:
+        for suffix in (".png", ".pdf"):
+            path = path_stem.with_suffix(suffix)
+            with _writing(path, stage) as tmp:
+                fig.savefig(tmp, dpi=150, format=suffix[1:])
+            paths.append(path)
+    finally:
+        plt.close(fig)
+    return paths
+
+
+def write_frontier(result, path_stem: Path, meta: dict, *, stage: Stage | None = None):
+    """``<stem>.csv`` (one row per mechanism and ε) and ``<stem>.json`` (with ``meta``)."""
+    rows = result.rows()
+    csv_path = path_stem.with_suffix(".csv")
+    with _writing(csv_path, stage) as tmp, tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    summary = {
+        "floor_epsilon": result.floor,
+        "n": result.n,
+        "eta": result.eta,
+        "b": result.b,
+        "optimal_value": result.optimal_value,
+    }
+    json_path = path_stem.with_suffix(".json")
+    with _writing(json_path, stage) as tmp:
+        tmp.write_text(json.dumps({**meta, **summary, "results": rows}, indent=2) + "\n")
+    return [csv_path, json_path]

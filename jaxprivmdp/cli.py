@@ -274,6 +274,88 @@ def cmd_sweep(args) -> list[Path]:
     return _run_sweeps(args, {name: mdp}, options, "sweep", {"mdp": str(args.mdp)})
 
 
+# --------------------------------------------------------------------------- frontier
+
+
+def _frontier_mdp(args):
+    """``--example`` or ``--mdp``, and the mechanism's ``support`` option for it."""
+    import jax
+
+    from . import examples
+
+    if args.mdp is not None:
+        mdp, _ = load_user_mdp(args)
+        return args.mdp.stem, mdp, args.support
+    if args.example == "1":
+        return "Example 1 (investment)", examples.investment(dtype=args.dtype), "nonzero"
+    if args.example == "2":
+        mdp = examples.random_mdp(jax.random.key(0), dtype=args.dtype)
+        return "Example 2 (random, S=20, A=5, T=10)", mdp, None
+    grid = examples.gridworld(20, 20, horizon=60, discount=1.0, dtype=args.dtype)
+    return "20x20 gridworld (T=60)", grid, None
+
+
+def cmd_frontier(args) -> list[Path]:
+    """Every mechanism calibrated to each target (ε, δ): value, bounds, cost; figure + tables."""
+    import jax
+
+    from . import _report
+    from ._frontier import frontier
+
+    start = time.perf_counter()
+    name, mdp, support = _frontier_mdp(args)
+    _log(f"{name}: S={mdp.num_states}, A={mdp.num_actions}, horizon={mdp.horizon}")
+    result = frontier(
+        jax.random.key(args.seed),
+        mdp,
+        epsilons=args.epsilons,
+        delta=args.delta,
+        mechanisms=args.mechanisms,
+        num_trials=args.trials,
+        beta=args.beta,
+        b=args.b,
+        eta=args.eta,
+        bound=args.bound,
+        support=support,
+        support_aware=args.support_aware,
+        progress=lambda m, done, total: _progress(m)(done, total),
+    )
+    print(
+        f"\n{name}: mean true value of the private policy (non-private optimum "
+        f"{result.optimal_value:.4f}); '-' = the mechanism cannot reach that ε"
+    )
+    print("  epsilon " + "".join(f"{m:>14}" for m in result.parameter))
+    for i, e in enumerate(result.epsilons):
+        cells = "".join(
+            f"{float(result.true_value[m][i].mean()):14.4f}"
+            if result.reachable[m][i]
+            else f"{'-':>14}"
+            for m in result.parameter
+        )
+        print(f"{e:9g}{cells}")
+    for m, floor in result.floor.items():
+        if floor > 0:
+            print(f"  {m}: smallest ε reachable at δ = {args.delta:g} is about {floor:.4g}")
+    meta = {
+        "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
+        "model": name,
+        "seed": args.seed,
+        "trials": args.trials,
+        "delta": args.delta,
+        "beta": args.beta,
+        "bound": args.bound,
+        "support_aware": args.support_aware,
+        "dtype": args.dtype,
+        "environment": _report.environment(),
+        "wall_time_s": round(time.perf_counter() - start, 3),
+    }
+    stem = args.out / "frontier"
+    with atomic_outputs() as stage:
+        files = _report.write_frontier(result, stem, meta, stage=stage)
+        files += _report.plot_frontier(result, stem, title=name, stage=stage)
+    return files
+
+
 # --------------------------------------------------------------------------- privacy
 
 
@@ -438,6 +520,7 @@ COMMANDS = {
     "sweep": cmd_sweep,
     "privacy": cmd_privacy,
     "privatize": cmd_privatize,
+    "frontier": cmd_frontier,
 }
 
 

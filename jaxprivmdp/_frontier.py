@@ -1,0 +1,220 @@
+"""The privacy–utility frontier: every mechanism at the same (ε, δ), on one MDP.
+
+For each target ε (at one δ) every mechanism is calibrated to its least-noise parameter
+(``privacy.calibrate``), then one :func:`sweep` per mechanism runs all reachable targets:
+privatize, synthesize, bound, and evaluate the private policy on the true MDP. A target a
+mechanism cannot reach (the Dirichlet mechanism's ε has a floor as ``k → 0``) is kept as
+unreachable, with NaN values, never dropped.
+
+The guarantee is per row, for ``b``-adjacent rows (one row differs by at most ``b`` in ℓ1):
+the MDP's guarantee when one (state, action) row may change. For the Dirichlet mechanism it
+also needs a public lower bound ``η`` on the rows' entries and the row dimension ``n``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
+
+import jax
+import numpy as np
+
+from ._checks import check_count, check_probability, check_range
+from ._mechanisms import MECHANISMS, get_mechanism
+from ._models import Model, check_model, transition_rows
+from ._planning import evaluate_core, solve_core
+from ._sets import Bound
+from ._sweep import sweep
+
+
+class FrontierResult(NamedTuple):
+    """Per mechanism (dict keys, in the order asked), per target ε.
+
+    Attributes:
+      epsilons: `[E]` the target ε's.
+      delta: the target δ (the Laplace mechanism meets it with δ = 0).
+      parameter: ``{mechanism: [E]}`` the calibrated parameter (NaN where unreachable).
+      reachable: ``{mechanism: [E]}`` bool.
+      floor: ``{mechanism: float}`` the smallest ε the mechanism reaches (0 for the
+        additive ones; for the Dirichlet mechanism its ε at the smallest ``k`` searched).
+      true_value, pessimistic, optimistic, cost: ``{mechanism: [E, N]}`` at ``s0``, as in
+        :class:`SweepResult` (NaN where unreachable).
+      optimal_value: the non-private optimum ``V*(s0)``.
+      n: the row dimension used for calibration; eta: the public lower bound used; b: the
+        adjacency bound.
+    """
+
+    epsilons: np.ndarray
+    delta: float
+    parameter: dict
+    reachable: dict
+    floor: dict
+    true_value: dict
+    pessimistic: dict
+    optimistic: dict
+    cost: dict
+    optimal_value: float
+    n: int
+    eta: float
+    b: float
+
+    def rows(self) -> list[dict]:
+        """One flat row per (mechanism, ε): means and stds over trials, for CSV/JSON.
+
+        Unreachable targets have ``reachable: False`` and None for every number.
+        """
+        out = []
+        for m in self.parameter:
+            for i, eps in enumerate(self.epsilons):
+                row = {
+                    "mechanism": m,
+                    "parameter_name": MECHANISMS[m].parameter,
+                    "epsilon": float(eps),
+                    "delta": self.delta if m != "laplace" else 0.0,
+                    "parameter": float(self.parameter[m][i]),
+                    "reachable": bool(self.reachable[m][i]),
+                }
+                for q in ("true_value", "pessimistic", "optimistic", "cost"):
+                    x = getattr(self, q)[m][i]
+                    row[f"{q}_mean"] = float(np.mean(x))
+                    row[f"{q}_std"] = float(np.std(x, ddof=1)) if x.size > 1 else 0.0
+                row["optimal_value"] = self.optimal_value
+                out.append(
+                    {k: None if isinstance(v, float) and v != v else v for k, v in row.items()}
+                )
+        return out
+
+
+def public_eta(mdp: Model) -> float:
+    """The smallest positive entry of the allowed rows: the Dirichlet accounting's ``η``.
+
+    Using it treats that lower bound as public knowledge, as the accounting requires.
+    """
+    rows = np.asarray(transition_rows(mdp).probs, np.float64)
+    mask = np.asarray(mdp.action_mask)
+    positive = rows[mask][rows[mask] > 0]
+    return float(positive.min())
+
+
+def row_dimension(mdp: Model, support) -> int:
+    """The largest number of entries a privatized row has (its support with ``"nonzero"``)."""
+    rows = transition_rows(mdp)
+    mask = np.asarray(mdp.action_mask)
+    if rows.next_states is not None or support == "nonzero":
+        listed = np.asarray(rows.probs) > 0
+        return max(int(listed.sum(-1)[mask].max()), 2)
+    return mdp.num_states
+
+
+def frontier(
+    key: jax.Array,
+    mdp: Model,
+    *,
+    epsilons: Sequence[float],
+    delta: float = 1e-3,
+    mechanisms: Sequence[str] = ("dirichlet", "gaussian", "laplace"),
+    num_trials: int = 50,
+    beta: float = 0.1,
+    b: float = 0.1,
+    eta: float | None = None,
+    bound: Bound = "paper",
+    support: str | None = None,
+    support_aware: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> FrontierResult:
+    """The value of the private policy against ε, for every mechanism at the same (ε, δ).
+
+    Args:
+      key: PRNG key (one independent sub-key per mechanism).
+      mdp: the true MDP (dense or sparse).
+      epsilons: the target ε's, each ``> 0``.
+      delta: the target δ in ``(0, 1)`` (Dirichlet and Gaussian; the Laplace mechanism is
+        pure ε-DP).
+      mechanisms: names from ``"dirichlet"``, ``"gaussian"``, ``"laplace"``.
+      num_trials: releases per (mechanism, ε).
+      beta: the bounds' β.
+      b: the adjacency bound: rows that differ by at most ``b`` in ℓ1.
+      eta: the public lower bound on every entry (Dirichlet accounting); default: the
+        smallest positive entry of the allowed rows (:func:`public_eta`), which is then
+        treated as public.
+      bound: the bounds' set, see :func:`cost_of_privacy`.
+      support: ``None`` or ``"nonzero"`` (privatize over each row's nonzero entries).
+      support_aware: restrict the bounds' set to each row's support.
+      progress: optional ``progress(mechanism, done, total)`` after each chunk.
+
+    Returns:
+      :class:`FrontierResult`.
+
+    Raises:
+      ValueError: for ``ε <= 0``, ``δ`` outside ``(0, 1)``, an unknown mechanism name or an
+        empty list.
+    """
+    check_model(mdp)
+    eps = np.asarray(epsilons, np.float64)
+    if eps.ndim != 1 or eps.size == 0:
+        raise ValueError(f"epsilons must be a non-empty 1-D sequence, got {epsilons!r}")
+    check_range("epsilons", eps, low=0.0, low_open=True, scalar=False)
+    check_probability("delta", delta)
+    check_range("b", b, low=0.0, high=1.0, low_open=True, scalar=True)
+    num_trials = check_count("num_trials", num_trials)
+    if isinstance(mechanisms, str) or not mechanisms:
+        raise ValueError(f"mechanisms must be a non-empty list of names, got {mechanisms!r}")
+    mechs = [get_mechanism(m) for m in mechanisms]
+    n = row_dimension(mdp, support)
+    eta = public_eta(mdp) if eta is None else float(eta)
+    shape = (eps.size, num_trials)
+    out = {
+        q: {}
+        for q in (
+            "parameter",
+            "reachable",
+            "floor",
+            "true_value",
+            "pessimistic",
+            "optimistic",
+            "cost",
+        )
+    }
+    for m_index, mech in enumerate(mechs):
+        params = np.full(eps.size, np.nan)
+        for i, e in enumerate(eps):
+            try:
+                params[i] = mech.calibrate(float(e), float(delta), b=b, eta=eta, n=n)
+            except ValueError:
+                pass  # unreachable: kept as NaN
+        ok = np.isfinite(params)
+        floor = 0.0
+        if mech.name == "dirichlet":
+            floor = mech.epsilon(1e-2, b=b, eta=eta, n=n, delta=float(delta))
+        values = {
+            q: np.full(shape, np.nan) for q in ("true_value", "pessimistic", "optimistic", "cost")
+        }
+        if ok.any():
+            res = sweep(
+                jax.random.fold_in(key, m_index),
+                mdp,
+                ks=params[ok],
+                num_trials=num_trials,
+                beta=beta,
+                bound=bound,
+                support=support,
+                support_aware=support_aware,
+                mechanism=mech.name,
+                progress=None
+                if progress is None
+                else (lambda d, t, name=mech.name: progress(name, d, t)),
+            )
+            for q in values:
+                values[q][ok] = np.asarray(getattr(res, q))
+        out["parameter"][mech.name] = params
+        out["reachable"][mech.name] = ok
+        out["floor"][mech.name] = float(floor)
+        for q, v in values.items():
+            out[q][mech.name] = v
+    solution = solve_core(mdp, None, 10_000)
+    values0 = evaluate_core(mdp, solution.policy)
+    s0 = mdp.initial_state
+    optimal = float(values0[0, s0] if mdp.is_finite_horizon else values0[s0])
+    return FrontierResult(
+        epsilons=eps, delta=float(delta), optimal_value=optimal, n=n, eta=eta, b=float(b), **out
+    )
