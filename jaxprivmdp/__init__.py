@@ -14,6 +14,8 @@ from . import privacy as privacy
 from ._bounds import PrivacyBounds as PrivacyBounds
 from ._bounds import cost_of_privacy as cost_of_privacy
 from ._bounds import robust_solve as robust_solve
+from ._frontier import FrontierResult as FrontierResult
+from ._frontier import frontier as frontier
 from ._load import load_mdp as load_mdp
 from ._mdp import TabularMDP as TabularMDP
 from ._mdp import make_mdp as make_mdp
@@ -40,6 +42,7 @@ from ._version import __version__ as __version__
 
 __all__ = [
     "BOUNDS",
+    "FrontierResult",
     "PrivacyBounds",
     "RobustPolicy",
     "RobustSummary",
@@ -53,6 +56,7 @@ __all__ = [
     "dirichlet_mechanism",
     "evaluate",
     "examples",
+    "frontier",
     "load_mdp",
     "make_mdp",
     "make_sparse_mdp",
