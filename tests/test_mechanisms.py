@@ -140,3 +140,61 @@ def test_additive_mechanisms_in_synthesize_and_sweep(mechanism):
 def test_unknown_mechanism_is_a_clear_error():
     with pytest.raises(ValueError, match="mechanism must be one of 'dirichlet', 'gaussian'"):
         jp.synthesize(KEY, build_mdp(0), k=1.0, mechanism="exponential")
+
+
+# --------------------------------------------------------------------------- the frontier
+
+
+def test_frontier_calibrates_every_mechanism_and_keeps_unreachable_targets():
+    mdp = jp.examples.investment()
+    res = jp.frontier(KEY, mdp, epsilons=[0.5, 8.0], delta=1e-3, num_trials=3, support="nonzero")
+    assert list(res.parameter) == ["dirichlet", "gaussian", "laplace"]
+    # The Dirichlet mechanism's floor on Example 1 is about 3.75: 0.5 is out of reach.
+    assert res.reachable["dirichlet"].tolist() == [False, True]
+    assert np.isnan(res.true_value["dirichlet"][0]).all()
+    assert 3 < res.floor["dirichlet"] < 8
+    k = res.parameter["dirichlet"][1]
+    g = jp.privacy.guarantee(k, b=0.1, eta=res.eta, n=res.n, target_delta=1e-3)
+    assert g.epsilon <= 8.0 + 1e-9 and g.delta <= 1e-3
+    sigma = res.parameter["gaussian"]
+    assert np.all(np.diff(sigma) < 0)  # more privacy, more noise
+    for i, eps in enumerate([0.5, 8.0]):
+        assert pa.gaussian_delta(sigma[i], eps, b=0.1) <= 1e-3
+        assert pa.laplace_epsilon(res.parameter["laplace"][i], b=0.1) == pytest.approx(eps)
+    rows = res.rows()
+    assert len(rows) == 6 and rows[0]["reachable"] is False and rows[0]["true_value_mean"] is None
+    assert res.optimal_value == pytest.approx(0.9)
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        (dict(epsilons=[0.0]), "epsilons must be > 0"),
+        (dict(epsilons=[1.0], delta=1.0), "delta must lie in"),
+        (dict(epsilons=[1.0], mechanisms=["gauss"]), "mechanism must be one of"),
+        (dict(epsilons=[]), "non-empty"),
+    ],
+)
+def test_frontier_bad_input(kw, match):
+    with pytest.raises(ValueError, match=match):
+        jp.frontier(KEY, build_mdp(0), **kw)
+
+
+def test_frontier_command(tmp_path, capsys):
+    import json
+
+    from jaxprivmdp.cli import main
+
+    out = tmp_path / "fr"
+    args = ["frontier", "--example", "1", "--epsilons", "8", "0.5", "--trials", "2"]
+    assert main(args + ["--out", str(out)]) == 0
+    for name in ("frontier.png", "frontier.pdf", "frontier.csv", "frontier.json"):
+        assert (out / name).stat().st_size > 0
+    meta = json.loads((out / "frontier.json").read_text())
+    dirichlet = [r for r in meta["results"] if r["mechanism"] == "dirichlet"]
+    assert [r["epsilon"] for r in dirichlet] == [0.5, 8.0]  # sorted
+    assert [r["reachable"] for r in dirichlet] == [False, True]
+    assert "cannot reach" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["frontier", "--epsilons", "1", "--out", str(out)])  # no --example / --mdp
+    assert main(["frontier", "--example", "1", "--epsilons", "-1", "--out", str(out)]) == 2
