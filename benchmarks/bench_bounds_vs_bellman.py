@@ -48,7 +48,7 @@ import numpy as np
 import pytest
 
 import jaxprivmdp as jp
-from jaxprivmdp import _bounds, _models, _planning, _robust, _sets
+from jaxprivmdp import _bounds, _models, _planning, _robust
 
 K = 10.0
 BETA = 0.1
@@ -80,8 +80,7 @@ def problem(S, dtype):
 
 def set_args(private, bound, support_aware=False):
     """``(params, static kwargs)`` that ``cost_of_privacy(..., bound=bound)`` gives its core."""
-    bound, params, width = _bounds.prepare_set(private, K, BETA, bound, support_aware)
-    return params, dict(bound=bound, width=width, support_aware=bool(support_aware))
+    return common.set_args(private, K, BETA, bound, support_aware)
 
 
 def core(private, policy, params, kw):
@@ -331,12 +330,9 @@ def test_old_argsort_version(benchmark, dtype, quick, S):
 # ----------------------------------------------------------------------------- uncertainty sets
 
 
-@functools.cache
-def row_box_fn(bound):
+def row_box_fn(kw):
     """The jitted per-entry box of every row (``_sets.row_box``), as ``bounds_core`` builds it."""
-    return jax.jit(
-        lambda m, p: _sets.row_box(_models.transition_rows(m), p, bound=bound, support_aware=False)
-    )
+    return jax.jit(lambda m, p: common.row_box(_models.transition_rows(m), p, kw))
 
 
 @pytest.mark.parametrize("bound", BOUNDS)
@@ -362,7 +358,7 @@ def test_bound_set(benchmark, dtype, quick, S, bound):
         calls.update(
             paper_core=lambda: core(private, policy, paper_params, paper_kw),
             paper_box_width_S=lambda: core(private, policy, paper_params, full),
-            row_box_only=lambda: row_box_fn(bound)(private, params),
+            row_box_only=functools.partial(row_box_fn(kw), private, params),
             cost_of_privacy=lambda: jp.cost_of_privacy(
                 private, policy, k=K, beta=BETA, bound=bound
             ),

@@ -114,7 +114,9 @@ def run_child(sizes):
     jax.block_until_ready(res)
     elapsed = time.perf_counter() - t0
     status = common.proc_status()
-    np.savez(args.child_out + ".npz", **{f: np.asarray(getattr(res, f)) for f in res._fields})
+    # Array fields only: `robust` is None unless sweep(robust=True).
+    fields = {f: getattr(res, f) for f in res._fields if getattr(res, f) is not None}
+    np.savez(args.child_out + ".npz", **{f: np.asarray(x) for f, x in fields.items()})
     with open(args.child_out + ".json", "w") as f:
         json.dump(
             dict(

@@ -56,8 +56,7 @@ def calls(S: int, dtype: str) -> dict[str, dict[str, object]]:
     np_dtype = mdp.rewards.dtype
     # What the boundaries pass their cores: the paper's set from `_bounds.prepare_set` (as
     # cost_of_privacy and synthesize build it) and `k` as a host scalar in the model's dtype.
-    bound, params, width = _bounds.prepare_set(private, K, BETA, "paper", False)
-    set_kw = dict(bound=bound, width=width, support_aware=False)
+    params, set_kw = common.set_args(private, K, BETA, "paper")
     k = np.asarray(K, np_dtype)
     valid = _planning.validate_policy(private, policy)
     inp = _mechanism.mechanism_input(mdp.transitions, mdp.action_mask, None, None, np_dtype)

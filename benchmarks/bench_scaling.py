@@ -64,16 +64,14 @@ def problem(S: int, A: int, T: int, dtype: str):
     import jax
 
     import jaxprivmdp as jp
-    from jaxprivmdp import _bounds
 
     mdp = common.random_finite_mdp(S, A, T, dtype, seed=[S, A])
     p_bar = jp.dirichlet_mechanism(jax.random.key(S * 100 + A), mdp.transitions, K, sampler="fast")
     private = dataclasses.replace(mdp, transitions=p_bar)
     policy = jp.solve(private).policy
     # The paper's set exactly as cost_of_privacy builds it (`_bounds.prepare_set`).
-    bound, params, width = _bounds.prepare_set(private, K, BETA, "paper", False)
-    core_args = (private, policy, params, None)
-    return private, policy, core_args, dict(bound=bound, width=width, support_aware=False)
+    params, set_kw = common.set_args(private, K, BETA, "paper")
+    return private, policy, (private, policy, params, None), set_kw
 
 
 @pytest.mark.parametrize("quantity", QUANTITIES)

@@ -105,11 +105,9 @@ def private_problem(n, dtype):
 
 def set_args(private, bound):
     """``{support_aware: (params, static kwargs)}`` as ``cost_of_privacy`` builds them."""
-    out = {}
-    for aware in (False, True):
-        bound, params, width = _bounds.prepare_set(private, K_PRIVACY, BETA, bound, aware)
-        out[aware] = params, dict(bound=bound, width=width, support_aware=aware)
-    return out
+    return {
+        aware: common.set_args(private, K_PRIVACY, BETA, bound, aware) for aware in (False, True)
+    }
 
 
 def core(private, policy, args):
@@ -351,13 +349,10 @@ def set_problem(n, dtype):
     return common.block((private, policy))
 
 
-@functools.cache
-def row_box_fn(bound, aware):
-    from jaxprivmdp import _models, _sets
+def row_box_fn(static):
+    from jaxprivmdp import _models
 
-    return jax.jit(
-        lambda m, p: _sets.row_box(_models.transition_rows(m), p, bound=bound, support_aware=aware)
-    )
+    return jax.jit(lambda m, p: common.row_box(_models.transition_rows(m), p, static))
 
 
 @pytest.mark.parametrize("aware", (True, False), ids=("support_aware", "whole_simplex"))
@@ -382,7 +377,7 @@ def test_bound_set_sparse(benchmark, dtype, quick, n, bound, aware):
     }
     if bound != "paper":
         calls["paper_core"] = lambda: core(private, policy, paper)
-        calls["row_box_only"] = lambda: row_box_fn(bound, aware)(private, args[0])
+        calls["row_box_only"] = functools.partial(row_box_fn(args[1]), private, args[0])
     benchmark.group = f"sparse bound sets {n}x{n} T={SET_HORIZON}"
     extra = dict(
         n=n,

@@ -54,7 +54,10 @@ def jax_info() -> dict[str, Any]:
     import jaxlib
     import numpy as np
 
+    import jaxprivmdp
+
     return dict(
+        jaxprivmdp_path=os.path.dirname(jaxprivmdp.__file__),
         jax=jax.__version__,
         jaxlib=jaxlib.__version__,
         numpy=np.__version__,
@@ -199,6 +202,40 @@ def ratios(stats: dict[str, Any], base: str) -> dict[str, float]:
 
 
 # ----------------------------------------------------------------------------- set tables
+
+
+def set_static_name() -> str:
+    """The name of the static set argument of the jitted cores: ``bound`` (at d2eb1c1) or
+    ``kind`` (``_sets.set_kind``, once the additive mechanisms land), read off the signature
+    of ``_bounds.bounds_core``, so the benchmarks run against either."""
+    import inspect
+
+    from jaxprivmdp import _bounds
+
+    return "kind" if "kind" in inspect.signature(_bounds.bounds_core).parameters else "bound"
+
+
+def set_args(
+    mdp: Any, k: Any, beta: Any, bound: str, support_aware: bool = False, *, grid: bool = False
+) -> tuple[Any, dict[str, Any]]:
+    """``(params, static kwargs)`` exactly as ``cost_of_privacy(..., bound=bound)`` (or, with
+    ``grid``, ``sweep``) passes them to ``_bounds.bounds_core``, from ``_bounds.prepare_set``.
+    The kwargs (``bound``/``kind``, ``width``, ``support_aware``) also fit
+    ``_synthesis.synthesize_core``, ``_bounds.robust_solve_core`` and :func:`row_box`."""
+    from jaxprivmdp import _bounds
+
+    first, params, width = _bounds.prepare_set(mdp, k, beta, bound, support_aware, grid=grid)
+    return params, {set_static_name(): first, "width": width, "support_aware": bool(support_aware)}
+
+
+def row_box(rows: Any, params: Any, static: dict[str, Any]) -> Any:
+    """``_sets.row_box`` with the static kwargs of :func:`set_args` (``width`` is not its)."""
+    from jaxprivmdp import _sets
+
+    name = set_static_name()
+    return _sets.row_box(
+        rows, params, support_aware=static["support_aware"], **{name: static[name]}
+    )
 
 
 def time_prepare_set(

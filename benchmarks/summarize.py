@@ -127,6 +127,62 @@ def bounds(data: dict) -> None:
     )
 
 
+def bound_sets(data: dict) -> None:
+    """``test_bound_set`` / ``test_bound_set_sparse``: bounds_core(bound=...) / evaluate_core."""
+    rows = []
+    for b in data["benchmarks"]:
+        e = b["extra_info"]
+        if "bound" not in e or "ratio_core" not in e:
+            continue
+        st, r, prep = e["interleaved"], e["ratios_to_evaluate_core"], e["prepare_set"]
+        rows.append(
+            [
+                e.get("n") and f"{e['n']}×{e['n']}" or "dense",
+                e["S"],
+                f"`{e['bound']}`",
+                e.get("support_aware", False),
+                e["width"],
+                common.fmt_time(st["evaluate_core"]["median"]),
+                common.fmt_time(st["bounds_core"]["median"]),
+                f"{e['ratio_core']:.2f}",
+                f"{r['paper_core']:.2f}" if "paper_core" in r else "",
+                f"{r['paper_box_width_S']:.2f}" if "paper_box_width_S" in r else "",
+                f"{r['row_box_only']:.2f}" if "row_box_only" in r else "",
+                common.fmt_time(prep["first_s"]),
+                common.fmt_time(prep["cached_s"]),
+                f"{e['cost_s0']:.4g} / {e['cost_s0_paper']:.4g}",
+                st["evaluate_core"]["rounds"],
+                e["load_average_1m"],
+                common.verdict(e["target_met"]),
+            ]
+        )
+    if not rows:
+        return
+    common.print_table(
+        "bounds_core(bound=...) / evaluate_core (interleaved medians; ratios to evaluate_core)",
+        [
+            "model",
+            "S",
+            "bound",
+            "support_aware",
+            "width",
+            "evaluate_core",
+            "bounds_core",
+            "ratio",
+            "paper core",
+            "paper box, width = S",
+            "row_box alone",
+            "prepare_set first",
+            "prepare_set cached",
+            "cost at s0 (this / paper)",
+            "rounds",
+            "load 1m",
+            "ratio <= 5",
+        ],
+        rows,
+    )
+
+
 def generic(data: dict) -> None:
     rows = []
     for b in data["benchmarks"]:
@@ -156,6 +212,7 @@ def main(path: Path) -> None:
         overhead(data)
     if "bounds_vs_bellman" in path.name:
         bounds(data)
+    bound_sets(data)
     generic(data)
 
 

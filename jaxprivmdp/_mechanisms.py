@@ -17,6 +17,7 @@ and call these functions; none of them has a case per mechanism.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Literal
 
@@ -65,8 +66,8 @@ def _dirichlet_epsilon(k, *, b, eta, n, delta):
     return _row.guarantee(k, b=b, eta=eta, n=n, target_delta=delta).epsilon
 
 
-def _dirichlet_calibrate(epsilon, delta, *, b, eta, n):
-    return _row.calibrate_k(epsilon, delta, b=b, eta=eta, n=n)
+def _calibrate(name):
+    return functools.partial(additive_privacy.calibrate, name)
 
 
 MECHANISMS: dict[str, Mechanism] = {
@@ -77,7 +78,7 @@ MECHANISMS: dict[str, Mechanism] = {
         privatize=dirichlet_privatize,
         radius=None,
         epsilon=_dirichlet_epsilon,
-        calibrate=_dirichlet_calibrate,
+        calibrate=_calibrate("dirichlet"),
     ),
     "gaussian": Mechanism(
         name="gaussian",
@@ -88,9 +89,7 @@ MECHANISMS: dict[str, Mechanism] = {
         epsilon=lambda sigma, *, b, eta, n, delta: additive_privacy.gaussian_epsilon(
             sigma, delta, b=b
         ),
-        calibrate=lambda epsilon, delta, *, b, eta, n: additive_privacy.calibrate_gaussian(
-            epsilon, delta, b=b
-        ),
+        calibrate=_calibrate("gaussian"),
     ),
     "laplace": Mechanism(
         name="laplace",
@@ -99,9 +98,7 @@ MECHANISMS: dict[str, Mechanism] = {
         privatize=_additive_privatize("laplace"),
         radius=lambda scale, n, level: _additive.noise_radius("laplace", scale, n, level),
         epsilon=lambda scale, *, b, eta, n, delta: additive_privacy.laplace_epsilon(scale, b=b),
-        calibrate=lambda epsilon, delta, *, b, eta, n: additive_privacy.calibrate_laplace(
-            epsilon, b=b
-        ),
+        calibrate=_calibrate("laplace"),
     ),
 }
 

@@ -1,7 +1,9 @@
-"""(ε, δ) accounting for the Dirichlet mechanism, per row and for a whole MDP.
+"""(ε, δ) accounting for the row mechanisms, per row and for a whole MDP.
 
-Per-row accounting lives in ``_row.py`` (with special functions in ``_special.py``), the
-lifting to a whole MDP and composition in ``_mdp.py``.
+Per-row accounting of the Dirichlet mechanism lives in ``_row.py`` (with special functions
+in ``_special.py``), the lifting to a whole MDP and composition in ``_mdp.py``; the Gaussian
+and Laplace mechanisms' accounting and calibration in ``_additive.py``; Rényi-DP and
+composition over many rows (basic vs RDP, through ``dp_accounting``) in ``_rdp.py``.
 
 The mechanism outputs ``x ~ Dirichlet(k·p)`` for a row ``p`` of the transition function.
 This module answers: which (ε, δ) does a given ``k`` buy, and which ``k`` buys a target
@@ -40,10 +42,19 @@ References:
   Processes", IEEE CDC 2020 (Algorithm 1; privacy by post-processing, Section III).
 """
 
+from ._additive import calibrate as calibrate
+from ._additive import calibrate_gaussian as calibrate_gaussian
+from ._additive import calibrate_laplace as calibrate_laplace
+from ._additive import gaussian_delta as gaussian_delta
+from ._additive import gaussian_epsilon as gaussian_epsilon
+from ._additive import laplace_epsilon as laplace_epsilon
 from ._mdp import Composition as Composition
 from ._mdp import MDPGuarantee as MDPGuarantee
 from ._mdp import compose as compose
 from ._mdp import mdp_guarantee as mdp_guarantee
+from ._rdp import RowComposition as RowComposition
+from ._rdp import compose_rows as compose_rows
+from ._rdp import dirichlet_rdp as dirichlet_rdp
 from ._row import Guarantee as Guarantee
 from ._row import calibrate_k as calibrate_k
 from ._row import delta as delta
@@ -54,10 +65,19 @@ __all__ = [
     "Composition",
     "Guarantee",
     "MDPGuarantee",
+    "RowComposition",
+    "calibrate",
+    "calibrate_gaussian",
     "calibrate_k",
+    "calibrate_laplace",
     "compose",
+    "compose_rows",
     "delta",
+    "dirichlet_rdp",
     "epsilon",
+    "gaussian_delta",
+    "gaussian_epsilon",
     "guarantee",
+    "laplace_epsilon",
     "mdp_guarantee",
 ]
