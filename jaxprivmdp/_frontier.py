@@ -25,6 +25,7 @@ from ._models import Model, check_model, transition_rows
 from ._planning import evaluate_core, solve_core
 from ._sets import Bound
 from ._sweep import sweep
+from .privacy import compose_rows
 
 
 class FrontierResult(NamedTuple):
@@ -42,6 +43,10 @@ class FrontierResult(NamedTuple):
       optimal_value: the non-private optimum ``V*(s0)``.
       n: the row dimension used for calibration; eta: the public lower bound used; b: the
         adjacency bound.
+      all_rows: ``{mechanism: [E, 2]}`` the whole-MDP ε at ``delta`` when every one of the
+        ``num_rows`` allowed rows may change: basic composition and Rényi-DP composition
+        (:func:`jaxprivmdp.privacy.compose_rows`), NaN where unreachable.
+      num_rows: the allowed rows.
     """
 
     epsilons: np.ndarray
@@ -57,6 +62,8 @@ class FrontierResult(NamedTuple):
     n: int
     eta: float
     b: float
+    all_rows: dict
+    num_rows: int
 
     def rows(self) -> list[dict]:
         """One flat row per (mechanism, ε): means and stds over trials, for CSV/JSON.
@@ -73,6 +80,8 @@ class FrontierResult(NamedTuple):
                     "delta": self.delta if m != "laplace" else 0.0,
                     "parameter": float(self.parameter[m][i]),
                     "reachable": bool(self.reachable[m][i]),
+                    "all_rows_basic_epsilon": float(self.all_rows[m][i, 0]),
+                    "all_rows_rdp_epsilon": float(self.all_rows[m][i, 1]),
                 }
                 for q in ("true_value", "pessimistic", "optimistic", "cost"):
                     x = getattr(self, q)[m][i]
@@ -163,9 +172,11 @@ def frontier(
     n = row_dimension(mdp, support)
     eta = public_eta(mdp) if eta is None else float(eta)
     shape = (eps.size, num_trials)
+    num_rows = max(int(np.asarray(mdp.action_mask).sum()), 1)
     out = {
         q: {}
         for q in (
+            "all_rows",
             "parameter",
             "reachable",
             "floor",
@@ -183,6 +194,13 @@ def frontier(
             except ValueError:
                 pass  # unreachable: kept as NaN
         ok = np.isfinite(params)
+        composed = np.full((eps.size, 2), np.nan)
+        for i in np.flatnonzero(ok):
+            c = compose_rows(
+                mech.name, params[i], num_rows=num_rows, delta=delta, b=b, eta=eta, n=n
+            )
+            composed[i] = c.basic_epsilon, c.rdp_epsilon
+        out["all_rows"][mech.name] = composed
         floor = 0.0
         if mech.name == "dirichlet":
             floor = mech.epsilon(1e-2, b=b, eta=eta, n=n, delta=float(delta))
@@ -216,5 +234,12 @@ def frontier(
     s0 = mdp.initial_state
     optimal = float(values0[0, s0] if mdp.is_finite_horizon else values0[s0])
     return FrontierResult(
-        epsilons=eps, delta=float(delta), optimal_value=optimal, n=n, eta=eta, b=float(b), **out
+        epsilons=eps,
+        delta=float(delta),
+        optimal_value=optimal,
+        n=n,
+        eta=eta,
+        b=float(b),
+        num_rows=num_rows,
+        **out,
     )

@@ -336,6 +336,19 @@ def cmd_frontier(args) -> list[Path]:
     for m, floor in result.floor.items():
         if floor > 0:
             print(f"  {m}: smallest ε reachable at δ = {args.delta:g} is about {floor:.4g}")
+    print(
+        f"\nwhole MDP, when all {result.num_rows} rows may change: ε at δ = {args.delta:g}, "
+        "basic composition / Rényi-DP composition"
+    )
+    print("  epsilon " + "".join(f"{m:>22}" for m in result.parameter))
+    for i, e in enumerate(result.epsilons):
+        cells = "".join(
+            f"{result.all_rows[m][i, 0]:11.4g} /{result.all_rows[m][i, 1]:9.4g}"
+            if result.reachable[m][i]
+            else f"{'-':>22}"
+            for m in result.parameter
+        )
+        print(f"{e:9g}{cells}")
     meta = {
         "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
         "model": name,
