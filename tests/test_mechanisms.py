@@ -198,3 +198,11 @@ def test_frontier_command(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["frontier", "--epsilons", "1", "--out", str(out)])  # no --example / --mdp
     assert main(["frontier", "--example", "1", "--epsilons", "-1", "--out", str(out)]) == 2
+
+
+def test_additive_mechanism_under_jit_and_vmap_over_its_scale():
+    mdp = build_mdp(0)
+    sigmas = jnp.asarray([0.02, 0.2])
+    run = jax.jit(jax.vmap(lambda s: jp.synthesize(KEY, mdp, k=s, mechanism="gaussian").cost))
+    want = [float(jp.synthesize(KEY, mdp, k=s, mechanism="gaussian").cost) for s in sigmas]
+    np.testing.assert_allclose(run(sigmas), want, rtol=1e-5)
