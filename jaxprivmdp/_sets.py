@@ -159,10 +159,11 @@ def row_count(mdp: Model) -> int:
     return max(int(np.asarray(mdp.action_mask).sum()), 1)
 
 
-def set_level(mdp: Model, beta, bound: str, support_aware: bool) -> float:
-    """The per-side level ``c`` of each entry's interval: ``β / (2n)`` or ``β / (2N)``."""
+def set_level(mdp: Model, beta, bound: str, support_aware: bool):
+    """The per-side level ``c`` of each entry's interval: ``β / (2n)`` (``"exact"``, over a
+    row's ``n`` entries) or ``β / (2N)`` (``"certified"``, over all ``N`` entries)."""
     n = entry_count(mdp, support_aware=support_aware, whole_model=bound == "certified")
-    return float(beta) / (2 * n)
+    return beta / (2 * n)
 
 
 def _host_tables(k, level, dtype):
@@ -235,8 +236,7 @@ def set_params(mdp: Model, k, beta, bound: str, support_aware: bool, mechanism) 
     mixture = jnp.broadcast_to(jnp.asarray(mixture_weight, dtype), jnp.shape(alpha))
     if kind == "radius":
         return paper_params(jnp.asarray(alpha, dtype), mixture)
-    n = entry_count(mdp, support_aware=support_aware, whole_model=bound == "certified")
-    level = beta / (2 * n)
+    level = set_level(mdp, beta, bound, support_aware)
     if is_concrete(k, beta):
         tables = _host_tables(k, level, dtype)
     else:
