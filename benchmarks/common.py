@@ -267,6 +267,7 @@ def time_prepare_set(
     firsts = []
     for _ in range(cold):
         _sets._quantile_tables.cache_clear()
+        _sets._interval_tables.cache_clear()
         _sets._grid.cache_clear()
         firsts.append(first_call(call))
     cached = time_call(call, min_repeats=20, budget_s=0.5)

@@ -13,7 +13,7 @@ from jax.typing import ArrayLike
 
 from ._checks import check_positive, check_probability
 from ._mechanisms import MechanismName, get_mechanism
-from ._models import Model, check_model, transition_rows
+from ._models import Model, Rows, check_model, transition_rows
 from ._planning import (
     Solution,
     backward_induction,
@@ -59,17 +59,45 @@ class PrivacyBounds(NamedTuple):
     converged: jax.Array
 
 
-def _stage_backup(mdp: Model, decision, v_low, v_high, box: RowBox, width, support_aware):
-    rows, rewards, weights = policy_rows(mdp, decision)
-    used = policy_box(box, lambda x: select_rows(x, decision)[0])
-    low, high = robust_backup(rows, used, v_low, v_high, width=width, support_aware=support_aware)
-    g = mdp.discount
-    return weighted_sum(weights, rewards + g * low), weighted_sum(weights, rewards + g * high)
+class _Policy(NamedTuple):
+    """What one decision rule uses: its rows, rewards, weights and their boxes."""
+
+    rows: Rows
+    rewards: jax.Array
+    weights: jax.Array
+    box: RowBox
 
 
-def _finite_bounds(mdp, policy, box, width, support_aware):
+def _boxes(mdp: Model, params: SetParams, kind: str, support_aware: bool):
+    """``decision -> _Policy``. The paper's box is computed on the rows a decision uses
+    (elementwise, fused into the stage); Beta boxes are looked up once for every row and
+    then selected like the rows (the lookups cost more than a stage's arithmetic)."""
+    everything = None
+    if kind != "radius":
+        everything = row_box(transition_rows(mdp), params, kind=kind, support_aware=support_aware)
+
+    def of(decision) -> _Policy:
+        rows, rewards, weights = policy_rows(mdp, decision)
+        if everything is None:
+            box = row_box(rows, params, kind=kind, support_aware=support_aware)
+        else:
+            box = policy_box(everything, lambda x: select_rows(x, decision)[0])
+        return _Policy(rows, rewards, weights, box)
+
+    return of
+
+
+def _stage_backup(mdp: Model, used: _Policy, v_low, v_high, width, support_aware):
+    low, high = robust_backup(
+        used.rows, used.box, v_low, v_high, width=width, support_aware=support_aware
+    )
+    g, w = mdp.discount, used.weights
+    return weighted_sum(w, used.rewards + g * low), weighted_sum(w, used.rewards + g * high)
+
+
+def _finite_bounds(mdp, policy, boxes, width, support_aware):
     def stage(carry, decision):
-        out = _stage_backup(mdp, decision, *carry, box, width, support_aware)
+        out = _stage_backup(mdp, boxes(decision), *carry, width, support_aware)
         return out, out
 
     rt = mdp.terminal_reward
@@ -104,13 +132,14 @@ def _dense_tangent_solve(g, y):
     return unravel(jnp.linalg.solve(jac, flat_y))
 
 
-def _infinite_bounds(mdp, policy, box, width, support_aware, tol, max_iterations):
+def _infinite_bounds(mdp, policy, boxes, width, support_aware, tol, max_iterations):
     gamma = mdp.discount
+    used = boxes(policy)  # a stationary policy: its rows and boxes once, outside the loop
     # Stop when the contraction error bound γ d / (1 − γ) is below tol.
     threshold = jnp.where(gamma > 0, tol * (1 - gamma) / gamma, jnp.inf)
 
     def backup(v):
-        return _stage_backup(mdp, policy, *v, box, width, support_aware)
+        return _stage_backup(mdp, used, *v, width, support_aware)
 
     def residual(v):
         new = backup(v)
@@ -172,22 +201,26 @@ def bounds_core(
     default tolerance. ``kind`` (:func:`jaxprivmdp._sets.set_kind`), ``width`` and
     ``support_aware`` are static.
     """
-    box = row_box(transition_rows(mdp), params, kind=kind, support_aware=support_aware)
+    boxes = _boxes(mdp, params, kind, support_aware)
     if mdp.is_finite_horizon:
-        return _finite_bounds(mdp, policy, box, width, support_aware)
+        return _finite_bounds(mdp, policy, boxes, width, support_aware)
     tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
-    return _infinite_bounds(mdp, policy, box, width, support_aware, tol, max_iterations)
+    return _infinite_bounds(mdp, policy, boxes, width, support_aware, tol, max_iterations)
 
 
 def bounds_width(mdp: Model, alpha, kind: str, support_aware: bool) -> int:
     """The static fill width: how many entries in value order the greedy fill may reach.
 
-    The paper's box: :func:`fill_width` (every capacity is at least ``min(α, 1)``). Other
-    boxes, and support-aware dense rows (capacities are 0 outside the support): all ``S``.
+    A box of radius ``α``: :func:`fill_width` (every capacity is at least ``min(α, 1)``).
+    Beta boxes: ``alpha`` bounds the capacity of every entry ``<= 1/2``, and a row has at
+    most one entry above 1/2, so one more entry. Support-aware dense rows (capacities are 0
+    outside the support): all ``S``.
     """
-    if kind != "radius" or (support_aware and not isinstance(mdp, SparseMDP)):
+    if support_aware and not isinstance(mdp, SparseMDP):
         return mdp.num_states
-    return fill_width(alpha, mdp.num_states)
+    if kind == "radius":
+        return fill_width(alpha, mdp.num_states)
+    return min(mdp.num_states, fill_width(alpha, mdp.num_states + 1) + 1)
 
 
 # ------------------------------------------------------------------ the robust private policy

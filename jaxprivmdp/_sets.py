@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import betaincinv
 
-from ._checks import is_concrete, round_up
+from ._checks import is_concrete
 from ._models import Model, Rows, row_support, transition_rows
 from ._robust import outward_radius
 
@@ -61,22 +61,39 @@ def check_bound(bound) -> str:
     return bound
 
 
+class BetaTables(NamedTuple):
+    """Each entry's interval ``[L(x), U(x)]`` at two fixed grids of ``x`` (one ``k``, level).
+
+    ``U`` and ``L`` increase with ``x``; an entry takes ``U`` at the next grid point above
+    it and ``L`` at the next one below, so the lookup is an index computed in closed form
+    and a gather (no search). The grids (:func:`x_grids`): uniform in ``arcsin √x``, and
+    uniform in ``log x`` below ``1e-3``.
+
+    Attributes:
+      upper_arc, lower_arc: `[M + 1]` ``U`` and ``L`` at the arcsine grid.
+      upper_log, lower_log: `[N + 1]` ``U`` and ``L`` at the log grid.
+    """
+
+    upper_arc: jax.Array
+    lower_arc: jax.Array
+    upper_log: jax.Array
+    lower_log: jax.Array
+
+
 class SetParams(NamedTuple):
     """What a set needs besides the rows: computed once per ``(k, β)`` (a pytree).
 
     Attributes:
-      alpha: Lemma 1's radius, rounded up (``"paper"``).
+      alpha: kind ``"radius"``: the box's radius, rounded up (Lemma 1's, or the noise's);
+        kind ``"beta"``: a lower bound on every entry's interval width. Either way every
+        capacity of the greedy fill is at least ``min(alpha, 1)``, which bounds its width.
       mixture: the weight ``β'`` of the free part: ``β``, or 0 for ``"certified"``.
-      grid: `[G]` the grid of ``p`` (``"exact"``/``"certified"``; `[1]` zeros otherwise).
-      q_low: `[G]` ``q_c(p)`` at the grid, rounded down.
-      q_high: `[G]` ``q_{1−c}(p)`` at the grid, rounded up.
+      tables: the :class:`BetaTables` (kind ``"beta"``), None otherwise.
     """
 
     alpha: jax.Array
     mixture: jax.Array
-    grid: jax.Array
-    q_low: jax.Array
-    q_high: jax.Array
+    tables: BetaTables | None = None
 
 
 class RowBox(NamedTuple):
@@ -114,7 +131,7 @@ def _grid(dtype_name: str) -> np.ndarray:
 @functools.lru_cache(maxsize=256)
 def _quantile_tables(k: float, level: float, dtype_name: str):
     """``(grid, q_low, q_high)``: the ``level`` and ``1 − level`` quantiles of
-    ``Beta(k p, k(1 − p))`` at the grid, made monotone and rounded outward to ``dtype``."""
+    ``Beta(k p, k(1 − p))`` at the grid of ``p``, in float64, made monotone outward."""
     p = _grid(dtype_name)
     q_low = betaincinv(k * p, k * (1 - p), level)
     q_high = betaincinv(k * p, k * (1 - p), 1 - level)
@@ -124,9 +141,70 @@ def _quantile_tables(k: float, level: float, dtype_name: str):
     # go down (a reverse running min), q_high only up (a running max).
     q_low = np.minimum.accumulate(q_low[::-1])[::-1]
     q_high = np.maximum.accumulate(q_high)
+    return p, q_low, q_high
+
+
+# The x grids of BetaTables: ARC_POINTS + 1 points uniform in θ = arcsin √x on [0, π/2], and
+# LOG_POINTS + 1 points uniform in log x from the dtype's smallest normal to LOG_TOP.
+ARC_POINTS, LOG_POINTS, LOG_TOP = 8192, 2048, 1e-3
+
+
+@functools.cache
+def x_grids(dtype_name: str):
+    """``(arc, log, dtheta, log0, dlog)``: the two grids of ``x`` (float64) and their steps."""
+    dtheta = (np.pi / 2) / ARC_POINTS
+    arc = np.sin(np.arange(ARC_POINTS + 1) * dtheta) ** 2
+    log0 = float(np.log(np.finfo(dtype_name).tiny))
+    dlog = (np.log(LOG_TOP) - log0) / LOG_POINTS
+    log = np.exp(log0 + np.arange(LOG_POINTS + 1) * dlog)
+    return arc, log, dtheta, log0, dlog
+
+
+def _host_interval(k: float, level: float, dtype_name: str):
+    """``(U, L)``: each as a function of float64 ``x`` on the host, from the p-grid tables.
+
+    ``U(x)`` is the first grid ``p`` whose ``c``-quantile exceeds ``x`` (every larger ``p``
+    is rejected too), ``L(x)`` the last grid ``p`` whose ``(1 − c)``-quantile is below
+    ``x``; both are grid points of ``p``, exactly representable in the dtype.
+    """
+    p, q_low, q_high = _quantile_tables(k, level, dtype_name)
+
+    def upper(x):
+        i = np.searchsorted(q_low, x, side="right")
+        return np.where(i < p.size, p[np.minimum(i, p.size - 1)], 1.0)
+
+    def lower(x):
+        j = np.searchsorted(q_high, x, side="left") - 1
+        return np.where(j >= 0, p[np.maximum(j, 0)], 0.0)
+
+    return upper, lower
+
+
+@functools.lru_cache(maxsize=256)
+def _interval_tables(k: float, level: float, dtype_name: str) -> tuple[np.ndarray, ...]:
+    """:class:`BetaTables` on the host: ``U`` and ``L`` at both grids of ``x``."""
+    upper, lower = _host_interval(k, level, dtype_name)
+    arc, log, *_ = x_grids(dtype_name)
     dtype = np.dtype(dtype_name)
-    down = -np.asarray(round_up(-q_low, dtype))
-    return p.astype(dtype), down.astype(dtype), np.asarray(round_up(q_high, dtype), dtype)
+    return tuple(f(x).astype(dtype) for x in (arc, log) for f in (upper, lower))
+
+
+@functools.lru_cache(maxsize=256)
+def smallest_width(k: float, level: float, dtype_name: str) -> float:
+    """A lower bound on ``U − L`` over entries ``x <= 1/2``: the fill's capacities.
+
+    ``U − L`` is piecewise constant in ``x`` with breaks at the tabulated quantiles: its
+    minimum is taken at every break and on both sides of it. The device's intervals are
+    wider still (outward grid points, ``P̄`` itself added), so the bound holds for them. A
+    row has at most one entry above 1/2, so the greedy fill reaches at most one entry more
+    than ``1/width`` (see ``bounds_width``).
+    """
+    upper, lower = _host_interval(k, level, dtype_name)
+    _, q_low, q_high = _quantile_tables(k, level, dtype_name)
+    tiny = float(np.finfo(dtype_name).tiny)  # the device looks U up at x >= tiny
+    x = np.concatenate([q_low, q_high, [0.0, tiny, 0.5]])
+    x = np.clip(np.concatenate([x, np.nextafter(x, -1), np.nextafter(x, 2)]), 0, 0.5)
+    return float(np.min(upper(np.maximum(x, tiny)) - lower(x))) * (1 - 1e-9)
 
 
 def entry_count(mdp: Model, *, support_aware: bool, whole_model: bool) -> int:
@@ -170,19 +248,19 @@ def _host_tables(k, level, dtype):
     k = np.asarray(k, np.float64)
     level = np.asarray(level, np.float64)
     out = [
-        _quantile_tables(float(kk), float(ll), np.dtype(dtype).name)
+        _interval_tables(float(kk), float(ll), np.dtype(dtype).name)
         for kk, ll in zip(k.ravel(), np.broadcast_to(level, k.shape).ravel(), strict=True)
     ]
-    return tuple(np.stack([o[i] for o in out]).reshape(k.shape + (-1,)) for i in range(3))
+    return tuple(np.stack([o[i] for o in out]).reshape(k.shape + (-1,)) for i in range(4))
 
 
 def _device_tables(k, level, dtype):
     """The tables for a traced ``k`` or ``β``, through a host callback (no gradient)."""
-    size = _grid(np.dtype(dtype).name).size
-    shape = jax.ShapeDtypeStruct(jnp.shape(k) + (size,), dtype)
+    arc = jax.ShapeDtypeStruct(jnp.shape(k) + (ARC_POINTS + 1,), dtype)
+    log = jax.ShapeDtypeStruct(jnp.shape(k) + (LOG_POINTS + 1,), dtype)
     return jax.pure_callback(
         lambda kk, ll: _host_tables(kk, ll, dtype),
-        (shape, shape, shape),
+        (arc, arc, log, log),
         jax.lax.stop_gradient(k),
         jax.lax.stop_gradient(level),
         vmap_method="broadcast_all",
@@ -190,10 +268,9 @@ def _device_tables(k, level, dtype):
 
 
 def paper_params(alpha, beta) -> SetParams:
-    """The paper's set for a given radius ``α`` and weight ``β`` (scalars)."""
+    """The box ``P̄ ± α`` with the weight ``β`` (the paper's set for Lemma 1's ``α``)."""
     alpha = jnp.asarray(alpha)
-    empty = jnp.zeros(alpha.shape + (1,), alpha.dtype)
-    return SetParams(alpha, jnp.asarray(beta, alpha.dtype), empty, empty, empty)
+    return SetParams(alpha, jnp.asarray(beta, alpha.dtype))
 
 
 def set_kind(mechanism: str, bound: str) -> str:
@@ -239,24 +316,46 @@ def set_params(mdp: Model, k, beta, bound: str, support_aware: bool, mechanism) 
     level = set_level(mdp, beta, bound, support_aware)
     if is_concrete(k, beta):
         tables = _host_tables(k, level, dtype)
+        # The smallest capacity, in the role α plays for the paper's box: the fill width.
+        widths = np.vectorize(smallest_width)(
+            np.asarray(k, np.float64), float(level), np.dtype(dtype).name
+        )
+        alpha = jnp.asarray(widths, dtype)
     else:
         tables = _device_tables(jnp.asarray(k, dtype), jnp.asarray(level, dtype), dtype)
-    return SetParams(jnp.asarray(alpha, dtype), mixture, *map(jnp.asarray, tables))
+    tables = BetaTables(*map(jnp.asarray, tables))
+    return SetParams(jnp.asarray(alpha, dtype), mixture, tables)
 
 
 def _intervals(x: jax.Array, params: SetParams) -> tuple[jax.Array, jax.Array]:
-    """Each entry's ``[L, U]`` from the quantile tables, outward to the next grid point."""
+    """Each entry's ``[L, U]``: the tables at the next grid point of ``x`` outward.
+
+    The grid index is computed in closed form (``arcsin √x`` or ``log x``) and moved one
+    more step outward, which covers the rounding of that computation.
+    """
     finfo = jnp.finfo(x.dtype)
+    _, _, dtheta, log0, dlog = x_grids(np.dtype(x.dtype).name)
+    t = params.tables
+    arc_max, log_max = t.upper_arc.shape[-1] - 1, t.upper_log.shape[-1] - 1
     # The sampler rounds: the exact draw lies within a few ulps of x (below tiny if x == 0).
-    x_high = jnp.maximum(x * (1 + 8 * finfo.eps), finfo.tiny)
-    x_low = x * (1 - 8 * finfo.eps)
-    size = params.grid.shape[-1]
-    # U: the first grid p whose c-quantile exceeds x (all larger p are rejected too).
-    i = jnp.searchsorted(params.q_low, x_high, side="right")
-    upper = jnp.where(i < size, params.grid[jnp.minimum(i, size - 1)], 1)
-    # L: the last grid p whose (1 − c)-quantile is below x (all smaller p are rejected too).
-    j = jnp.searchsorted(params.q_high, x_low, side="left") - 1
-    lower = jnp.where(j >= 0, params.grid[jnp.maximum(j, 0)], 0)
+    x_high = jnp.clip(x * (1 + 8 * finfo.eps), finfo.tiny, 1)
+    x_low = jnp.clip(x * (1 - 8 * finfo.eps), 0, 1)
+
+    def arc_index(v):
+        return jnp.arcsin(jnp.sqrt(v)) / dtheta
+
+    def log_index(v):
+        return (jnp.log(jnp.maximum(v, finfo.tiny)) - log0) / dlog
+
+    small = x_high < LOG_TOP
+    i = jnp.where(small, jnp.ceil(log_index(x_high)), jnp.ceil(arc_index(x_high))) + 1
+    i = jnp.clip(i, 0, jnp.where(small, log_max, arc_max)).astype(jnp.int32)
+    upper = jnp.where(small, t.upper_log[i], t.upper_arc[i])
+    small = x_low < LOG_TOP
+    j = jnp.where(small, jnp.floor(log_index(x_low)), jnp.floor(arc_index(x_low))) - 1
+    below = (j < 0) | (x_low < finfo.tiny)  # below the first grid point: L = 0
+    j = jnp.clip(j, 0, jnp.where(small, log_max, arc_max)).astype(jnp.int32)
+    lower = jnp.where(below, 0, jnp.where(small, t.lower_log[j], t.lower_arc[j]))
     # P̄ itself lies in its set (the paper's Lemma 2 takes P1 = P2 = P̄).
     return jnp.minimum(lower, x), jnp.maximum(upper, x)
 

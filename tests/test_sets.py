@@ -329,3 +329,21 @@ def test_bound_under_jit_over_the_model():
     run = jax.jit(lambda m: jp.synthesize(KEY, m, k=9.0, bound="certified", robust=True).cost)
     want = jp.synthesize(KEY, mdp, k=9.0, bound="certified").cost
     assert float(run(mdp)) == pytest.approx(float(want), rel=1e-5)
+
+
+@pytest.mark.parametrize("bound", ["exact", "certified"])
+def test_beta_box_fill_width_is_exact(bound):
+    """The width from the smallest capacity gives the same bounds as the full width."""
+    from jaxprivmdp._bounds import bounds_core
+
+    rng = np.random.default_rng(0)
+    S = 40
+    P = rng.dirichlet(np.full(S, 0.3), size=(S, 2))
+    mdp = jp.make_mdp(P, rng.uniform(size=(S, 2)), terminal_reward=rng.uniform(size=S), horizon=3)
+    policy = jp.solve(mdp).policy
+    kind, params, width = prepare_set(mdp, 1.0, 0.1, bound, False)
+    assert width < S
+    got = bounds_core(mdp, policy, params, None, 10, kind=kind, width=width)
+    full = bounds_core(mdp, policy, params, None, 10, kind=kind, width=S)
+    np.testing.assert_allclose(got.pessimistic, full.pessimistic, atol=1e-6)
+    np.testing.assert_allclose(got.optimistic, full.optimistic, atol=1e-6)
