@@ -29,11 +29,16 @@ Why Bonferroni and not less: the Dirichlet's entries are negatively associated, 
 bounds the probability of the joint coverage event from above, not from below; no tighter
 construction valid for every ``P`` is proved here.
 
-The intervals are exact up to a conservative grid: ``q_c`` and ``q_{1−c}`` are tabulated in
+The intervals are exact up to conservative grids: ``q_c`` and ``q_{1−c}`` are tabulated in
 float64 on the host (``scipy.special.betaincinv``, whose float32 counterpart in JAX is not
-accurate enough in the tails) at a fixed grid of ``p``, rounded outward to the model's
-dtype, and each entry's bound is the next grid point outward (``searchsorted`` on device).
-The tables depend only on ``k``, ``c`` and the dtype.
+accurate enough in the tails) at a fixed grid of ``p``; from them ``U(x)`` and ``L(x)`` are
+tabulated at two fixed grids of ``x`` (:class:`BetaTables`), and on the device each entry
+takes ``U`` at the next grid point above it and ``L`` at the next one below (a closed-form
+index and a gather). The tables depend only on ``k``, ``c`` and the dtype, and are cached.
+
+For the additive-noise mechanisms (``jaxprivmdp._mechanisms``) every ``bound`` is a box
+``P̄ ± r`` with ``r`` from their noise's tail (kind ``"radius"``, like the paper's); the
+Beta intervals (kind ``"beta"``) are the Dirichlet mechanism's.
 """
 
 from __future__ import annotations
