@@ -21,6 +21,7 @@ from ._mdp import TabularMDP as TabularMDP
 from ._mdp import make_mdp as make_mdp
 from ._mechanism import dirichlet_mechanism as dirichlet_mechanism
 from ._mechanism import secure_key as secure_key
+from ._mechanisms import privatize as privatize
 from ._planning import Solution as Solution
 from ._planning import evaluate as evaluate
 from ._planning import solve as solve
@@ -61,6 +62,7 @@ __all__ = [
     "make_mdp",
     "make_sparse_mdp",
     "privacy",
+    "privatize",
     "robust_expectation",
     "robust_solve",
     "secure_key",

@@ -21,6 +21,9 @@ import functools
 from collections.abc import Callable
 from typing import Literal
 
+import jax
+import jax.numpy as jnp
+
 from . import _additive
 from ._mechanism import privatize as dirichlet_privatize
 from .privacy import _additive as additive_privacy
@@ -101,6 +104,70 @@ MECHANISMS: dict[str, Mechanism] = {
         calibrate=_calibrate("laplace"),
     ),
 }
+
+
+def privatize(
+    key: jax.Array,
+    mdp,
+    parameter,
+    *,
+    mechanism: MechanismName = "dirichlet",
+    support=None,
+    smoothing: float | None = None,
+    sampler="jax",
+):
+    """Privatizes a whole model with any mechanism: the same kind of model comes back.
+
+    ``mechanism="dirichlet"`` is :func:`jaxprivmdp.dirichlet_mechanism` with ``k =
+    parameter``; ``"gaussian"`` / ``"laplace"`` add noise of standard deviation / scale
+    ``parameter`` to every supported entry of every allowed row and project each row onto
+    the simplex over its support. Works under ``jax.jit``/``jax.vmap`` over ``key`` and
+    ``parameter`` (values are checked when concrete). Calibrate ``parameter`` for a target
+    (ε, δ) with :func:`jaxprivmdp.privacy.calibrate`; use :func:`jaxprivmdp.secure_key` for
+    a real release.
+
+    Args:
+      key: a JAX PRNG key.
+      mdp: a :class:`TabularMDP` or :class:`SparseMDP` (its own action mask is used).
+      parameter: ``k`` (Dirichlet), ``σ`` (Gaussian) or ``λ`` (Laplace), ``> 0``.
+      mechanism: ``"dirichlet"``, ``"gaussian"`` or ``"laplace"``.
+      support: None or ``"nonzero"`` (privatize over each row's nonzero entries).
+      smoothing: optional ``η`` (dense models), see :func:`dirichlet_mechanism`.
+      sampler: the Dirichlet mechanism's gamma sampler (``"jax"`` or ``"fast"``).
+
+    Returns:
+      The privatized model.
+
+    Raises:
+      ValueError: an unknown mechanism, ``parameter <= 0``, or (Dirichlet) rows with zeros
+        without ``support`` or ``smoothing``.
+    """
+    from ._checks import check_key, check_positive
+    from ._mechanism import check_sampler, model_mechanism_input
+    from ._models import check_model, with_probs
+
+    key = check_key(key)
+    check_model(mdp)
+    mech = get_mechanism(mechanism)
+    sampler = check_sampler(sampler)
+    dtype = mdp.rewards.dtype
+    check_positive(mech.parameter, parameter, dtype=dtype)
+    inp = model_mechanism_input(mdp, support, smoothing, interior=mech.needs_interior)
+    p_bar = _privatize_jit(
+        key,
+        inp.rows,
+        jnp.asarray(parameter, dtype),
+        inp.support,
+        inp.action_mask,
+        mechanism=mech.name,
+        sampler=sampler,
+    )
+    return with_probs(mdp, p_bar)
+
+
+@functools.partial(jax.jit, static_argnames=("mechanism", "sampler"))
+def _privatize_jit(key, rows, parameter, support, action_mask, *, mechanism, sampler):
+    return get_mechanism(mechanism).privatize(key, rows, parameter, support, action_mask, sampler)
 
 
 def get_mechanism(name) -> Mechanism:

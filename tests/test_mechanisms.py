@@ -206,3 +206,24 @@ def test_additive_mechanism_under_jit_and_vmap_over_its_scale():
     run = jax.jit(jax.vmap(lambda s: jp.synthesize(KEY, mdp, k=s, mechanism="gaussian").cost))
     want = [float(jp.synthesize(KEY, mdp, k=s, mechanism="gaussian").cost) for s in sigmas]
     np.testing.assert_allclose(run(sigmas), want, rtol=1e-5)
+
+
+def test_privatize_any_mechanism_returns_the_same_kind_of_model():
+    grid = jp.examples.gridworld(4, 4, horizon=5)
+    support = np.asarray(grid.probs) > 0
+    mask = np.asarray(grid.action_mask)
+    for mechanism in ["dirichlet", "gaussian", "laplace"]:
+        out = jp.privatize(
+            KEY, grid, 0.05 if mechanism != "dirichlet" else 20.0, mechanism=mechanism
+        )
+        assert isinstance(out, jp.SparseMDP)
+        p = np.asarray(out.probs)
+        np.testing.assert_allclose(p.sum(-1)[mask], 1, atol=1e-5)
+        assert np.all(p[~support] == 0) and np.all(p >= 0)
+    same = jp.privatize(KEY, build_mdp(0), 7.0, support="nonzero")
+    want = jp.dirichlet_mechanism(KEY, build_mdp(0), 7.0, support="nonzero")
+    np.testing.assert_array_equal(same.transitions, want.transitions)
+    with pytest.raises(ValueError, match="sigma must be > 0"):
+        jp.privatize(KEY, grid, -1.0, mechanism="gaussian")
+    with pytest.raises(ValueError, match="mechanism must be one of"):
+        jp.privatize(KEY, grid, 1.0, mechanism="uniform")
