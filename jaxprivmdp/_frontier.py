@@ -201,9 +201,7 @@ def frontier(
             )
             composed[i] = c.basic_epsilon, c.rdp_epsilon
         out["all_rows"][mech.name] = composed
-        floor = 0.0
-        if mech.name == "dirichlet":
-            floor = mech.epsilon(1e-2, b=b, eta=eta, n=n, delta=float(delta))
+        floor = mech.floor(float(delta), b=b, eta=eta, n=n)
         values = {
             q: np.full(shape, np.nan) for q in ("true_value", "pessimistic", "optimistic", "cost")
         }

@@ -46,6 +46,9 @@ class Mechanism:
         for a row of ``n`` entries, or None (the Dirichlet's sets live in ``_sets``).
       epsilon: ``(param, *, b, eta, n, delta) -> ε`` of one row at ``δ``.
       calibrate: ``(epsilon, delta, *, b, eta, n) -> param``, the least noise meeting both.
+      floor: ``(delta, *, b, eta, n) -> ε``, the smallest ε any parameter reaches (0 for
+        the additive mechanisms; the Dirichlet mechanism's ε at the smallest ``k`` that
+        ``calibrate`` searches).
     """
 
     name: str
@@ -55,6 +58,7 @@ class Mechanism:
     radius: Callable | None
     epsilon: Callable
     calibrate: Callable
+    floor: Callable
 
 
 def _additive_privatize(noise):
@@ -82,6 +86,7 @@ MECHANISMS: dict[str, Mechanism] = {
         radius=None,
         epsilon=_dirichlet_epsilon,
         calibrate=_calibrate("dirichlet"),
+        floor=lambda delta, *, b, eta, n: _dirichlet_epsilon(1e-2, b=b, eta=eta, n=n, delta=delta),
     ),
     "gaussian": Mechanism(
         name="gaussian",
@@ -93,6 +98,7 @@ MECHANISMS: dict[str, Mechanism] = {
             sigma, delta, b=b
         ),
         calibrate=_calibrate("gaussian"),
+        floor=lambda delta, *, b, eta, n: 0.0,
     ),
     "laplace": Mechanism(
         name="laplace",
@@ -102,6 +108,7 @@ MECHANISMS: dict[str, Mechanism] = {
         radius=lambda scale, n, level: _additive.noise_radius("laplace", scale, n, level),
         epsilon=lambda scale, *, b, eta, n, delta: additive_privacy.laplace_epsilon(scale, b=b),
         calibrate=_calibrate("laplace"),
+        floor=lambda delta, *, b, eta, n: 0.0,
     ),
 }
 
