@@ -237,6 +237,40 @@ def _fill_within_rows(rows: Rows, box, values: jax.Array, slack: jax.Array):
     return jnp.sum(pour * jnp.where(inside, w, 0), axis=-1), w_min
 
 
+# Dense rows of up to this many states whose fill may reach every entry are filled without
+# a sort or a gather: "entry i comes before j" in the shared value order is one [S, S]
+# matrix per stage, and every row's mass before each entry is one matrix product.
+SHARED_PAIRWISE_MAX = 64
+
+
+def _fill_shared_pairwise(rows: Rows, box, values, slack, support_aware):
+    """The greedy fill of dense rows over all ``S`` entries in the shared value order.
+
+    Returns ``(fill, w_min)`` like :func:`_fill_within_rows`: entry ``j`` receives
+    ``clip(slack − Σ_{i before j} cap_i, 0, cap_j)``, "before" being the value order with
+    ties broken by index (the order ``lax.top_k`` gives).
+    """
+    S = values.shape[-1]
+    caps = box.upper - box.lower  # [..., S] (0 outside the support when support-aware)
+    idx = jnp.arange(S)
+    w_i, w_j = values[:, :, None], values[:, None, :]  # [2, S(i), S(j)]
+    earlier = (idx[:, None] < idx[None, :])[None]  # [1, S, S]
+    before = (w_i < w_j) | ((w_i == w_j) & earlier)
+    mass_before = jnp.einsum("...i,kij->k...j", caps, before.astype(caps.dtype))
+    slack = jnp.broadcast_to(slack, mass_before.shape[:-1])[..., None]
+    pour = jnp.clip(slack - mass_before, 0, jnp.broadcast_to(caps, mass_before.shape))
+    v_rows = values.reshape((2,) + (1,) * (caps.ndim - 1) + (S,))
+    fill = jnp.sum(pour * v_rows, axis=-1)
+    if support_aware:
+        w_min = jnp.min(jnp.where(rows.probs > 0, v_rows, jnp.inf), axis=-1)
+        w_min = jnp.where(jnp.isfinite(w_min), w_min, 0)  # rows without support: unused
+    else:
+        w_min = jnp.broadcast_to(
+            jnp.min(values, axis=-1).reshape((2,) + (1,) * (caps.ndim - 1)), fill.shape
+        )
+    return fill, w_min
+
+
 def robust_backup(
     rows: Rows,
     box,
@@ -284,6 +318,8 @@ def robust_backup(
     slack = jnp.maximum(1 - dense[..., 2], 0)
     if support_aware and rows.next_states is not None:
         fill, w_min = _fill_within_rows(rows, box, values, slack)
+    elif rows.next_states is None and width >= rows.probs.shape[-1] <= SHARED_PAIRWISE_MAX:
+        fill, w_min = _fill_shared_pairwise(rows, box, values, slack, support_aware)
     else:
         # One order shared by all rows: the `width` smallest values, ascending.
         neg, order = jax.lax.top_k(-values, width)  # [2, m]
