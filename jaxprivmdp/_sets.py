@@ -70,19 +70,22 @@ class BetaTables(NamedTuple):
     """Each entry's interval ``[L(x), U(x)]`` at two fixed grids of ``x`` (one ``k``, level).
 
     ``U`` and ``L`` increase with ``x``; an entry takes ``U`` at the next grid point above
-    it and ``L`` at the next one below, so the lookup is an index computed in closed form
-    and a gather (no search). The grids (:func:`x_grids`): uniform in ``arcsin √x``, and
-    uniform in ``log x`` below ``1e-3``.
+    it and ``L`` at the next one below, so the lookup is an index computed with cheap
+    arithmetic (no search, no transcendental function) and a gather (:func:`x_grids`):
+
+    - below ``2^-10``: ``(1/2 + j/32)·2^e`` for every binary exponent ``e`` down to
+      ``2^-126``, ``j = 0..15`` (a log-like grid, 3 % apart; the index comes from ``frexp``);
+    - above: uniform in ``t = √x`` up to 1/2 and ``t = 2√(1/2) − √(1 − x)`` beyond.
 
     Attributes:
-      upper_arc, lower_arc: `[M + 1]` ``U`` and ``L`` at the arcsine grid.
-      upper_log, lower_log: `[N + 1]` ``U`` and ``L`` at the log grid.
+      upper_low, lower_low: `[N + 1]` ``U`` and ``L`` at the low grid.
+      upper_high, lower_high: `[M + 1]` ``U`` and ``L`` at the high grid.
     """
 
-    upper_arc: jax.Array
-    lower_arc: jax.Array
-    upper_log: jax.Array
-    lower_log: jax.Array
+    upper_low: jax.Array
+    lower_low: jax.Array
+    upper_high: jax.Array
+    lower_high: jax.Array
 
 
 class SetParams(NamedTuple):
@@ -149,20 +152,25 @@ def _quantile_tables(k: float, level: float, dtype_name: str):
     return p, q_low, q_high
 
 
-# The x grids of BetaTables: ARC_POINTS + 1 points uniform in θ = arcsin √x on [0, π/2], and
-# LOG_POINTS + 1 points uniform in log x from the dtype's smallest normal to LOG_TOP.
-ARC_POINTS, LOG_POINTS, LOG_TOP = 8192, 2048, 1e-3
+# The x grids of BetaTables. Low: binades 2^LOW_MIN_EXP .. 2^LOW_MAX_EXP (frexp exponents
+# LOW_MIN_EXP + 1 .. LOW_MAX_EXP), LOW_STEPS points each. High: HIGH_POINTS + 1 points
+# uniform in t from 0 to √2.
+LOW_MIN_EXP, LOW_MAX_EXP, LOW_STEPS, HIGH_POINTS = -126, -10, 16, 4096
+LOW_TOP = 2.0**LOW_MAX_EXP
+LOW_FLOOR = 2.0**LOW_MIN_EXP  # below: U as at LOW_FLOOR, L = 0
 
 
 @functools.cache
-def x_grids(dtype_name: str):
-    """``(arc, log, dtheta, log0, dlog)``: the two grids of ``x`` (float64) and their steps."""
-    dtheta = (np.pi / 2) / ARC_POINTS
-    arc = np.sin(np.arange(ARC_POINTS + 1) * dtheta) ** 2
-    log0 = float(np.log(np.finfo(dtype_name).tiny))
-    dlog = (np.log(LOG_TOP) - log0) / LOG_POINTS
-    log = np.exp(log0 + np.arange(LOG_POINTS + 1) * dlog)
-    return arc, log, dtheta, log0, dlog
+def x_grids():
+    """``(low, high, dt)``: the two grids of ``x`` (float64) and the high grid's step."""
+    exps = np.arange(LOW_MIN_EXP + 1, LOW_MAX_EXP + 1)  # frexp: x = m·2^e, m in [1/2, 1)
+    mant = 0.5 + np.arange(LOW_STEPS) / (2 * LOW_STEPS)
+    low = np.append((mant[None, :] * 2.0 ** exps[:, None]).ravel(), LOW_TOP)
+    dt = np.sqrt(2.0) / HIGH_POINTS
+    t = np.arange(HIGH_POINTS + 1) * dt
+    half = np.sqrt(0.5)
+    high = np.where(t <= half, t**2, 1 - (2 * half - np.minimum(t, 2 * half)) ** 2)
+    return low, np.clip(high, 0, 1), dt
 
 
 def _host_interval(k: float, level: float, dtype_name: str):
@@ -189,9 +197,9 @@ def _host_interval(k: float, level: float, dtype_name: str):
 def _interval_tables(k: float, level: float, dtype_name: str) -> tuple[np.ndarray, ...]:
     """:class:`BetaTables` on the host: ``U`` and ``L`` at both grids of ``x``."""
     upper, lower = _host_interval(k, level, dtype_name)
-    arc, log, *_ = x_grids(dtype_name)
+    low, high, _ = x_grids()
     dtype = np.dtype(dtype_name)
-    return tuple(f(x).astype(dtype) for x in (arc, log) for f in (upper, lower))
+    return tuple(f(x).astype(dtype) for x in (low, high) for f in (upper, lower))
 
 
 @functools.lru_cache(maxsize=256)
@@ -206,7 +214,7 @@ def smallest_width(k: float, level: float, dtype_name: str) -> float:
     """
     upper, lower = _host_interval(k, level, dtype_name)
     _, q_low, q_high = _quantile_tables(k, level, dtype_name)
-    tiny = float(np.finfo(dtype_name).tiny)  # the device looks U up at x >= tiny
+    tiny = LOW_FLOOR  # the device looks U up at x >= LOW_FLOOR
     x = np.concatenate([q_low, q_high, [0.0, tiny, 0.5]])
     x = np.clip(np.concatenate([x, np.nextafter(x, -1), np.nextafter(x, 2)]), 0, 0.5)
     return float(np.min(upper(np.maximum(x, tiny)) - lower(x))) * (1 - 1e-9)
@@ -261,11 +269,12 @@ def _host_tables(k, level, dtype):
 
 def _device_tables(k, level, dtype):
     """The tables for a traced ``k`` or ``β``, through a host callback (no gradient)."""
-    arc = jax.ShapeDtypeStruct(jnp.shape(k) + (ARC_POINTS + 1,), dtype)
-    log = jax.ShapeDtypeStruct(jnp.shape(k) + (LOG_POINTS + 1,), dtype)
+    low_size = (LOW_MAX_EXP - LOW_MIN_EXP) * LOW_STEPS + 1
+    low = jax.ShapeDtypeStruct(jnp.shape(k) + (low_size,), dtype)
+    high = jax.ShapeDtypeStruct(jnp.shape(k) + (HIGH_POINTS + 1,), dtype)
     return jax.pure_callback(
         lambda kk, ll: _host_tables(kk, ll, dtype),
-        (arc, arc, log, log),
+        (low, low, high, high),
         jax.lax.stop_gradient(k),
         jax.lax.stop_gradient(level),
         vmap_method="broadcast_all",
@@ -335,32 +344,37 @@ def set_params(mdp: Model, k, beta, bound: str, support_aware: bool, mechanism) 
 def _intervals(x: jax.Array, params: SetParams) -> tuple[jax.Array, jax.Array]:
     """Each entry's ``[L, U]``: the tables at the next grid point of ``x`` outward.
 
-    The grid index is computed in closed form (``arcsin √x`` or ``log x``) and moved one
-    more step outward, which covers the rounding of that computation.
+    Low grid: ``frexp`` gives ``x = m·2^e`` exactly, and the index of the grid point below
+    (above) is ``16(e − e0) + ⌊32(m − 1/2)⌋`` (``⌈·⌉``), exact arithmetic. High grid: the
+    index of ``t(x)`` moved one more step outward, which covers the rounding of ``√``.
     """
     finfo = jnp.finfo(x.dtype)
-    _, _, dtheta, log0, dlog = x_grids(np.dtype(x.dtype).name)
+    _, _, dt = x_grids()
     t = params.tables
-    arc_max, log_max = t.upper_arc.shape[-1] - 1, t.upper_log.shape[-1] - 1
+    low_max, high_max = t.upper_low.shape[-1] - 1, t.upper_high.shape[-1] - 1
     # The sampler rounds: the exact draw lies within a few ulps of x (below tiny if x == 0).
-    x_high = jnp.clip(x * (1 + 8 * finfo.eps), finfo.tiny, 1)
+    x_high = jnp.clip(x * (1 + 8 * finfo.eps), LOW_FLOOR, 1)
     x_low = jnp.clip(x * (1 - 8 * finfo.eps), 0, 1)
 
-    def arc_index(v):
-        return jnp.arcsin(jnp.sqrt(v)) / dtheta
+    def low_index(v, rounding):
+        m, e = jnp.frexp(jnp.maximum(v, LOW_FLOOR))
+        step = rounding((m - 0.5) * (2 * LOW_STEPS)).astype(jnp.int32)
+        return (e - (LOW_MIN_EXP + 1)) * LOW_STEPS + step
 
-    def log_index(v):
-        return (jnp.log(jnp.maximum(v, finfo.tiny)) - log0) / dlog
+    def high_index(v, rounding, shift):
+        half = np.sqrt(0.5)
+        tv = jnp.where(v <= 0.5, jnp.sqrt(v), 2 * half - jnp.sqrt(1 - v))
+        return rounding(tv / dt).astype(jnp.int32) + shift
 
-    small = x_high < LOG_TOP
-    i = jnp.where(small, jnp.ceil(log_index(x_high)), jnp.ceil(arc_index(x_high))) + 1
-    i = jnp.clip(i, 0, jnp.where(small, log_max, arc_max)).astype(jnp.int32)
-    upper = jnp.where(small, t.upper_log[i], t.upper_arc[i])
-    small = x_low < LOG_TOP
-    j = jnp.where(small, jnp.floor(log_index(x_low)), jnp.floor(arc_index(x_low))) - 1
-    below = (j < 0) | (x_low < finfo.tiny)  # below the first grid point: L = 0
-    j = jnp.clip(j, 0, jnp.where(small, log_max, arc_max)).astype(jnp.int32)
-    lower = jnp.where(below, 0, jnp.where(small, t.lower_log[j], t.lower_arc[j]))
+    small = x_high < LOW_TOP
+    i = jnp.where(small, low_index(x_high, jnp.ceil), high_index(x_high, jnp.ceil, 1))
+    i = jnp.clip(i, 0, jnp.where(small, low_max, high_max))
+    upper = jnp.where(small, t.upper_low[i], t.upper_high[i])
+    small = x_low < LOW_TOP
+    j = jnp.where(small, low_index(x_low, jnp.floor), high_index(x_low, jnp.floor, -1))
+    below = (j < 0) | (x_low < LOW_FLOOR)  # below the first grid point: L = 0
+    j = jnp.clip(j, 0, jnp.where(small, low_max, high_max))
+    lower = jnp.where(below, 0, jnp.where(small, t.lower_low[j], t.lower_high[j]))
     # P̄ itself lies in its set (the paper's Lemma 2 takes P1 = P2 = P̄).
     return jnp.minimum(lower, x), jnp.maximum(upper, x)
 
