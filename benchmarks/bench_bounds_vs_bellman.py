@@ -374,7 +374,7 @@ def test_bound_set(benchmark, dtype, quick, S, bound):
         beta=BETA,
         bound=bound,
         width=kw["width"],
-        grid_size=0 if params.tables is None else int(params.tables.upper_arc.shape[-1]),
+        grid_size=0 if params.tables is None else sum(int(x.shape[-1]) for x in params.tables[::2]),
         aot=common.aot_compile_time(
             _bounds.bounds_core, private, policy, params, None, 10_000, **kw
         ),
