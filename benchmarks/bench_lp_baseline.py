@@ -107,23 +107,8 @@ class InnerLP:
         self.count = 0
 
     def solve(self, values: np.ndarray, p_bar: np.ndarray, alpha: float, maximize: bool) -> float:
-        n = self.n
-        sign = -1.0 if maximize else 1.0
-        c = np.concatenate([np.zeros(2 * n), sign * values])
-        b_ub = np.concatenate([alpha + p_bar, alpha - p_bar])
-        res = linprog(
-            c,
-            A_ub=self.a_ub,
-            b_ub=b_ub,
-            A_eq=self.a_eq,
-            b_eq=self.b_eq,
-            bounds=(0, None),
-            method="highs",
-        )
-        if res.status != 0:
-            raise RuntimeError(f"linprog failed: {res.message}")
-        self.count += 1
-        return sign * res.fun
+        """The paper's LP (P): the box ``|P2 − p̄| <= α``."""
+        return self.solve_box(values, p_bar - alpha, p_bar + alpha, maximize)
 
     def solve_box(self, values, lower, upper, maximize: bool) -> float:
         """The LP over ``{β P1 + (1 − β) P2 : l <= P2 <= u}``: ``P2 <= u`` and ``−P2 <= −l``."""
