@@ -23,7 +23,7 @@ from ._checks import check_count, check_probability, check_range
 from ._mechanisms import MECHANISMS, get_mechanism
 from ._models import Model, check_model, transition_rows
 from ._planning import evaluate_core, solve_core
-from ._sets import Bound
+from ._sets import Bound, row_count
 from ._sweep import sweep
 from .privacy import compose_rows
 
@@ -115,6 +115,22 @@ def row_dimension(mdp: Model, support) -> int:
     return mdp.num_states
 
 
+def _calibrate(mech, eps, delta, b, eta, n, num_rows):
+    """``(params [E], all_rows [E, 2])``: each target's least-noise parameter (NaN where
+    the mechanism cannot reach it) and the whole-MDP ε, basic and Rényi-DP composition."""
+    params = np.full(eps.size, np.nan)
+    for i, e in enumerate(eps):
+        try:
+            params[i] = mech.calibrate(float(e), delta, b=b, eta=eta, n=n)
+        except ValueError:
+            pass  # unreachable: kept as NaN
+    composed = np.full((eps.size, 2), np.nan)
+    for i in np.flatnonzero(np.isfinite(params)):
+        c = compose_rows(mech.name, params[i], num_rows=num_rows, delta=delta, b=b, eta=eta, n=n)
+        composed[i] = c.basic_epsilon, c.rdp_epsilon
+    return params, composed
+
+
 def frontier(
     key: jax.Array,
     mdp: Model,
@@ -172,7 +188,7 @@ def frontier(
     n = row_dimension(mdp, support)
     eta = public_eta(mdp) if eta is None else float(eta)
     shape = (eps.size, num_trials)
-    num_rows = max(int(np.asarray(mdp.action_mask).sum()), 1)
+    num_rows = row_count(mdp)
     out = {
         q: {}
         for q in (
@@ -187,19 +203,8 @@ def frontier(
         )
     }
     for m_index, mech in enumerate(mechs):
-        params = np.full(eps.size, np.nan)
-        for i, e in enumerate(eps):
-            try:
-                params[i] = mech.calibrate(float(e), float(delta), b=b, eta=eta, n=n)
-            except ValueError:
-                pass  # unreachable: kept as NaN
+        params, composed = _calibrate(mech, eps, float(delta), b, eta, n, num_rows)
         ok = np.isfinite(params)
-        composed = np.full((eps.size, 2), np.nan)
-        for i in np.flatnonzero(ok):
-            c = compose_rows(
-                mech.name, params[i], num_rows=num_rows, delta=delta, b=b, eta=eta, n=n
-            )
-            composed[i] = c.basic_epsilon, c.rdp_epsilon
         out["all_rows"][mech.name] = composed
         floor = mech.floor(float(delta), b=b, eta=eta, n=n)
         values = {

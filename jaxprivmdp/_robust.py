@@ -209,6 +209,19 @@ def _in_global_order(rows: Rows, x: jax.Array, order: jax.Array, default) -> jax
 PAIRWISE_MAX_SUCCESSORS = 16
 
 
+def _comes_before(w: jax.Array) -> jax.Array:
+    """`[..., n, n]` bool: entry ``i`` precedes ``j`` in ``w``'s ascending order.
+
+    Ties are broken by index, the order a stable sort (and ``lax.top_k``) gives, so the
+    pairwise fills pour exactly as the sorted one does.
+    """
+    n = w.shape[-1]
+    slot = jnp.arange(n)
+    earlier = (slot[:, None] < slot[None, :]).reshape((1,) * (w.ndim - 1) + (n, n))
+    w_i, w_j = w[..., :, None], w[..., None, :]
+    return (w_i < w_j) | ((w_i == w_j) & earlier)
+
+
 def _fill_within_rows(rows: Rows, box, values: jax.Array, slack: jax.Array):
     """The greedy fill over each row's own support, in each row's own value order.
 
@@ -227,10 +240,7 @@ def _fill_within_rows(rows: Rows, box, values: jax.Array, slack: jax.Array):
         w_sorted = jnp.take_along_axis(jnp.where(inside, w, 0), order, -1)
         pour = _pour(slack, jnp.take_along_axis(caps, order, -1))
         return jnp.sum(pour * w_sorted, axis=-1), w_min
-    slot = jnp.arange(K)
-    w_i, w_j = w[..., :, None], w[..., None, :]  # [2, ..., K(i), K(j)]
-    earlier = (slot[:, None] < slot[None, :]).reshape((1,) * (w.ndim - 1) + (K, K))
-    before = (w_i < w_j) | ((w_i == w_j) & earlier)
+    before = _comes_before(w)  # [2, ..., K(i), K(j)]
     mass_before = jnp.sum(jnp.where(before, caps[..., :, None], 0), axis=-2)  # [2, ..., K]
     slack = jnp.broadcast_to(slack, caps.shape[:-1])[..., None]
     pour = jnp.clip(slack - mass_before, 0, caps)
@@ -252,10 +262,7 @@ def _fill_shared_pairwise(rows: Rows, box, values, slack, support_aware):
     """
     S = values.shape[-1]
     caps = box.upper - box.lower  # [..., S] (0 outside the support when support-aware)
-    idx = jnp.arange(S)
-    w_i, w_j = values[:, :, None], values[:, None, :]  # [2, S(i), S(j)]
-    earlier = (idx[:, None] < idx[None, :])[None]  # [1, S, S]
-    before = (w_i < w_j) | ((w_i == w_j) & earlier)
+    before = _comes_before(values)  # [2, S(i), S(j)], shared by all rows
     mass_before = jnp.einsum("...i,kij->k...j", caps, before.astype(caps.dtype))
     slack = jnp.broadcast_to(slack, mass_before.shape[:-1])[..., None]
     pour = jnp.clip(slack - mass_before, 0, jnp.broadcast_to(caps, mass_before.shape))
