@@ -259,16 +259,16 @@ def time_prepare_set(
     """
     import statistics
 
-    from jaxprivmdp import _bounds, _sets
+    from jaxprivmdp import _beta, _bounds
 
     def call():
         return _bounds.prepare_set(mdp, k, beta, bound, support_aware, grid=grid)
 
     firsts = []
     for _ in range(cold):
-        _sets._quantile_tables.cache_clear()
-        _sets._interval_tables.cache_clear()
-        _sets._grid.cache_clear()
+        _beta._quantile_tables.cache_clear()
+        _beta._interval_tables.cache_clear()
+        _beta._grid.cache_clear()
         firsts.append(first_call(call))
     cached = time_call(call, min_repeats=20, budget_s=0.5)
     return dict(
