@@ -73,16 +73,23 @@ class TabularMDP(ModelFields):
 
     Attributes:
       transitions: `[S, A, S]` ``P(s' | s, a)``. Rows of masked actions are ignored.
+      support: None, or `[S, A, S]` bool: each row's *public* support, the entries that may
+        be positive whatever the data. A release made by this library carries the support it
+        was privatized over (its input's nonzero pattern under ``support="nonzero"``, else
+        every entry); the support-aware sets use it and never ``P̄ > 0``, whose zeros may be
+        noise (a projection, an underflowed draw). None: not known (the support-aware sets
+        are then refused).
       rewards, terminal_reward, discount, action_mask, horizon, initial_state: see
         :class:`ModelFields`.
     """
 
     transitions: jax.Array
+    support: jax.Array | None = None
 
 
 jax.tree_util.register_dataclass(
     TabularMDP,
-    data_fields=["transitions", *MODEL_DATA_FIELDS],
+    data_fields=["transitions", "support", *MODEL_DATA_FIELDS],
     meta_fields=MODEL_META_FIELDS,
 )
 

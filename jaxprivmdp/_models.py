@@ -25,10 +25,13 @@ class Rows(NamedTuple):
     Attributes:
       probs: `[..., S]` dense rows, or `[..., K]` the listed successors' probabilities.
       next_states: None, or `[..., K]` int successor indices (``-1`` = padding).
+      support: None, or bool like ``probs``: each row's public support (see
+        :func:`row_support`), which a release never changes.
     """
 
     probs: jax.Array
     next_states: jax.Array | None = None
+    support: jax.Array | None = None
 
 
 def check_model(mdp, name: str = "mdp") -> Model:
@@ -44,8 +47,8 @@ def check_model(mdp, name: str = "mdp") -> Model:
 def transition_rows(mdp: Model) -> Rows:
     """All rows of the model, `[S, A, ·]`."""
     if isinstance(mdp, SparseMDP):
-        return Rows(mdp.probs, mdp.next_states)
-    return Rows(mdp.transitions)
+        return Rows(mdp.probs, mdp.next_states, mdp.next_states >= 0)
+    return Rows(mdp.transitions, None, mdp.support)
 
 
 def with_probs(mdp: Model, probs: jax.Array) -> Model:

@@ -282,8 +282,10 @@ def policy_rows(mdp: Model, decision: jax.Array):
     """``(rows, rewards, weights)`` a decision rule uses: see :func:`select_rows`."""
     all_rows = transition_rows(mdp)
     probs, weights = select_rows(all_rows.probs, decision)
-    idx = None if all_rows.next_states is None else select_rows(all_rows.next_states, decision)[0]
-    rows = Rows(probs, idx)
+    def chosen(x):
+        return None if x is None else select_rows(x, decision)[0]
+
+    rows = Rows(probs, chosen(all_rows.next_states), chosen(all_rows.support))
     rewards, _ = select_rows(mdp.rewards, decision)
     return rows, rewards, weights
 
