@@ -13,7 +13,7 @@ from jax.typing import ArrayLike
 
 from ._checks import check_positive, check_probability
 from ._mechanisms import MechanismName, get_mechanism
-from ._models import Model, Rows, check_model, transition_rows
+from ._models import Model, Rows, check_model, check_public_support, transition_rows
 from ._planning import (
     Solution,
     backward_induction,
@@ -97,7 +97,12 @@ def _stage_backup(mdp: Model, used: _Policy, v_low, v_high, width, support_aware
 
 def _finite_bounds(mdp, policy, boxes, width, support_aware):
     def stage(carry, decision):
-        out = _stage_backup(mdp, boxes(decision), *carry, width, support_aware)
+        low, high = _stage_backup(mdp, boxes(decision), *carry, width, support_aware)
+        # Rounded outward per stage: each computed backup is within ρ of the exact backup of
+        # the computed next stage, and the exact backups are monotone, so subtracting
+        # (adding) ρ at every stage keeps v̲ below (v̄ above) the exact recursion's values.
+        rho = rounding_margin(mdp, *carry)
+        out = (low - rho, high + rho)
         return out, out
 
     rt = mdp.terminal_reward
@@ -111,6 +116,9 @@ def _finite_bounds(mdp, policy, boxes, width, support_aware):
 
 def rounding_margin(mdp: Model, v_low: jax.Array, v_high: jax.Array) -> jax.Array:
     """A bound on the floating-point error of one robust backup (a documented heuristic).
+
+    Both horizons widen the bounds by it: every stage of a finite horizon, and the fixed
+    point of an infinite one (through ``1/(1 − γ)``).
 
     A backup adds a reward to ``γ`` times a convex combination of values, summed over up to
     ``S`` terms: its rounding error is taken as ``(16 + 2⌈log₂ S⌉)`` ulps of
@@ -283,7 +291,8 @@ def robust_solve(
         the additive mechanisms).
       beta: ``β`` in ``(0, 1)``.
       bound: ``"paper"``, ``"exact"`` or ``"certified"``.
-      support_aware: restrict the set to each row's support.
+      support_aware: restrict the set to each row's public support, see
+        :func:`cost_of_privacy`.
       mechanism: the mechanism that released ``P̄``, see :func:`cost_of_privacy`.
       max_iterations: infinite horizon: guard on iterations (not static).
 
@@ -319,6 +328,8 @@ def prepare_set(
     """
     bound = check_bound(bound)
     mech = get_mechanism(mechanism)
+    if support_aware:
+        check_public_support(mdp)
     if grid:
         check_probability("beta", beta)
     else:
@@ -397,8 +408,11 @@ def cost_of_privacy(
         scale λ, and every ``bound`` uses the box ``‖P2 − P̄‖∞ <= r`` from the noise's tail,
         see ``jaxprivmdp._mechanisms``).
       support_aware: restrict ``P̂`` (both its ``β`` part and its box) to each row's
-        support: a :class:`SparseMDP`'s listed successors, or the nonzero entries of a
-        dense ``P̄``. Valid when the support is public structure that ``P̄`` shares with
+        *public* support: a :class:`SparseMDP`'s listed successors, or the support a dense
+        model records (``TabularMDP.support``: a release from :func:`dirichlet_mechanism` /
+        :func:`privatize` of a model, or ``make_mdp(..., support=mask)``). Never read off
+        ``P̄``: its zeros may be noise (a projection, an underflowed draw) where the true
+        row is positive. Valid when the support is public structure that ``P̄`` shares with
         ``P`` (``support="nonzero"``, or a sparse model): then the true row, ``P̄`` and
         ``E[P | P̄, k]`` all put no mass outside it, so restricting the set keeps every
         point the paper's argument uses (Lemma 2 and Theorem 1's induction). Default False:
@@ -411,8 +425,8 @@ def cost_of_privacy(
       :class:`PrivacyBounds`.
 
     Raises:
-      ValueError: for ``k <= 0``, ``beta`` outside ``(0, 1)``, an unknown ``bound`` or an
-        invalid policy.
+      ValueError: for ``k <= 0``, ``beta`` outside ``(0, 1)``, an unknown ``bound``, an
+        invalid policy, or ``support_aware=True`` on a dense model that records no support.
 
     References:
       Gohari, Hale, Topcu, CDC 2020, Theorems 1 and 2, Lemma 1, problem (P).

@@ -17,7 +17,7 @@ def _read_mdp_arrays(path: Path) -> dict:
     return read_npz(
         path,
         required=("transitions", "rewards"),
-        optional=("terminal_reward", "action_mask"),
+        optional=("terminal_reward", "action_mask", "support"),
         ignored=RELEASE_METADATA,
     )
 
@@ -55,6 +55,7 @@ def load_npz_mdp(path: Path, *, horizon, discount, initial_state, dtype, arrays=
             arrays["rewards"],
             terminal_reward=arrays.get("terminal_reward"),
             action_mask=arrays.get("action_mask"),
+            support=arrays.get("support"),
             horizon=horizon,
             discount=discount,
             initial_state=initial_state,

@@ -23,7 +23,7 @@ from ._sparse import PADDING, SparseMDP, make_sparse_mdp
 RELEASE_METADATA = ("k", "epsilon", "delta", "b", "adjacency", "eta")
 DENSE = ("transitions",)
 SPARSE = ("next_states", "probs")
-COMMON = ("rewards", "terminal_reward", "action_mask")
+COMMON = ("rewards", "terminal_reward", "action_mask", "support")
 
 
 def load_mdp(
@@ -40,7 +40,9 @@ def load_mdp(
     Args:
       path: an ``.npz`` with ``transitions`` `[S, A, S]` (dense) or ``next_states`` and
         ``probs`` `[S, A, K]` (sparse), ``rewards`` `[S, A]` and optionally
-        ``terminal_reward`` `[S]`, ``action_mask`` `[S, A]`; or a PRISM ``.tra`` file.
+        ``terminal_reward`` `[S]`, ``action_mask`` `[S, A]`, ``support`` (the rows' public
+        support, which ``jaxprivmdp privatize`` writes into a release); or a PRISM ``.tra``
+        file.
       rewards: PRISM only: a ``.srew`` or ``.trew`` file (default: the one beside ``path``
         with the same stem, if exactly one exists).
       horizon: ``T``, or None for an infinite discounted horizon.
@@ -73,6 +75,7 @@ def load_mdp(
     kw = dict(
         terminal_reward=arrays.get("terminal_reward"),
         action_mask=arrays.get("action_mask"),
+        support=arrays.get("support"),
         horizon=horizon,
         discount=discount,
         initial_state=0 if initial_state is None else initial_state,

@@ -167,6 +167,7 @@ def make_mdp(
     discount: float = 1.0,
     action_mask: ArrayLike | None = None,
     initial_state: int = 0,
+    support: ArrayLike | None = None,
     dtype=None,
 ) -> TabularMDP:
     """Validates the arrays of an MDP and returns an immutable :class:`TabularMDP`.
@@ -181,6 +182,11 @@ def make_mdp(
       discount: ``γ`` in ``[0, 1]``; must be ``< 1`` when ``horizon`` is None.
       action_mask: `[S, A]` bool, True = allowed (default all True). Every state needs one.
       initial_state: index of ``s_0``.
+      support: optional `[S, A, S]` bool, the rows' *public* support (entries that may be
+        positive whatever the data; ``transitions`` must be 0 outside it). Give it for a
+        released ``P̄`` built by hand (the true rows' zero pattern under
+        ``support="nonzero"``, else all True) to use the support-aware sets; a release's
+        zeros are never taken as the support. Default None: not recorded.
       dtype: float dtype of the arrays (default: JAX's default float, float32 unless x64).
 
     Returns:
@@ -188,7 +194,8 @@ def make_mdp(
 
     Raises:
       ValueError: naming the offending argument (shape, NaN/inf, negative entry, a row that
-        does not sum to 1, a state with no allowed action, discount or horizon out of range).
+        does not sum to 1, a state with no allowed action, discount or horizon out of range,
+        probability outside ``support``).
     """
     dtype = working_dtype(dtype)
     P, mask = validate_transitions(transitions, action_mask)
@@ -196,7 +203,33 @@ def make_mdp(
     fields = validate_model_fields(
         S, A, rewards, terminal_reward, horizon, discount, initial_state, dtype
     )
-    return TabularMDP(transitions=jnp.asarray(P, dtype), action_mask=jnp.asarray(mask), **fields)
+    if support is not None:
+        support = jnp.asarray(check_support(support, P, mask))
+    return TabularMDP(
+        transitions=jnp.asarray(P, dtype),
+        support=support,
+        action_mask=jnp.asarray(mask),
+        **fields,
+    )
+
+
+def check_support(support: ArrayLike, probs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """A concrete public support like ``probs`` as bool; ``probs`` must be 0 outside it."""
+    supp = as_numpy("support", support)
+    if supp.shape != probs.shape:
+        raise ValueError(f"support must have the shape of the rows {probs.shape}, got {supp.shape}")
+    if supp.dtype != np.bool_:
+        if not np.all(np.isin(supp, (0, 1))):
+            raise ValueError("support must be boolean (True = the entry may be positive)")
+        supp = supp.astype(bool)
+    outside = np.argwhere((probs != 0) & ~supp & mask[:, :, None])
+    if outside.size:
+        s, a, j = (int(i) for i in outside[0])
+        raise ValueError(
+            f"row (state {s}, action {a}) puts {float(probs[s, a, j]):.9g} on entry {j}, "
+            "outside its support"
+        )
+    return supp
 
 
 def validate_model_fields(

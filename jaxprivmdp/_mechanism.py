@@ -302,7 +302,7 @@ def _privatize_model(key, mdp, k, action_mask, support, smoothing, sampler):
     inp = model_mechanism_input(mdp, support, smoothing)
     k = jnp.asarray(k, dtype)
     p_bar = _privatize_jit(key, inp.rows, k, inp.support, inp.action_mask, sampler=sampler)
-    return with_probs(mdp, p_bar)
+    return with_probs(mdp, p_bar, inp.support)
 
 
 def secure_key(impl: str | None = None) -> jax.Array:

@@ -169,7 +169,7 @@ def privatize(
         mechanism=mech.name,
         sampler=sampler,
     )
-    return with_probs(mdp, p_bar)
+    return with_probs(mdp, p_bar, inp.support)
 
 
 @functools.partial(jax.jit, static_argnames=("mechanism", "sampler"))

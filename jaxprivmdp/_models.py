@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.lax import Precision
 
 from ._mdp import TabularMDP
 from ._sparse import SparseMDP
@@ -51,11 +52,18 @@ def transition_rows(mdp: Model) -> Rows:
     return Rows(mdp.transitions, None, mdp.support)
 
 
-def with_probs(mdp: Model, probs: jax.Array) -> Model:
-    """The same model with other row probabilities (a privatized copy): same support."""
+def with_probs(mdp: Model, probs: jax.Array, support: jax.Array | None = None) -> Model:
+    """The same model with other row probabilities (a privatized copy) and public support.
+
+    A sparse model's support is its successor lists, which are kept. A dense model records
+    ``support`` (`[S, A, S]` bool, the entries the mechanism privatized over) when given,
+    else keeps its own.
+    """
     if isinstance(mdp, SparseMDP):
         return dataclasses.replace(mdp, probs=probs)
-    return dataclasses.replace(mdp, transitions=probs)
+    if support is None:
+        support = mdp.support
+    return dataclasses.replace(mdp, transitions=probs, support=support)
 
 
 def successors(rows: Rows) -> jax.Array:
@@ -66,17 +74,33 @@ def successors(rows: Rows) -> jax.Array:
 def expect(rows: Rows, values: jax.Array) -> jax.Array:
     """`[...]` ``Σ_s' p(s') v(s')`` for every row: a product (dense) or a gather (sparse)."""
     if rows.next_states is None:
-        return rows.probs @ values
+        return jnp.matmul(rows.probs, values, precision=Precision.HIGHEST)
     return jnp.sum(rows.probs * values[successors(rows)], axis=-1)
 
 
 def row_support(rows: Rows) -> jax.Array:
-    """`[..., S]` or `[..., K]` bool: each row's support.
+    """`[..., S]` or `[..., K]` bool: each row's public support.
 
-    Dense rows: the entries with positive probability. Successor lists: the listed entries,
-    whatever their probability: the list is the public support, and a privatized entry that
-    underflowed to 0 still belongs to it.
+    Never read off the probabilities: a release puts exact zeros where the true row is
+    positive (a projection, an underflowed gamma draw), so ``P̄ > 0`` is not the support.
+    Successor lists: the listed entries, whatever their probability. Dense rows: the
+    support the model records (:class:`jaxprivmdp.TabularMDP`); the boundaries refuse a
+    support-aware set on a dense model that records none (:func:`check_public_support`).
     """
-    if rows.next_states is None:
-        return rows.probs > 0
-    return rows.next_states >= 0
+    if rows.support is not None:
+        return rows.support
+    if rows.next_states is not None:
+        return rows.next_states >= 0
+    raise ValueError("these dense rows record no public support (see check_public_support)")
+
+
+def check_public_support(mdp: Model, name: str = "private_mdp") -> None:
+    """A ValueError unless the model records its rows' public support (sparse models do)."""
+    if isinstance(mdp, TabularMDP) and mdp.support is None:
+        raise ValueError(
+            f"support_aware=True needs the public support of {name}'s rows, and this dense "
+            "model records none. The support is never read off the release (its zeros may be "
+            "noise). Use the model that jp.dirichlet_mechanism / jp.privatize returns for a "
+            "model (it carries the support it privatized over), or pass "
+            "make_mdp(..., support=mask) with the public zero pattern of the true rows"
+        )

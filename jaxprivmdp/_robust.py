@@ -27,6 +27,7 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.lax import Precision
 from jax.typing import ArrayLike
 
 from ._checks import (
@@ -263,13 +264,15 @@ def _fill_shared_pairwise(rows: Rows, box, values, slack, support_aware):
     S = values.shape[-1]
     caps = box.upper - box.lower  # [..., S] (0 outside the support when support-aware)
     before = _comes_before(values)  # [2, S(i), S(j)], shared by all rows
-    mass_before = jnp.einsum("...i,kij->k...j", caps, before.astype(caps.dtype))
+    mass_before = jnp.einsum(
+        "...i,kij->k...j", caps, before.astype(caps.dtype), precision=Precision.HIGHEST
+    )
     slack = jnp.broadcast_to(slack, mass_before.shape[:-1])[..., None]
     pour = jnp.clip(slack - mass_before, 0, jnp.broadcast_to(caps, mass_before.shape))
     v_rows = values.reshape((2,) + (1,) * (caps.ndim - 1) + (S,))
     fill = jnp.sum(pour * v_rows, axis=-1)
     if support_aware:
-        w_min = jnp.min(jnp.where(rows.probs > 0, v_rows, jnp.inf), axis=-1)
+        w_min = jnp.min(jnp.where(row_support(rows), v_rows, jnp.inf), axis=-1)
         w_min = jnp.where(jnp.isfinite(w_min), w_min, 0)  # rows without support: unused
     else:
         w_min = jnp.broadcast_to(
@@ -319,9 +322,11 @@ def robust_backup(
     values = jnp.stack([v_low, -v_high])  # [2, S]: a max is a min of −v.
     table = jnp.stack([v_low, -v_high, jnp.ones_like(v_low)], axis=-1)  # [S, 3]
     if rows.next_states is None:
-        dense = box.lower @ table
+        dense = jnp.matmul(box.lower, table, precision=Precision.HIGHEST)
     else:
-        dense = jnp.einsum("...k,...kc->...c", box.lower, table[successors(rows)])
+        dense = jnp.einsum(
+            "...k,...kc->...c", box.lower, table[successors(rows)], precision=Precision.HIGHEST
+        )
     slack = jnp.maximum(1 - dense[..., 2], 0)
     if support_aware and rows.next_states is not None:
         fill, w_min = _fill_within_rows(rows, box, values, slack)
@@ -334,13 +339,15 @@ def robust_backup(
         lower = _in_global_order(rows, box.lower, order, 0)  # [2, ..., m]
         upper = _in_global_order(rows, box.upper, order, box.outside)
         caps = upper - lower
-        if support_aware:  # dense rows: the support is where p̄ > 0 (the box is 0 outside)
+        if support_aware:  # dense rows: their public support (the box is 0 outside)
             v_rows = values.reshape((2,) + (1,) * (rows.probs.ndim - 1) + values.shape[-1:])
-            w_min = jnp.min(jnp.where(rows.probs > 0, v_rows, jnp.inf), axis=-1)
+            w_min = jnp.min(jnp.where(row_support(rows), v_rows, jnp.inf), axis=-1)
             w_min = jnp.where(jnp.isfinite(w_min), w_min, 0)  # rows without support: unused
         else:
             w_min = w_sorted[:, :1].reshape((2,) + (1,) * (caps.ndim - 2))
-        fill = jnp.einsum("k...m,km->k...", _pour(slack, caps), w_sorted)  # [2, ...]
+        fill = jnp.einsum(  # [2, ...]
+            "k...m,km->k...", _pour(slack, caps), w_sorted, precision=Precision.HIGHEST
+        )
     inner = jnp.moveaxis(dense[..., :2], -1, 0) + fill
     beta = box.mixture
     out = beta * w_min + (1 - beta) * inner

@@ -97,19 +97,19 @@ def entry_count(mdp: Model, *, support_aware: bool, whole_model: bool) -> int:
     """How many entries the union bound covers: per row (the largest row) or in all rows.
 
     Rows of masked actions are never used and not counted. Support-aware sets count each
-    row's support (a sparse model's listed successors, a dense model's nonzero entries);
-    sets over the whole simplex count all ``S`` entries of a row. A model traced under a
-    transformation is counted from its shapes alone (every row, ``K`` or ``S`` entries
-    each): an upper bound, so the sets stay valid, only wider.
+    row's public support (:func:`jaxprivmdp._models.row_support`: a sparse model's listed
+    successors, the support a dense release records; never ``P̄ > 0``); sets over the whole
+    simplex count all ``S`` entries of a row. A model traced under a transformation is
+    counted from its shapes alone (every row, ``K`` or ``S`` entries each): an upper bound,
+    so the sets stay valid, only wider.
     """
     rows = transition_rows(mdp)
     width = rows.probs.shape[-1] if support_aware else mdp.num_states
-    if not is_concrete(mdp.action_mask, rows.probs, rows.next_states):
+    if not is_concrete(mdp.action_mask, rows.support):
         return width * mdp.num_states * mdp.num_actions if whole_model else width
     mask = np.asarray(mdp.action_mask)
     if support_aware:
-        listed = rows.next_states >= 0 if rows.next_states is not None else rows.probs > 0
-        sizes = np.asarray(listed).sum(-1)
+        sizes = np.asarray(row_support(rows)).sum(-1)
     else:
         sizes = np.full(mask.shape, mdp.num_states)
     sizes = np.where(mask, sizes, 0)

@@ -2,8 +2,11 @@
 
 Each row ``(s, a)`` lists up to ``K`` successors ``next_states[s, a, :]`` with their
 probabilities ``probs[s, a, :]``. Unused slots are *padding*: ``next_states = -1`` and
-probability 0. The row's *support* is its listed successors with positive probability; it is
-public structure, as the zero pattern under ``support="nonzero"`` is for a dense model.
+probability 0. The row's *support* is its listed successors: public structure, as the zero
+pattern under ``support="nonzero"`` is for a dense model. :func:`make_sparse_mdp` stores a
+slot given with probability 0 as padding (unless ``support`` keeps it), so a model's support
+is its positive slots; a release keeps the lists, so an entry the noise sets to 0 stays in
+the support.
 Nothing of size `[S, A, S]` is ever built from a sparse model.
 """
 
@@ -23,6 +26,7 @@ from ._mdp import (
     ModelFields,
     TabularMDP,
     check_mask,
+    check_support,
     validate_model_fields,
 )
 
@@ -126,6 +130,7 @@ def make_sparse_mdp(
     action_mask: ArrayLike | None = None,
     horizon: int | None = None,
     initial_state: int = 0,
+    support: ArrayLike | None = None,
     dtype=None,
 ) -> SparseMDP:
     """Validates successor lists and returns an immutable :class:`SparseMDP`.
@@ -140,10 +145,14 @@ def make_sparse_mdp(
       action_mask: `[S, A]` bool, True = allowed (default all True).
       horizon: ``T >= 1``, or None for an infinite discounted horizon.
       initial_state: index of ``s_0``.
+      support: optional `[S, A, K]` bool, the slots that are public support. Default: the
+        slots with positive probability; every other slot is stored as padding (its state
+        is not a successor). Give it to rebuild a release, whose listed entries may be 0:
+        ``support=next_states >= 0`` keeps every listed slot.
       dtype: float dtype (default: JAX's default float).
 
     Returns:
-      A :class:`SparseMDP`.
+      A :class:`SparseMDP` whose listed successors are exactly the support.
 
     Raises:
       ValueError: naming the offending argument and row.
@@ -151,6 +160,12 @@ def make_sparse_mdp(
     dtype = working_dtype(dtype)
     idx, p, mask = validate_successors(next_states, probs, action_mask)
     S, A, _ = idx.shape
+    if support is None:
+        keep = p > 0
+    else:
+        keep = check_support(support, p, mask)
+    keep &= idx >= 0
+    idx, p = np.where(keep, idx, PADDING).astype(np.int32), np.where(keep, p, 0.0)
     fields = validate_model_fields(
         S, A, rewards, terminal_reward, horizon, discount, initial_state, dtype
     )
@@ -163,7 +178,8 @@ def make_sparse_mdp(
 
 
 def to_sparse(mdp: TabularMDP, max_successors: int | None = None) -> SparseMDP:
-    """A dense model's rows as successor lists; its nonzero pattern becomes the support.
+    """A dense model's rows as successor lists: its recorded support (else its nonzero
+    pattern) becomes the lists.
 
     Args:
       mdp: a :class:`TabularMDP` with concrete arrays.
@@ -179,7 +195,8 @@ def to_sparse(mdp: TabularMDP, max_successors: int | None = None) -> SparseMDP:
         raise ValueError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
     P = np.asarray(mdp.transitions)
     mask = np.asarray(mdp.action_mask)
-    nonzero = (P > 0) & mask[:, :, None]
+    nonzero = (P > 0) if mdp.support is None else np.asarray(mdp.support)
+    nonzero = nonzero & mask[:, :, None]
     most = max(int(nonzero.sum(-1).max()), 1)
     K = most if max_successors is None else int(max_successors)
     if K < most:
@@ -193,7 +210,8 @@ def to_sparse(mdp: TabularMDP, max_successors: int | None = None) -> SparseMDP:
 
 
 def to_dense(mdp: SparseMDP) -> TabularMDP:
-    """The `[S, A, S]` model of a sparse one (for small models: tests, comparisons)."""
+    """The `[S, A, S]` model of a sparse one (for small models: tests, comparisons); its
+    successor lists become the recorded support."""
     if not isinstance(mdp, SparseMDP):
         raise ValueError(f"mdp must be a SparseMDP, got {type(mdp).__name__}")
     S, A, _ = mdp.next_states.shape
@@ -201,4 +219,7 @@ def to_dense(mdp: SparseMDP) -> TabularMDP:
     P = jnp.zeros((S, A, S), mdp.probs.dtype)
     s, a = jnp.meshgrid(jnp.arange(S), jnp.arange(A), indexing="ij")
     P = P.at[s[..., None], a[..., None], idx].add(mdp.probs)
-    return TabularMDP(transitions=P, **mdp.shared_fields())
+    support = (
+        jnp.zeros((S, A, S), bool).at[s[..., None], a[..., None], idx].max(mdp.next_states >= 0)
+    )
+    return TabularMDP(transitions=P, support=support, **mdp.shared_fields())

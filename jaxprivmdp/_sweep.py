@@ -374,7 +374,7 @@ def sweep(
     inp = model_mechanism_input(mdp, support, smoothing, interior=mech.needs_interior)
     ks_dtype = ks_host.astype(dtype)
     kind, params, width = prepare_set(
-        with_probs(mdp, inp.rows), ks_host, beta, bound, support_aware, mech, grid=True
+        with_probs(mdp, inp.rows, inp.support), ks_host, beta, bound, support_aware, mech, grid=True
     )
     params = jax.tree.map(np.asarray, params)
     args = (jax.random.fold_in(key, _SWEEP_TAG), mdp, inp.rows, inp.support, max_iterations)

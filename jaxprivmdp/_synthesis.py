@@ -84,7 +84,7 @@ def synthesize_core(
     """
     mech = get_mechanism(mechanism)
     p_bar = mech.privatize(key, rows, k, support, mdp.action_mask, sampler)
-    private = with_probs(mdp, p_bar)
+    private = with_probs(mdp, p_bar, support)
     sol = solve_core(private, None, max_iterations)
     values = sol.values
     if not mdp.is_finite_horizon:
@@ -184,7 +184,7 @@ def synthesize(
     mech = get_mechanism(mechanism)
     inp = model_mechanism_input(mdp, support, smoothing, interior=mech.needs_interior)
     kind, params, width = prepare_set(
-        with_probs(mdp, inp.rows), k, beta, bound, support_aware, mech
+        with_probs(mdp, inp.rows, inp.support), k, beta, bound, support_aware, mech
     )
     return _synthesize_jit(
         key,

@@ -471,23 +471,24 @@ def cmd_privatize(args) -> list[Path]:
     g = _mdp_guarantee(args, mdp, args.k)
     if isinstance(mdp, SparseMDP):
         private = dirichlet_mechanism(secure_key(), mdp, args.k)
-        rows = {"next_states": np.asarray(mdp.next_states), "probs": np.asarray(private.probs)}
+        rows = {
+            "next_states": np.asarray(mdp.next_states),
+            "probs": np.asarray(private.probs),
+            # The lists are the public support: a listed entry the noise set to 0 stays.
+            "support": np.asarray(mdp.next_states) >= 0,
+        }
         # A PRISM model's rewards were read from its reward file: they are public.
         public = {"rewards": np.asarray(mdp.rewards)}
         if mdp.is_finite_horizon:
             public["terminal_reward"] = np.asarray(mdp.terminal_reward)
         return _write_release(args, g, rows, np.asarray(mdp.action_mask), public)
     private = dirichlet_mechanism(
-        secure_key(),
-        mdp.transitions,
-        args.k,
-        action_mask=mdp.action_mask,
-        support=args.support,
-        smoothing=args.smoothing,
+        secure_key(), mdp, args.k, support=args.support, smoothing=args.smoothing
     )
     # Rewards and terminal reward are public and kept exactly as given.
     public = {n: arrays[n] for n in ("rewards", "terminal_reward") if n in arrays}
-    rows = {"transitions": np.asarray(private)}
+    # The support it was privatized over is public structure: the support-aware sets need it.
+    rows = {"transitions": np.asarray(private.transitions), "support": np.asarray(private.support)}
     return _write_release(args, g, rows, np.asarray(mdp.action_mask), public)
 
 

@@ -45,9 +45,11 @@ def box_of(probs, k, beta, bound, *, support_aware=False, next_states=None, mdp=
         n = probs.shape[-1]
         # Any model of n states fixes the dtype and the union bound's count (n per row).
         P = np.broadcast_to(probs.reshape(-1, n)[:1][None], (n, 1, n)).astype(np.float64)
-        mdp = jp.make_mdp(P, np.zeros((n, 1)), discount=0.9)
+        mdp = jp.make_mdp(P, np.zeros((n, 1)), discount=0.9, support=P > 0)
     kind, params, _ = prepare_set(mdp, k, beta, bound, support_aware)
-    rows = Rows(jnp.asarray(probs), next_states)
+    # Here the rows' nonzero pattern stands for their public support.
+    support = jnp.asarray(probs > 0) if next_states is None else None
+    rows = Rows(jnp.asarray(probs), next_states, support)
     return row_box(rows, params, kind=kind, support_aware=support_aware)
 
 
@@ -129,7 +131,12 @@ def test_kernel_matches_the_lp_on_every_set(bound, aware):
     for k in [0.2, 50.0]:  # k = 0.2: α > 1, boxes of [0, 1]
         box = box_of(p, k, 0.1, bound, support_aware=aware)
         low, high = robust_backup(
-            Rows(jnp.asarray(p)), box, v_low, v_high, width=n, support_aware=aware
+            Rows(jnp.asarray(p), None, jnp.asarray(p > 0)),
+            box,
+            v_low,
+            v_high,
+            width=n,
+            support_aware=aware,
         )
         for idx in itertools.product(range(4), range(2)):
             keep = p[idx] > 0 if aware else np.ones(n, bool)
