@@ -222,7 +222,12 @@ def _mdp_options(
     )
     p.add_argument("--horizon", type=int, default=None, help=help_t)
     p.add_argument("--discount", type=float, default=None, help=help_gamma)
-    p.add_argument("--initial-state", type=int, default=0, help="index of s0")
+    p.add_argument(
+        "--initial-state",
+        type=int,
+        default=None,
+        help="index of s0 (default: 0, or a PRISM model's state labelled init)",
+    )
     p.add_argument(
         "--support", choices=("nonzero",), default=None, help="privatize nonzero entries only"
     )

@@ -93,7 +93,7 @@ def _load_sparse_mdp(args, horizon, discount, validation_only):
             args.mdp,
             horizon=horizon,
             discount=discount,
-            initial_state=args.initial_state if args.mdp.suffix != ".tra" else None,
+            initial_state=args.initial_state,
             dtype=getattr(args, "dtype", None),
         )
     except ValueError as e:
@@ -118,7 +118,7 @@ def load_user_mdp(args, *, validation_only: bool = False):
         args.mdp,
         horizon=horizon,
         discount=discount,
-        initial_state=args.initial_state,
+        initial_state=0 if args.initial_state is None else args.initial_state,
         dtype=getattr(args, "dtype", None),
         arrays=arrays,
     )
