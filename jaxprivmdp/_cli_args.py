@@ -143,9 +143,10 @@ def check_args(args: argparse.Namespace) -> None:
             raise ValueError("--n is for one row; with --mdp the rows come from the file")
         if args.mdp is None and (args.n is None or (args.eta is None and args.smoothing is None)):
             raise ValueError("give --n and --eta (or --smoothing) for one row, or --mdp FILE.npz")
-    if args.command == "privatize" and args.eta is None and args.smoothing is None:
+    if args.command in ("privatize", "privacy") and args.eta is None and args.smoothing is None:
+        # One rule for both: an ε computed from a data-derived η is not a guarantee.
         raise ValueError(
-            "a release needs a public lower bound on the rows: pass --eta (or --smoothing, "
+            "a guarantee needs a public lower bound on the rows: pass --eta (or --smoothing, "
             "which implies it); an eta derived from the data would leak the data"
         )
     _check_out(args)

@@ -423,8 +423,6 @@ def cmd_privacy(args) -> list[Path]:
             g = _mdp_guarantee(args, mdp, k)
             rows.append({"k": k, "epsilon": g.epsilon, "delta": g.delta, "rows": g.num_rows})
         what = f"MDP {args.mdp} ({args.adjacency} adjacency, {rows[0]['rows']} private rows)"
-        if args.eta is None and args.smoothing is None:
-            _log("note: eta derived from the data (row minima); pass --eta for a public bound")
     else:
         rows, what, extra = _one_row(args)
     print(f"\n{what}; b = {args.b}, target delta = {args.delta}")

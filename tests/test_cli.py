@@ -184,7 +184,8 @@ def test_mdp_must_be_an_npz_file(tmp_path, capsys, kind):
         path.mkdir()
     elif kind == "not a zip":
         path.write_bytes(b"\x00" * 50)
-    assert main(["privacy", "--k", "1", "--mdp", str(path), "--out", str(tmp_path / "o")]) == 2
+    args = ["privacy", "--k", "1", "--eta", "0.05", "--mdp", str(path)]
+    assert main([*args, "--out", str(tmp_path / "o")]) == 2
     err = _one_line_error(capsys, "privacy")
     assert "--mdp" in err and str(path) in err
 
@@ -317,7 +318,8 @@ def test_arguments_are_checked_up_front(tmp_path, capsys, monkeypatch, command, 
 
 
 def test_file_dependent_ranges_name_the_flag(tmp_path, investment_npz, capsys):
-    base = ["privacy", "--k", "1", "--mdp", str(investment_npz), "--out", str(tmp_path)]
+    base = ["privacy", "--k", "1", "--eta", "0.05", "--mdp", str(investment_npz)]
+    base += ["--out", str(tmp_path)]
     assert main(base + ["--initial-state", "3"]) == 2
     assert "--initial-state 3 is not a state of --mdp" in _one_line_error(capsys, "privacy")
     assert main(base + ["--smoothing", "0.4"]) == 2
@@ -347,11 +349,19 @@ def test_huge_k_is_a_one_line_error(tmp_path, capsys, monkeypatch):
 
 
 def test_rows_with_zeros_name_the_flags(tmp_path, investment_npz, capsys):
-    args = ["privacy", "--k", "1", "--mdp", str(investment_npz), "--out", str(tmp_path)]
-    assert main(args) == 2
+    args = ["privacy", "--k", "1", "--eta", "0.05", "--mdp", str(investment_npz)]
+    assert main([*args, "--out", str(tmp_path)]) == 2
     err = _one_line_error(capsys, "privacy")
     assert "(state 0, action 0)" in err
     assert "--support nonzero" in err and "--smoothing ETA" in err and "support=" not in err
+
+
+def test_privacy_of_a_file_needs_a_public_eta(tmp_path, investment_npz, capsys):
+    """An ε from a data-derived η is no guarantee: refused, as for a release."""
+    args = ["privacy", "--k", "1", "--support", "nonzero", "--mdp", str(investment_npz)]
+    assert main([*args, "--out", str(tmp_path)]) == 2
+    assert "public lower bound" in _one_line_error(capsys, "privacy")
+    assert main([*args, "--eta", "0.05", "--out", str(tmp_path)]) == 0
 
 
 def test_help_shows_every_default(capsys):
