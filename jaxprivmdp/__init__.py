@@ -16,6 +16,7 @@ from ._bounds import cost_of_privacy as cost_of_privacy
 from ._bounds import robust_solve as robust_solve
 from ._frontier import FrontierResult as FrontierResult
 from ._frontier import frontier as frontier
+from ._load import load_labels as load_labels
 from ._load import load_mdp as load_mdp
 from ._mdp import TabularMDP as TabularMDP
 from ._mdp import make_mdp as make_mdp
@@ -58,6 +59,7 @@ __all__ = [
     "evaluate",
     "examples",
     "frontier",
+    "load_labels",
     "load_mdp",
     "make_mdp",
     "make_sparse_mdp",

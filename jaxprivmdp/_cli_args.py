@@ -219,7 +219,18 @@ def _mdp_options(
         required=required,
         default=None,
         help=".npz (transitions, rewards; or next_states, probs, rewards for a sparse model) "
-        "or a PRISM .tra file with its .srew/.trew (and .lab) beside it",
+        "or a PRISM/Storm explicit .tra file with its reward files (and .lab) beside it",
+    )
+    p.add_argument(
+        "--reward-structure",
+        default=None,
+        help="PRISM/Storm: the reward structure to use, by name or index (needed with several)",
+    )
+    p.add_argument(
+        "--deadlocks",
+        choices=("error", "self-loop"),
+        default="error",
+        help="PRISM/Storm: states without transitions are an error, or get a self-loop",
     )
     p.add_argument("--horizon", type=int, default=None, help=help_t)
     p.add_argument("--discount", type=float, default=None, help=help_gamma)

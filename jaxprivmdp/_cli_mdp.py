@@ -79,10 +79,16 @@ def _holds_successor_lists(path: Path) -> bool:
         return False  # the dense reader reports what is wrong with the file
 
 
+def _structure(value: str | None) -> int | str | None:
+    """``--reward-structure``: an index when it is a number, else a name."""
+    return int(value) if value is not None and value.isdigit() else value
+
+
 def _load_sparse_mdp(args, horizon, discount, validation_only):
-    """A sparse model (PRISM ``.tra`` or successor lists in ``.npz``)."""
+    """A sparse model (PRISM/Storm ``.tra`` or successor lists in ``.npz``)."""
     from . import load_mdp
 
+    is_tra = args.mdp.suffix == ".tra"
     if validation_only and (args.support is not None or args.smoothing is not None):
         raise ValueError(
             "a sparse --mdp is privatized over its listed successors: --support and "
@@ -94,6 +100,8 @@ def _load_sparse_mdp(args, horizon, discount, validation_only):
             horizon=horizon,
             discount=discount,
             initial_state=args.initial_state,
+            reward_structure=_structure(args.reward_structure) if is_tra else None,
+            deadlocks=args.deadlocks,
             dtype=getattr(args, "dtype", None),
         )
     except ValueError as e:

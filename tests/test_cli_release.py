@@ -63,3 +63,16 @@ def test_a_dense_release_keeps_its_support(tmp_path):
     np.testing.assert_array_equal(rel.support, P > 0)
     b = jp.cost_of_privacy(rel, np.zeros((2, 3), np.int32), k=5.0, support_aware=True)
     assert np.all(np.isfinite(b.pessimistic))
+
+
+def test_reward_structure_and_deadlocks_flags(tmp_path):
+    path = _model(tmp_path)
+    (tmp_path / "m.srew").unlink()
+    (tmp_path / "m1.srew").write_text('# Reward structure "gain"\n# State rewards\n3 1\n1 10\n')
+    (tmp_path / "m2.srew").write_text('# Reward structure "cost"\n# State rewards\n3 1\n2 3\n')
+    base = ["sweep", "--mdp", str(path), "--horizon", "2", "--ks", "40", "--trials", "2"]
+    assert main([*base, "--out", str(tmp_path / "none")]) == 2  # two structures: pick one
+    assert main([*base, "--reward-structure", "gain", "--out", str(tmp_path / "g")]) == 0
+    assert _optimum(tmp_path / "g") == 20.0
+    assert main([*base, "--reward-structure", "1", "--out", str(tmp_path / "c")]) == 0
+    assert _optimum(tmp_path / "c") == 0.0  # from state 1, which never reaches state 2

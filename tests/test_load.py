@@ -1,4 +1,6 @@
-"""Reading models: .npz (dense and sparse) and PRISM's explicit files as PRISM writes them."""
+"""Reading models: .npz (dense and sparse) and PRISM's explicit files as PRISM writes them.
+
+Every variant PRISM and Storm write or read: tests/test_load_explicit.py."""
 
 import numpy as np
 import pytest
@@ -20,8 +22,11 @@ SREW = """3 2
 0 1.5
 1 -2
 """
-TREW = """3 5 2
+# PRISM's MDP transition rewards are one per choice, written on each of its transitions.
+TREW = """3 5 4
 0 0 1 4
+0 0 2 4
+1 0 1 10
 1 0 2 10
 """
 LAB = """0="init" 1="deadlock" 2="goal"
@@ -54,8 +59,8 @@ def test_prism_with_transition_rewards(tmp_path):
     path = write(tmp_path, model_tra=TRA, model_trew=TREW)
     m = jp.load_mdp(path, discount=0.9)
     assert m.horizon is None and m.initial_state == 0
-    # r(s, a) = Σ_t P(t | s, a) r(s, a, t)
-    np.testing.assert_allclose(np.asarray(m.rewards), [[2.0, 0.0], [8.0, 0.0], [0.0, 0.0]])
+    # r(s, a) = the choice's reward (PRISM's MDP transition rewards are action rewards)
+    np.testing.assert_allclose(np.asarray(m.rewards), [[4.0, 0.0], [10.0, 0.0], [0.0, 0.0]])
 
 
 @pytest.mark.parametrize(
@@ -67,7 +72,7 @@ def test_prism_with_transition_rewards(tmp_path):
         (TRA.replace("1 0 2 0.8", "1 0 5 0.8"), "line 5: a state or choice is out of range"),
         (TRA.replace("1 0 2 0.8", "1 0 2"), "line 5: expected 'source choice target"),
         (TRA.replace("1 0 2 0.8", "1 0 2 0.7"), r"row \(state 1, action 0\) sums to 0.9"),
-        ("3 5\n", "line 1: the header must have 3 numbers"),
+        ("3 5 7 1 2\n", "line 1: the header must have 2 numbers .DTMC.* or 3 .MDP"),
         ("", "is empty"),
     ],
 )
@@ -83,7 +88,7 @@ def test_prism_reward_file_for_another_model(tmp_path):
     other.write_text("4 1\n0 1\n")
     with pytest.raises(ValueError, match="for a model of 4 states, not 3"):
         jp.load_mdp(path, rewards=other, horizon=2)
-    with pytest.raises(ValueError, match="pass rewards="):
+    with pytest.warns(UserWarning, match="no reward file beside it.*every reward is 0"):
         jp.load_mdp(path, horizon=2)
     bad = tmp_path / "bad.trew"
     bad.write_text("3 5 1\n2 0 1 5\n")
