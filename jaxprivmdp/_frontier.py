@@ -6,9 +6,11 @@ privatize, synthesize, bound, and evaluate the private policy on the true MDP. A
 mechanism cannot reach (the Dirichlet mechanism's ε has a floor as ``k → 0``) is kept as
 unreachable, with NaN values, never dropped.
 
-The guarantee is per row, for ``b``-adjacent rows (one row differs by at most ``b`` in ℓ1):
-the MDP's guarantee when one (state, action) row may change. For the Dirichlet mechanism it
-also needs a public lower bound ``η`` on the rows' entries and the row dimension ``n``.
+The guarantee is per row, for ``b``-adjacent rows (one row differs by at most ``b`` in ℓ1,
+with any number of its entries changed: general ℓ1 adjacency, the same for every
+mechanism): the MDP's guarantee when one (state, action) row may change. For the Dirichlet
+mechanism it also needs a public lower bound ``η`` on the rows' entries and the row
+dimension ``n``.
 """
 
 from __future__ import annotations
@@ -97,12 +99,23 @@ class FrontierResult(NamedTuple):
 def public_eta(mdp: Model) -> float:
     """The smallest positive entry of the allowed rows: the Dirichlet accounting's ``η``.
 
-    Using it treats that lower bound as public knowledge, as the accounting requires.
+    Using it treats that lower bound as public knowledge, as the accounting requires. The
+    guarantee must cover the user's rows, not their rounding to the model's dtype: a
+    float32 model stores 0.1 as 0.10000000149, above the true 0.1. So below float64 the
+    stored minimum is lowered by one unit of its dtype's relative precision: a value
+    rounded to nearest lies within half a unit of the input, so the result is a float64
+    number never above the true smallest entry.
     """
-    rows = np.asarray(transition_rows(mdp).probs, np.float64)
+    rows = np.asarray(transition_rows(mdp).probs)
     mask = np.asarray(mdp.action_mask)
-    positive = rows[mask][rows[mask] > 0]
-    return float(positive.min())
+    allowed = rows[mask]
+    smallest = allowed[allowed > 0].min()
+    value = float(smallest)  # exact: every float dtype converts exactly to float64
+    if np.dtype(smallest.dtype) == np.float64:
+        return value
+    info = np.finfo(smallest.dtype)
+    # One unit of relative precision (at least one subnormal step), never below half.
+    return max(value - max(value * float(info.eps), float(info.smallest_subnormal)), value / 2)
 
 
 def row_dimension(mdp: Model, support) -> int:
@@ -160,8 +173,8 @@ def frontier(
       beta: the bounds' β.
       b: the adjacency bound: rows that differ by at most ``b`` in ℓ1.
       eta: the public lower bound on every entry (Dirichlet accounting); default: the
-        smallest positive entry of the allowed rows (:func:`public_eta`), which is then
-        treated as public.
+        smallest positive entry of the allowed rows (:func:`public_eta`: in float64, never
+        above the input's value), which is then treated as public.
       bound: the bounds' set, see :func:`cost_of_privacy`.
       support: ``None`` or ``"nonzero"`` (privatize over each row's nonzero entries).
       support_aware: restrict the bounds' set to each row's support.

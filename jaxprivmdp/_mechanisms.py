@@ -47,8 +47,8 @@ class Mechanism:
       epsilon: ``(param, *, b, eta, n, delta) -> ε`` of one row at ``δ``.
       calibrate: ``(epsilon, delta, *, b, eta, n) -> param``, the least noise meeting both.
       floor: ``(delta, *, b, eta, n) -> ε``, the smallest ε any parameter reaches (0 for
-        the additive mechanisms; the Dirichlet mechanism's ε at the smallest ``k`` that
-        ``calibrate`` searches).
+        the additive mechanisms; the Dirichlet mechanism's smallest ε over the grid of ``k``
+        that ``calibrate`` searches).
     """
 
     name: str
@@ -86,7 +86,9 @@ MECHANISMS: dict[str, Mechanism] = {
         radius=None,
         epsilon=_dirichlet_epsilon,
         calibrate=_calibrate("dirichlet"),
-        floor=lambda delta, *, b, eta, n: _dirichlet_epsilon(1e-2, b=b, eta=eta, n=n, delta=delta),
+        floor=lambda delta, *, b, eta, n: _row.smallest_epsilon(
+            b=b, eta=eta, n=n, target_delta=delta
+        ),
     ),
     "gaussian": Mechanism(
         name="gaussian",

@@ -1,7 +1,8 @@
 """Rényi-DP of the row mechanisms and composition over rows (basic vs RDP).
 
 Oracles: the Rényi divergence of two Beta densities by numerical integration (for the
-closed form), random adjacent pairs (for the supremum), and the Gaussian mechanism's
+closed form), random two-entry adjacent pairs (for the supremum; general ℓ1 pairs in
+tests/test_privacy_general.py), and the Gaussian mechanism's
 textbook RDP curve ``λΔ²/(2σ²)`` (Mironov 2017) for the accountant.
 """
 
@@ -28,12 +29,16 @@ def test_dirichlet_divergence_matches_numerical_integration(k, order):
 
 @pytest.mark.parametrize("k", [1.0, 10.0, 100.0])
 def test_dirichlet_rdp_is_the_supremum_over_adjacent_rows(k):
+    """Random two-entry pairs stay below it, and for n = 3 the worst one attains it.
+    Pairs that spread the mass over more entries: test_privacy_general.py."""
     rng = np.random.default_rng(int(k))
     b, eta = 0.1, 0.05
     for order in [1.1, 1.5, 1.9]:
-        bound = dirichlet_rdp(k, order, b=b, eta=eta)
+        bounds = {n: dirichlet_rdp(k, order, b=b, eta=eta, n=n) for n in (3, 4, 5)}
+        bound = bounds[3]
+        assert dirichlet_rdp(k, order, b=b, eta=eta) >= max(bounds.values())  # any n
         for _ in range(300):
-            n = rng.integers(3, 6)
+            n = int(rng.integers(3, 6))
             p = eta + rng.dirichlet(np.ones(n)) * (1 - n * eta)
             up, down = rng.choice(n, 2, replace=False)
             d = rng.uniform(0, b / 2)
@@ -42,11 +47,12 @@ def test_dirichlet_rdp_is_the_supremum_over_adjacent_rows(k):
             q[down] -= d
             if q[down] < eta:
                 continue
-            assert dirichlet_divergence(k, p, q, order) <= bound * (1 + 1e-12)
+            assert dirichlet_divergence(k, p, q, order) <= bounds[n] * (1 + 1e-12)
         worst_p = np.array([eta, eta + b / 2, 1 - 2 * eta - b / 2])
         worst_q = np.array([eta + b / 2, eta, 1 - 2 * eta - b / 2])
         assert dirichlet_divergence(k, worst_p, worst_q, order) == pytest.approx(bound)
     assert math.isinf(dirichlet_rdp(k, 1 + 2 * eta / b, b=b, eta=eta))
+    assert math.isinf(dirichlet_rdp(k, 1 + 2 * eta / b, b=b, eta=eta, n=3))
 
 
 def test_gaussian_rdp_composition_matches_the_textbook_curve():

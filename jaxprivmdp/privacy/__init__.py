@@ -14,8 +14,10 @@ Setting (Gohari et al., TIFS 2021):
 
 * **Domain.** Rows ``p`` in the simplex of dimension ``n`` with every entry ``>= η``.
   ``η`` is a *public* assumption: the guarantee covers every pair of rows in this domain.
-* **Adjacency.** ``p`` and ``q`` are b-adjacent if they differ in two entries ``i, j`` only
-  and ``‖p − q‖₁ <= b``, i.e. ``q_i = p_i + t``, ``q_j = p_j − t``, ``|t| <= b/2``.
+* **Adjacency (general ℓ1).** ``p`` and ``q`` are b-adjacent if ``‖p − q‖₁ <= b``, with
+  any number of entries changed (the paper's Definition 1, two entries, is a special case;
+  for ``n = 2`` they coincide). Every mechanism (Dirichlet, Gaussian, Laplace) and every
+  accounting here (ε, δ, Rényi DP) uses this adjacency.
 * **Good outputs.** ``Ω₁ = {x : x_l >= γ for all l}``; ``δ`` bounds ``P[x ∉ Ω₁]``.
 
 What is promised: probabilistic (ε, δ)-DP of one row's mechanism for b-adjacent rows in the
@@ -31,8 +33,8 @@ ideal real-valued mechanism: floating-point sampling artefacts (Mironov 2012, "O
 significance of the least significant bits for differential privacy") are not defended
 against, and the sampler's randomness must be secret and fresh.
 
-The derivations of ε and δ, with the conditions under which ε is exact, are in
-``docs/privacy.md``.
+The derivations of ε, δ and the Rényi DP, with the conditions under which they are exact,
+are in ``docs/privacy.md``.
 
 References:
   P. Gohari, B. Wu, C. Hawkins, M. Hale, U. Topcu, "Differential Privacy on the Unit Simplex

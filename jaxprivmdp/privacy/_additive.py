@@ -1,6 +1,7 @@
 """Accounting of the additive-noise mechanisms on b-adjacent rows: Gaussian and Laplace.
 
-Rows ``p, q`` of one (state, action) are ``b``-adjacent when ``‖p − q‖₁ <= b``. Both lie on
+Rows ``p, q`` of one (state, action) are ``b``-adjacent when ``‖p − q‖₁ <= b``, with any
+number of entries changed (general ℓ1 adjacency, as for the Dirichlet mechanism). Both lie on
 the simplex, so ``Σ (p − q) = 0`` and the difference's mass splits ``b/2`` up, ``b/2`` down:
 the ℓ1 sensitivity of the identity is ``b`` and its ℓ2 sensitivity is ``b/√2`` (all of each
 half on one entry). The projection onto the simplex that follows the noise is
@@ -51,7 +52,10 @@ def gaussian_delta(sigma: float, epsilon: float, *, b: float) -> float:
 
 
 def gaussian_epsilon(sigma: float, delta: float, *, b: float) -> float:
-    """The smallest ε at which the Gaussian mechanism with ``sigma`` is (ε, δ)-DP."""
+    """The smallest ε at which the Gaussian mechanism with ``sigma`` is (ε, δ)-DP.
+
+    Rounded up: the returned ε always satisfies ``gaussian_delta(sigma, ε, b=b) <= delta``.
+    """
     delta = real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
     if gaussian_delta(sigma, 0.0, b=b) <= delta:
         return 0.0
@@ -60,29 +64,44 @@ def gaussian_epsilon(sigma: float, delta: float, *, b: float) -> float:
         hi *= 2.0
         if hi > 1e6:
             raise ValueError(f"no epsilon below 1e6 reaches delta={delta} with sigma={sigma}")
-    return float(
-        optimize.brentq(lambda e: gaussian_delta(sigma, e, b=b) - delta, 0.0, hi, xtol=1e-12)
+    eps = optimize.brentq(
+        lambda e: gaussian_delta(sigma, e, b=b) - delta, 0.0, hi, xtol=1e-14, rtol=1e-15
     )
+    # brentq's root may sit on either side of the crossing: step up until δ(ε) <= delta.
+    step = 4 * np.finfo(float).eps * max(eps, 1e-300)
+    while gaussian_delta(sigma, eps, b=b) > delta:
+        eps += step
+        step *= 2.0
+    return float(eps)
 
 
 def calibrate_gaussian(epsilon: float, delta: float, *, b: float) -> float:
     """The smallest σ whose Gaussian mechanism is (ε, δ)-DP on b-adjacent rows.
 
-    δ(ε) decreases in σ, so σ is the root of ``δ(σ) = delta`` (brentq on ``log σ``), then
-    nudged up until the exact profile meets the target.
+    δ(ε) decreases in σ and depends on σ only through ``σ/Δ`` (``Δ = b/√2``), so ``σ/Δ`` is
+    the root of ``δ = delta`` (brentq on its log), then stepped up until the library's own
+    :func:`gaussian_delta` at the returned σ is ``<= delta`` (never above the target, not
+    even by a rounding).
     """
     epsilon = real("epsilon", epsilon, low=0.0, low_open=True)
     delta = real("delta", delta, low=0.0, high=1.0, low_open=True, high_open=True)
-    real("b", b, low=0.0, high=1.0, low_open=True)
+    scale = l2_sensitivity(real("b", b, low=0.0, high=1.0, low_open=True))
 
-    def excess(log_sigma):
-        return gaussian_delta(math.exp(log_sigma), epsilon, b=b) - delta
+    def excess(log_ratio):
+        return gaussian_delta(scale * math.exp(log_ratio), epsilon, b=b) - delta
 
-    lo, hi = math.log(1e-12), math.log(1e6)
-    if excess(hi) > 0:
-        raise ValueError(f"no sigma up to 1e6 reaches (epsilon={epsilon}, delta={delta})")
-    log_sigma = optimize.brentq(excess, lo, hi, xtol=1e-14, rtol=1e-14)
-    sigma = math.exp(log_sigma)
+    hi = 0.0
+    while excess(hi) > 0:
+        hi += 4.0
+        if hi > 100.0:  # σ > e^100 Δ
+            raise ValueError(f"no sigma reaches (epsilon={epsilon}, delta={delta})")
+    lo = hi - 4.0
+    while excess(lo) <= 0:
+        lo -= 4.0
+        if lo < -700.0:  # pragma: no cover - δ → 1 as σ → 0, so this is never reached
+            return float(scale * math.exp(lo))
+    log_ratio = optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps)
+    sigma = scale * math.exp(log_ratio)
     while gaussian_delta(sigma, epsilon, b=b) > delta:
         sigma = np.nextafter(sigma, np.inf) * (1 + 1e-12)
     return float(sigma)

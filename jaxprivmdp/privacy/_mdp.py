@@ -135,7 +135,7 @@ def mdp_guarantee(
 
     With ``smoothing=η_s`` the mechanism's input is ``p̃ = (1 − nη_s) p + η_s`` (entries
     ``>= η_s``; ``eta=η_s`` is then the natural public bound). Adjacency refers to the raw
-    rows ``p``: b-adjacent raw rows give smoothed rows differing in the same two entries by
+    rows ``p``: b-adjacent raw rows give smoothed rows differing in the same entries by
     ``(1 − nη_s)·b`` in ℓ1, which is the ``b`` the accounting uses (``ε = 0`` for
     ``η_s = 1/n``, where the output no longer depends on the data).
 

@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike
 from scipy import optimize, special
 
 from .._checks import ETA_RELATIVE_TOLERANCE, check_int, check_positive, real
+from . import _split
 from ._special import log_betainc
 
 
@@ -17,12 +18,13 @@ class Guarantee(NamedTuple):
     """The (ε, δ) of one row's Dirichlet mechanism with the ε-optimal good set.
 
     Attributes:
-      epsilon: the worst-case privacy loss on the good set (exact, see the module docstring).
+      epsilon: the worst-case privacy loss on the good set over ℓ1-adjacent rows
+        (:func:`epsilon`).
       delta: the bound on the probability of leaving the good set (``<= target_delta``).
       gamma: the good set's threshold ``γ`` (``x_l >= γ`` for all ``l``); may underflow to
         ``0.0`` in float64, ``log_gamma`` is always exact.
       k: the mechanism's parameter.
-      b: the adjacency bound ``‖p − q‖₁ <= b``.
+      b: the adjacency bound ``‖p − q‖₁ <= b`` (general ℓ1 adjacency).
       eta: the domain's lower bound on every entry.
       n: the row's dimension.
       log_gamma: ``log γ``.
@@ -115,12 +117,162 @@ def _worst_t(k: float, b: float, eta: float, n: int, c: float) -> float:
     return optimize.brentq(slope, (big - eta) / 2, t_max, xtol=1e-15, rtol=4 * np.finfo(float).eps)
 
 
-def _epsilon_log(k: float, b: float, eta: float, log_gamma: float, n: int) -> float:
-    if 1.0 - n * eta <= 0:
-        return 0.0  # the domain is the single point p = uniform: no adjacent pair differs.
+def _two_entry_epsilon(k: float, b: float, eta: float, log_gamma: float, n: int) -> float:
+    """The worst loss when the mass moves between two entries (exact for ``n = 2``)."""
     c = _log_ratio_bound(log_gamma, n)
     t = _worst_t(k, b, eta, n, c)
     return float(_gamma_term(k, t, eta, n) + k * t * c)
+
+
+class _Spread:
+    r"""The part of the privacy loss from the entries that go down, under ℓ1 adjacency.
+
+    With ``s`` the mass that moves, the entries ``j`` that go down (by ``d_j``, to ``η``)
+    and an output ``x`` in the good set contribute (``docs/privacy.md``, step 3)
+
+    .. math:: J(s) = \sup \sum_j [k d_j \log(x_j/γ) − A(d_j)],\qquad A(d) = g(η+d) − g(η),
+
+    over at most ``n − 1`` pieces with ``Σ d_j = s`` and ``Σ_j (x_j − γ) <= Y = 1 − nγ``.
+    For every multiplier ``τ > 0`` (weak duality on the budget ``Y``)
+    ``J(s) <= kτY + sup Σ_j φ_τ(d_j)`` with the per-entry function
+
+    .. math:: φ_τ(d) = k[d \log(d/(τγ)) − d + τγ]_{d > τγ} − A(d),
+
+    whose split is bounded by its concave majorant (:class:`_split.Majorant`).
+    """
+
+    def __init__(self, k: float, eta: float, log_gamma: float, n: int):
+        self.k, self.eta, self.lg, self.n = k, eta, log_gamma, n
+        self.budget = -math.expm1(math.log(n) + log_gamma)  # Y = 1 − nγ
+        self.log_x1 = math.log1p(-(n - 1) * math.exp(log_gamma))  # log(1 − (n−1)γ)
+        # χ(d) = k d log d − A(d) is convex below d_c and concave above (χ'' ∝
+        # 1 − kd ψ'(k(η + d)) changes sign once; never for kη >= 1/2).
+        self.inflection = (
+            math.inf
+            if k * eta >= 0.5
+            else _split.sign_change(
+                lambda d: 1.0 - k * d * special.polygamma(1, k * (eta + d)), 1.0
+            )
+        )
+
+    def phi(self, d: float, log_tau: float) -> float:
+        """``φ_τ(d)``."""
+        k, eta = self.k, self.eta
+        a = float(_split.lgk(k, eta + d) - _split.lgk(k, eta))
+        log_thr = log_tau + self.lg
+        if d > 0 and math.log(d) > log_thr:
+            return k * (d * (math.log(d) - log_thr) - d + math.exp(log_thr)) - a
+        return -a
+
+    def majorant(self, s: float, log_tau: float) -> _split.Majorant | None:
+        """The concave majorant of ``φ_τ`` on ``[0, s]``; None where ``φ_τ`` is concave."""
+        k, eta = self.k, self.eta
+        log_thr = log_tau + self.lg  # log(τγ): pieces above it get x > γ
+        thr = math.exp(log_thr)
+        if s <= thr or self.inflection <= thr:
+            # Concave below τγ, and above it wherever χ is, with matching slopes at τγ.
+            return None
+
+        def dF(d):
+            active = k * (math.log(d) - log_thr) if d > 0 and math.log(d) > log_thr else 0.0
+            return active - float(_split.dlgk(k, eta + d))
+
+        def U(d):  # d φ' − φ = k(d − τγ)⁺ − ∫_0^d t g''(η + t) dt
+            return k * max(d - thr, 0.0) - _split.taylor_left(k, eta, d)
+
+        return _split.Majorant(
+            lambda d: self.phi(d, log_tau),
+            dF,
+            U,
+            s,
+            max(self.inflection, thr),
+            slope0=-float(_split.dlgk(k, eta)),
+        )
+
+    def dual(self, mass: float, log_tau: float, major) -> float:
+        """``kτY + N H(mass/N)`` (``H = φ_τ`` where ``major`` is None, by Jensen)."""
+        pieces = self.n - 1
+        base = self.k * math.exp(log_tau) * self.budget
+        if major is None:
+            return base + pieces * self.phi(mass / pieces, log_tau)
+        return base + major.bound(pieces, mass)
+
+    def log_tau_one(self, s: float) -> float:
+        """The multiplier at which all of ``s`` on one entry is tight: ``τ = s/(1 − (n−1)γ)``."""
+        return math.log(s) - self.log_x1
+
+    def best_log_tau(self, s: float) -> float:
+        """The multiplier that makes :meth:`dual` at ``s`` smallest (any ``τ`` is valid)."""
+        lt0 = self.log_tau_one(s)
+        major = self.majorant(s, lt0)
+        if major is not None and major.kind == "one":
+            return lt0  # tight: all of s on one entry
+        if self.n * math.exp(self.lg) < 1e-8:
+            # With γ this small the budget Y = 1 − nγ binds for every split alike: the best
+            # τ is within ~nγ of τ₀ (checked on random scans), so searching gains nothing.
+            return lt0
+        res = optimize.minimize_scalar(
+            lambda lt: self.dual(s, lt, self.majorant(s, lt)),
+            bounds=(lt0 - 10.0, lt0 + 1.0),
+            method="bounded",
+            options={"xatol": 1e-7},
+        )
+        return float(res.x) if res.fun < self.dual(s, lt0, major) else lt0
+
+    def bound(self, s: float) -> float:
+        """``min_τ`` of :meth:`dual` at ``s`` (any ``τ`` is valid; the search only tightens)."""
+        lt = self.best_log_tau(s)
+        return self.dual(s, lt, self.majorant(s, lt))
+
+
+def _epsilon_log(k: float, b: float, eta: float, log_gamma: float, n: int) -> float:
+    """The worst privacy loss over ℓ1-adjacent rows and good outputs (``docs/privacy.md``)."""
+    if 1.0 - n * eta <= 0:
+        return 0.0  # the domain is the single point p = uniform: no adjacent pair differs.
+    if n == 2:
+        return _two_entry_epsilon(k, b, eta, log_gamma, n)  # two entries: nothing to spread
+    spread = _Spread(k, eta, log_gamma, n)
+    big = 1.0 - (n - 1) * eta
+    free = 1.0 - n * eta  # the most mass that can move
+
+    def rise(s):  # the entry that goes up ends at M = 1 − (n−1)η
+        return float(_split.lgk(k, big) - _split.lgk(k, big - s))
+
+    if b <= free:
+        # The loss grows with s up to (1 − nη)/2 (step 4): the worst case moves all of b/2.
+        s = b / 2
+        major = spread.majorant(s, spread.log_tau_one(s))
+        if major is not None and major.kind == "one":
+            # All of s on one entry is the worst case: the two-entry closed form, exactly.
+            return _two_entry_epsilon(k, b, eta, log_gamma, n)
+        return rise(s) + spread.bound(s)
+    # The worst s lies in [(1 − nη)/2, s_max]. On a piece [a, c] of that range, for a fixed τ
+    # and the majorant built on [0, c], rise(s) + kτY + N H(s/N) bounds the loss at every s
+    # and is concave in s (both parts are): its maximum is found reliably. Pieces keep the
+    # majorant close to φ_τ near each s (a majorant on [0, c] is loose below c).
+    s_max, s_lo = min(b / 2, free), free / 2
+    edges = np.linspace(s_lo, s_max, _S_PIECES + 1)
+    best = -math.inf
+    for a, c in zip(edges[:-1], edges[1:], strict=True):
+        log_tau = spread.best_log_tau(c)
+        major = spread.majorant(c, log_tau)
+
+        def value(s, major=major, log_tau=log_tau):
+            return rise(s) + spread.dual(s, log_tau, major)
+
+        res = optimize.minimize_scalar(
+            lambda s, value=value: -value(s),
+            bounds=(a, c),
+            method="bounded",
+            options={"xatol": 1e-12 * c},
+        )
+        # The pad: Brent's maximiser of a concave function is found up to xatol.
+        best = max(best, max(-float(res.fun), value(a), value(c)) * (1 + 1e-12))
+    return best
+
+
+# Pieces of the range of s searched when b > 1 − nη (see _epsilon_log).
+_S_PIECES = 8
 
 
 def _log_delta(k: float, eta: float, log_gamma: float, n: int) -> float:
@@ -144,17 +296,22 @@ def epsilon(
 ):
     """The worst-case privacy loss of ``Dirichlet(k·p)`` on the good set ``{x >= γ}``.
 
-    For ``b <= 1 − nη`` (the usual case)
+    The supremum of ``log Dir(x; kp) − log Dir(x; kq)`` over rows with every entry ``>= η``
+    that are adjacent under **general ℓ1 adjacency** (``‖p − q‖₁ <= b``, any number of
+    entries changed) and outputs with every entry ``>= γ`` (``docs/privacy.md``). When the
+    worst case moves all the mass from one entry (always for ``n = 2`` and for ``kη >= 1/2``)
+    it is, for ``b <= 1 − nη``, the two-entry closed form
 
     .. math::
 
         ε(k) = \\log\\frac{B(kη,\\, k(1−(n−1)η))}{B(k(η + b/2),\\, k(1−(n−1)η − b/2))}
                + \\frac{k b}{2}\\,\\log\\frac{1 − (n−1)γ}{γ},
 
-    otherwise the same expression maximised over the half-shift ``t <= min(b/2, 1 − nη)``
-    instead of ``t = b/2``. This is the exact supremum of the privacy loss over b-adjacent
-    rows with entries ``>= η`` and outputs with entries ``>= γ`` (derivation in the module
-    docstring); it is attained. For ``η = 1/n`` the domain is one point and ``ε = 0``.
+    attained (for ``b > 1 − nη``, the same maximised over the half-shift). When spreading the
+    mass over several entries is worse, it is a bound from a concave majorant of the split
+    and a Lagrange multiplier on the output (attained by equal pieces, or above the best
+    split by the rounding of the number of pieces). For ``η = 1/n`` the domain is one point
+    and ``ε = 0``.
 
     Args:
       k: the mechanism's parameter(s), ``> 0``; a scalar or an array `[K]`.
@@ -179,12 +336,7 @@ def epsilon(
     b = check_b(b)
     eta = check_eta(eta, n)
     lg = _resolve_log_gamma(gamma, log_gamma, n)
-    if 1.0 - n * eta <= 0:
-        out = np.zeros_like(ks)
-    elif b <= 1.0 - n * eta:
-        out = _gamma_term(ks, b / 2, eta, n) + ks * (b / 2) * _log_ratio_bound(lg, n)
-    else:
-        out = np.vectorize(lambda kk: _epsilon_log(kk, b, eta, lg, n), otypes=[float])(ks)
+    out = np.vectorize(lambda kk: _epsilon_log(kk, b, eta, lg, n), otypes=[float])(ks)
     return float(out) if out.ndim == 0 else out
 
 
@@ -306,6 +458,25 @@ def guarantee(k: float, *, b: float, eta: float, n: int, target_delta: float) ->
     )
 
 
+def _log_k_grid(k_lo: float, k_hi: float) -> np.ndarray:
+    """The grid of ``log k`` that :func:`calibrate_k` scans (and :func:`smallest_epsilon`)."""
+    return np.linspace(math.log(k_lo), math.log(k_hi), 64)
+
+
+def smallest_epsilon(
+    *, b: float, eta: float, n: int, target_delta: float, k_bounds=(1e-2, 1e5)
+) -> float:
+    """The smallest ε that :func:`calibrate_k` can reach: the minimum over its grid of ``k``.
+
+    ε is not monotone in ``k`` (it dips a few tenths of a percent below its ``k → 0`` limit),
+    so the value at the smallest ``k`` is not the floor.
+    """
+    return min(
+        guarantee(math.exp(v), b=b, eta=eta, n=n, target_delta=target_delta).epsilon
+        for v in _log_k_grid(*k_bounds)
+    )
+
+
 def calibrate_k(
     target_epsilon: float,
     target_delta: float,
@@ -317,19 +488,22 @@ def calibrate_k(
 ) -> float:
     """The largest ``k`` (the least noise) whose :func:`guarantee` meets both targets.
 
-    The optimal ε grows with ``k`` (checked on grids in the tests), but it does not vanish
-    as ``k → 0``: for ``b <= 1 − nη`` it tends to
+    The optimal ε does not vanish as ``k → 0``: for ``b <= 1 − nη`` it tends to
 
     .. math::
 
-        ε_0 = \\log\\frac{(η + b/2)(M − b/2)}{η M} + \\frac{b}{2η}\\log\\frac{(n−1)(1−η)}{δ},
+        ε_0 = \\log\\frac{M − b/2}{M} + (n−1)\\log\\Big(1 + \\frac{b/2}{(n−1)η}\\Big)
+              + \\frac{b}{2η}\\log\\frac{(n−1)(1−η)}{δ},
         \\qquad M = 1 − (n−1)η,
 
-    (``Γ(z) ≈ 1/z`` and ``I_γ(kη, k(1−η)) ≈ (1−η) γ^{kη}`` for small ``k``), so targets
-    below ``ε_0`` are out of reach for any ``k``. The search scans a log grid over
-    ``k_bounds`` for the last feasible point and refines the crossing after it with
-    ``brentq`` on ``log k`` (so it also returns the largest feasible ``k`` if ε were not
-    monotone between grid points' crossings).
+    (``Γ(z) ≈ 1/z`` and ``I_γ(kη, k(1−η)) ≈ (1−η) γ^{kη}`` for small ``k``; the decreased mass
+    spread evenly over ``n − 1`` entries, which costs nothing in the limit). Under ℓ1
+    adjacency the optimal ε is not monotone in ``k`` (for ``n >= 3`` and ``kη < 1/2`` it dips
+    a few tenths of a percent below ``ε_0`` before growing), and targets below its minimum
+    are out of reach for any ``k``. The search scans a log grid over ``k_bounds`` for the
+    last feasible point and refines the crossing after it with ``brentq`` on ``log k``, so it
+    returns the largest feasible ``k`` (up to the grid's resolution of separate feasible
+    intervals).
 
     Args:
       target_epsilon: the ε to meet, ``> 0``.
@@ -363,7 +537,7 @@ def calibrate_k(
         g = guarantee(math.exp(log_k), b=b, eta=eta, n=n, target_delta=target_delta)
         return g.epsilon - target_epsilon
 
-    grid = np.linspace(math.log(k_lo), math.log(k_hi), 64)
+    grid = _log_k_grid(k_lo, k_hi)
     values = np.array([excess(v) for v in grid])
     feasible = np.flatnonzero(values <= 0)
     if feasible.size == 0:
