@@ -21,7 +21,7 @@ pytest-benchmark times (``--bench-quick``: S ∈ {100, 300}):
   bound=bound)`` passes it (``_bounds.prepare_set``), interleaved with ``evaluate_core``
   (``ratio_core``, same target ≤ 5), the paper's core, the public call and, for the non-paper
   sets, two diagnostics: the paper's box at ``width = S`` and ``_sets.row_box`` alone (the
-  per-entry ``searchsorted`` in the Beta-quantile tables). ``extra_info.prepare_set``: the
+  per-entry interpolated lookup in the Beta tables). ``extra_info.prepare_set``: the
   host time of ``prepare_set``, first call (tables built, caches cleared) and cached.
 * ``test_piece[S-piece]``: the pieces of one stage of ``_robust.robust_backup`` as small jitted
   micro-benchmarks, each run over ``T`` stages in a ``lax.scan`` (so per-call overhead is
@@ -342,7 +342,7 @@ def test_bound_set(benchmark, dtype, quick, S, bound):
 
     Interleaved with the paper's core and, for the non-paper sets, two diagnostics that split
     the extra time: the paper's box at ``width = S`` (what a full-width fill costs) and the
-    box of every row alone (``_sets.row_box``: the per-entry ``searchsorted`` in the quantile
+    box of every row alone (``_sets.row_box``: the per-entry interpolated lookup in the
     tables, over all ``S·A·S`` entries). ``prepare_set`` (host) is timed apart: first call
     (tables built) and cached.
     """
