@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import math
 from typing import NamedTuple
 
 import jax
@@ -20,6 +19,7 @@ from ._planning import (
     check_iterations,
     default_tolerance,
     policy_rows,
+    rounding_margin,
     select_rows,
     validate_policy,
     value_iteration,
@@ -112,24 +112,6 @@ def _finite_bounds(mdp, policy, boxes, width, support_aware):
     s0 = mdp.initial_state
     one = jnp.asarray(True)
     return PrivacyBounds(low, high, high[0, s0] - low[0, s0], jnp.asarray(mdp.horizon), one)
-
-
-def rounding_margin(mdp: Model, v_low: jax.Array, v_high: jax.Array) -> jax.Array:
-    """A bound on the floating-point error of one robust backup (a documented heuristic).
-
-    Both horizons widen the bounds by it: every stage of a finite horizon, and the fixed
-    point of an infinite one (through ``1/(1 − γ)``).
-
-    A backup adds a reward to ``γ`` times a convex combination of values, summed over up to
-    ``S`` terms: its rounding error is taken as ``(16 + 2⌈log₂ S⌉)`` ulps of
-    ``max|r| + max|v|``, the error of pairwise summation with a factor of safety. Checked
-    against float64 fixed points in ``tests/test_bounds.py``.
-    """
-    eps = jnp.finfo(mdp.rewards.dtype).eps
-    ulps = 16 + 2 * math.ceil(math.log2(max(mdp.num_states, 2)))
-    r = jnp.max(jnp.abs(jnp.where(mdp.action_mask, mdp.rewards, 0)))
-    v = jnp.maximum(jnp.max(jnp.abs(v_low)), jnp.max(jnp.abs(v_high)))
-    return ulps * eps * (r + v)
 
 
 def _dense_tangent_solve(g, y):
