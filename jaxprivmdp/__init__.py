@@ -14,6 +14,8 @@ from . import privacy as privacy
 from ._bounds import PrivacyBounds as PrivacyBounds
 from ._bounds import cost_of_privacy as cost_of_privacy
 from ._bounds import robust_solve as robust_solve
+from ._check import CheckResult as CheckResult
+from ._check import check as check
 from ._frontier import FrontierResult as FrontierResult
 from ._frontier import frontier as frontier
 from ._load import load_labels as load_labels
@@ -44,6 +46,7 @@ from ._version import __version__ as __version__
 
 __all__ = [
     "BOUNDS",
+    "CheckResult",
     "FrontierResult",
     "PrivacyBounds",
     "RobustPolicy",
@@ -53,6 +56,7 @@ __all__ = [
     "SweepResult",
     "Synthesis",
     "TabularMDP",
+    "check",
     "concentration_radius",
     "cost_of_privacy",
     "dirichlet_mechanism",
