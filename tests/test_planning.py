@@ -32,6 +32,12 @@ from jaxprivmdp._planning import (
     rounding_margin,
 )
 
+# Tests of float32's rounding limits: under JAX_ENABLE_X64 (CI's second pass) the models are
+# float64, whose tolerances all certify.
+FLOAT32_ONLY = pytest.mark.skipif(
+    bool(jax.config.read("jax_enable_x64")), reason="about float32's rounding"
+)
+
 
 def assert_greedy(policy, Q, mask, *, atol):
     """``policy`` picks allowed actions whose Q is within ``atol`` of the max; where the best
@@ -349,6 +355,7 @@ def check_promises(mdp, sol, tol):
         ("one_state", 1e-7, False),  # V* = 1000: was converged=True with an error of 4.9e-4
     ],
 )
+@FLOAT32_ONLY
 def test_float32_convergence_is_certified_with_rounding(name, tol, certifiable):
     if name == "forest":
         mdp = jp.make_mdp(*forest(), discount=0.96)
@@ -374,6 +381,7 @@ def test_float32_convergence_is_certified_with_rounding(name, tol, certifiable):
     [(kind, gamma) for kind in ("dense", "sparse") for gamma in (0.5, 0.9, 0.99)]
     + [("dense64", 0.99)],
 )
+@FLOAT32_ONLY
 def test_converged_solutions_are_within_tol_of_the_exact_optimum(kind, gamma):
     """Random float32 models and tolerances from loose to far below what float32 certifies:
     whenever ``converged``, the values are within tol/2 of V* (float64) and the policy is
