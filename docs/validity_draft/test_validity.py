@@ -23,7 +23,11 @@ there) misses the true value by far more than rounding.
 
 Cost: one compilation per (dtype, horizon) holds every combination; each dtype's grid runs in
 a subprocess (x64 on for float64) while this process runs the regressions of issue 14 part 1.
-The slow test repeats the grid at other noise levels with 1000 releases.
+The slow test repeats the grid at other noise levels with 1000 releases. Releases are vmapped
+in chunks of 200 (:data:`CHUNK`): jaxlib 0.10.2's batched LU splits larger batches over
+XLA:CPU's thread pool and blocks on them, and the discounted groups hold many independent LUs;
+on a 2-core machine two of them at once deadlocked the pool (1000 releases, float64). A grid
+subprocess that still hangs is killed after :data:`GRID_TIMEOUT` and its tests fail.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ BETA = 0.3  # large, so that a few hundred releases give power against a collaps
 P_VALUE = 1e-3  # a configuration fails only when its coverage is significantly low
 N_RELEASES = 200
 N_RELEASES_SLOW = 1000
+GRID_TIMEOUT = 1200  # seconds for one dtype's grid subprocess (about 30 s on 2 idle cores)
 MECHANISMS = ("dirichlet", "gaussian", "laplace")
 BOUNDS = ("paper", "exact", "certified")
 KINDS = ("dense", "sparse")
@@ -179,8 +184,14 @@ def assert_coverage(held, beta, what):
     )
 
 
+# jaxlib 0.10's batched LAPACK kernels (the discounted evaluation's LU) split a batch over
+# XLA:CPU's thread pool and wait for it once batch × S³ >= 2e5 flops; as many of them as the
+# pool has threads, running at once, deadlock it. 200 releases of 6 states stay below.
+CHUNK = 200
+
+
 def compiled_together(fn, keys, *, fast_compile=False):
-    """``jax.vmap(fn)(keys)`` in one compilation, on the host as NumPy.
+    """``jax.vmap(fn)(keys)`` in one compilation (run on chunks of keys), on the host.
 
     ``fn`` may call :func:`jaxprivmdp.synthesize` several times: its host checks read the
     (concrete) model, so operations on concrete arrays are evaluated eagerly while tracing.
@@ -193,7 +204,9 @@ def compiled_together(fn, keys, *, fast_compile=False):
             return fn(key)
 
     options = {"xla_backend_optimization_level": 0} if fast_compile else None
-    return jax.device_get(jax.jit(jax.vmap(run), compiler_options=options)(keys))
+    compiled = jax.jit(jax.vmap(run), compiler_options=options)
+    parts = [jax.device_get(compiled(keys[i : i + CHUNK])) for i in range(0, len(keys), CHUNK)]
+    return jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
 
 
 # ------------------------------------------------------------------------- the release grid
@@ -273,21 +286,10 @@ def run_group(dtype, horizon, n, parameters=None, *, seed=0, fast_compile=False)
             )
         return fields
 
-    def in_sequence(key):
-        # One combination after the other: jaxlib 0.10's batched LAPACK kernels (the
-        # discounted evaluation's LU) wait for sub-tasks on XLA:CPU's thread pool, and as
-        # many independent ones as the pool has threads, run at once, deadlock it.
-        outs = []
-        for c in combos:
-            outs.append(one(key, *c))
-            data, _ = jax.lax.optimization_barrier(
-                (jax.random.key_data(key), outs[-1]["private_values"])
-            )
-            key = jax.random.wrap_key_data(data)
-        return outs
-
     keys = jax.random.split(jax.random.key(seed), n)
-    outs = compiled_together(in_sequence, keys, fast_compile=fast_compile)
+    outs = compiled_together(
+        lambda key: [one(key, *c) for c in combos], keys, fast_compile=fast_compile
+    )
     return {_name(horizon, *c): out for c, out in zip(combos, outs, strict=True)}
 
 
@@ -341,12 +343,18 @@ class Grid:
         if dtype not in self._data:
             self.start(dtype)
             proc, out, log = self._procs.pop(dtype)
-            code = proc.wait()
+            try:
+                code = proc.wait(timeout=GRID_TIMEOUT)
+            except subprocess.TimeoutExpired:  # a hang fails the tests, never stalls them
+                proc.kill()
+                proc.wait()
+                code = f"killed after {GRID_TIMEOUT} s"
             log.seek(0)
             text = log.read()
             log.close()
             if code != 0:  # every test of this dtype reports it (without running it again)
-                self._data[dtype] = RuntimeError(f"the {dtype} grid failed:\n{text[-5000:]}")
+                why = f"the {dtype} grid failed ({code}):\n{text[-5000:]}"
+                self._data[dtype] = RuntimeError(why)
             else:
                 with np.load(out) as f:
                     self._data[dtype] = {k: f[k] for k in f.files}

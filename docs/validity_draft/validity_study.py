@@ -38,6 +38,7 @@ import jaxprivmdp as jp
 
 BETA = 0.1
 TRIALS = 1000
+CHUNK = 200
 PARAMETERS = {
     "dirichlet": [2.0, 20.0, 200.0],  # k
     "gaussian": [0.01, 0.05, 0.2],  # σ
@@ -127,7 +128,10 @@ def run_cell(model, true_model, mech, k, aware, keys, support):
         )
         return out.policy, out.pessimistic, out.optimistic, out.cost
 
-    policy, low, high, cost = jax.device_get(jax.vmap(one)(keys))
+    # Chunks of CHUNK releases: jaxlib 0.10.2's batched LU (the discounted evaluation) splits
+    # larger batches over XLA:CPU's thread pool and blocks on them, which can deadlock it.
+    parts = [jax.device_get(jax.vmap(one)(keys[i : i + CHUNK])) for i in range(0, len(keys), CHUNK)]
+    policy, low, high, cost = (np.concatenate(x) for x in zip(*parts, strict=True))
     true = exact_values(true_model, policy)
     low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
     held = ((low <= true) & (true <= high)).reshape(len(keys), -1).all(axis=1)
