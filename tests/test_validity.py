@@ -487,7 +487,7 @@ def test_additive_certified_coverage_with_a_small_true_entry(
     assert_coverage(bracketed(low, high, true), 0.1, f"{mechanism}, support={support}")
 
 
-def _chain(dtype, states=5, tiny=1e-4, horizon=200):
+def chain(dtype, states=5, tiny=1e-4, horizon=200):
     """A chain: each state moves on with probability 1 − 4e-4 and reaches every state with
     1e-4; reward 1 in the last state, which is absorbing but for the 1e-4 entries."""
     P = np.full((states, 1, states), tiny)
@@ -501,7 +501,7 @@ def _chain(dtype, states=5, tiny=1e-4, horizon=200):
 def _chain_coverage(dtype, k, support):
     """100 certified, support-aware releases of the chain (β = 0.1): which held ``V^π̄``,
     and the fraction of released entries that are exactly 0 (every true entry is > 0)."""
-    mdp = _chain(dtype)
+    mdp = chain(dtype)
     keys = jax.random.split(jax.random.key(0), 100)
     opts = dict(k=k, beta=0.1, bound="certified", support_aware=True, support=support)
     out = jax.device_get(jax.vmap(lambda key: jp.synthesize(key, mdp, **opts))(keys))

@@ -45,37 +45,9 @@ PARAMETERS = {
     "laplace": [0.01, 0.05, 0.2],  # λ
 }
 HERE = Path(__file__).parent
-
-
-def validity_model(dtype, horizon):
-    """The model of ``tests/test_validity.py`` (``validity_arrays``), restated here."""
-    S, A = 6, 2
-    P = np.zeros((S, A, S))
-    P[0, 0] = [1e-4, 0.9, 0.0996, 1e-4, 1e-4, 1e-4]
-    P[0, 1] = [0.0, 0.05, 0.9499, 0.0, 1e-4, 0.0]
-    P[1, 0] = [0.9999, 0.0, 0.0, 0.0, 1e-4, 0.0]
-    P[1, 1] = [0.0, 0.0, 0.5, 0.5, 0.0, 0.0]
-    P[2, 0] = [0.0, 0.0, 0.0, 0.0, 1e-3, 0.999]
-    P[3, 0] = [0.0, 0.0, 0.0, 0.0, 1e-4, 0.9999]
-    P[4, :, 4] = P[5, :, 5] = 1.0
-    mask = np.ones((S, A), bool)
-    mask[[2, 3], 1] = False
-    R = np.zeros((S, A))
-    R[0, 1], R[1, 0], R[2, 0], R[3, 0] = 0.02, 0.05, 0.1, 0.1
-    R[4] = 1.0
-    if horizon is None:
-        return jp.make_mdp(P, R, discount=0.9, action_mask=mask, dtype=dtype)
-    RT = np.eye(S)[4]
-    return jp.make_mdp(P, R, terminal_reward=RT, horizon=horizon, action_mask=mask, dtype=dtype)
-
-
-def chain(dtype, states=5, tiny=1e-4, horizon=200):
-    P = np.full((states, 1, states), tiny)
-    for i in range(states):
-        P[i, 0, min(i + 1, states - 1)] += 1 - states * tiny
-    R = np.zeros((states, 1))
-    R[-1] = 1.0
-    return jp.make_mdp(P, R, horizon=horizon, dtype=dtype)
+# The models and the exact-value oracle are the test suite's (tests/test_validity.py).
+sys.path.insert(0, str(HERE.parent / "tests"))
+from test_validity import chain, exact_values, stored, validity_model  # noqa: E402
 
 
 def small_entry(dtype):
@@ -93,25 +65,6 @@ MODELS = {  # name -> dtype -> dense model
     "Example 1": lambda dtype: jp.examples.investment(dtype=dtype),
     "Example 2": lambda dtype: jp.examples.random_mdp(jax.random.key(0), dtype=dtype),
 }
-
-
-def exact_values(mdp, policy):
-    """``V^π`` in float64 on the model as stored, for `[N, T, S]` / `[N, S]` policies."""
-    P = np.asarray(mdp.transitions, np.float64)
-    R = np.asarray(mdp.rewards, np.float64)
-    gamma = float(mdp.discount)
-    policy = np.asarray(policy)
-    n, S = policy.shape[0], R.shape[0]
-    state = np.arange(S)[None, :]
-    if mdp.horizon is None:
-        P_pi, r_pi = P[state, policy], R[state, policy]
-        return np.linalg.solve(np.eye(S) - gamma * P_pi, r_pi[..., None])[..., 0]
-    V = np.empty((n, mdp.horizon + 1, S))
-    V[:, -1] = np.asarray(mdp.terminal_reward, np.float64)
-    for t in reversed(range(mdp.horizon)):
-        a = policy[:, t]
-        V[:, t] = R[state, a] + gamma * np.einsum("nst,nt->ns", P[state, a], V[:, t + 1])
-    return V
 
 
 def run_cell(model, true_model, mech, k, aware, keys, support):
@@ -132,7 +85,7 @@ def run_cell(model, true_model, mech, k, aware, keys, support):
     # larger batches over XLA:CPU's thread pool and blocks on them, which can deadlock it.
     parts = [jax.device_get(jax.vmap(one)(keys[i : i + CHUNK])) for i in range(0, len(keys), CHUNK)]
     policy, low, high, cost = (np.concatenate(x) for x in zip(*parts, strict=True))
-    true = exact_values(true_model, policy)
+    true = exact_values(*stored(true_model), true_model.horizon, policy)
     low, high = np.asarray(low, np.float64), np.asarray(high, np.float64)
     held = ((low <= true) & (true <= high)).reshape(len(keys), -1).all(axis=1)
     covered = int(held.sum())
