@@ -48,7 +48,10 @@ import numpy as np
 import pytest
 
 import jaxprivmdp as jp
-from jaxprivmdp import _bounds, _models, _planning, _robust
+from jaxprivmdp.models import _rows as _models
+from jaxprivmdp.planning import _bellman as _planning
+from jaxprivmdp.planning import _bounds
+from jaxprivmdp.planning import _kernel as _robust
 
 K = 10.0
 BETA = 0.1

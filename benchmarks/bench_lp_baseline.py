@@ -74,7 +74,13 @@ import numpy as np  # noqa: E402
 from scipy.optimize import linprog  # noqa: E402
 
 import jaxprivmdp as jp  # noqa: E402
-from jaxprivmdp import _bounds, _mechanism, _models, _planning, _robust  # noqa: E402
+from jaxprivmdp.mechanisms import _dirichlet as _mechanism  # noqa: E402
+from jaxprivmdp.models import _rows as _models  # noqa: E402
+from jaxprivmdp.models import _support  # noqa: E402
+from jaxprivmdp.planning import _bellman as _planning  # noqa: E402
+from jaxprivmdp.planning import _bounds  # noqa: E402
+from jaxprivmdp.planning import _kernel as _robust  # noqa: E402
+from jaxprivmdp.sets import _radius  # noqa: E402
 
 # ----------------------------------------------------------------------------- the baseline
 
@@ -214,7 +220,7 @@ def numpy_arrays(mdp):
 
 def radius(k, dtype):
     """The radius the library uses (Lemma 1's ``α``, rounded up to ``dtype``)."""
-    return float(_robust.outward_radius(k, BETA, dtype))
+    return float(_radius.outward_radius(k, BETA, dtype))
 
 
 def bounds_core_args(private, policy, k, bound="paper"):
@@ -365,8 +371,9 @@ def print_per_trial(trials):
         )
         + ".\n\n`LP baseline` = median of "
         f"{first['lp_repeats']} run(s); `cost_of_privacy` = the public call (eager validation "
-        "+ the jitted core); `compiled core` = `jaxprivmdp._bounds.bounds_core`, the jitted "
-        "computation it dispatches to; `synthesize` = Dirichlet sampling (sampler='fast', "
+        "+ the jitted core); `compiled core` = "
+        "`jaxprivmdp.planning._bounds.bounds_core`, the jitted computation it dispatches to; "
+        "`synthesize` = Dirichlet sampling (sampler='fast', "
         "passed explicitly) + backward "
         "induction + both bounds. `max |Δ| vs LP` compares v̲ and v̄ at every stage and "
         "state, of cost_of_privacy and of synthesize, with the LP's.\n"
@@ -380,17 +387,17 @@ def public_call_overhead(mdp, k, trial_key):
     private = dataclasses.replace(mdp, transitions=p_bar)
     policy = jp.solve(private).policy
     core_args, core_kw = bounds_core_args(private, policy, k)
-    alpha = _robust.outward_radius(k, BETA, dtype)
+    alpha = _radius.outward_radius(k, BETA, dtype)
 
     calls = {
         "the whole public call cost_of_privacy(...)": lambda: jp.cost_of_privacy(
             private, policy, k=k, beta=BETA
         ),
         "validate_policy (host copy + checks)": lambda: _planning.validate_policy(private, policy),
-        "check_radius_inputs of k and beta (host)": lambda: _robust.check_radius_inputs(
+        "check_radius_inputs of k and beta (host)": lambda: _radius.check_radius_inputs(
             k, BETA, dtype
         ),
-        "outward_radius: α in NumPy, rounded up (host)": lambda: _robust.outward_radius(
+        "outward_radius: α in NumPy, rounded up (host)": lambda: _radius.outward_radius(
             k, BETA, dtype
         ),
         "fill_width (host)": lambda: _robust.fill_width(alpha, mdp.num_states),
@@ -427,7 +434,7 @@ def sweep_breakdown(mdp, ks, num_trials, key, samplers, bounds):
     the sets' parameters the sweep builds (``_bounds.prepare_set`` on the grid, host).
     """
     dtype = mdp.rewards.dtype
-    inp = _mechanism.mechanism_input(mdp.transitions, mdp.action_mask, None, None, dtype)
+    inp = _support.mechanism_input(mdp.transitions, mdp.action_mask, None, None, dtype)
     rows, supp = inp.rows, inp.support
     i, j = np.divmod(np.arange(len(ks) * num_trials), num_trials)
     keys = jax.vmap(jp.sweep_key, (None, 0, 0))(key, i, j)

@@ -81,7 +81,7 @@ def run_child(sizes):
     import numpy as np
 
     import jaxprivmdp as jp
-    from jaxprivmdp import _sweep
+    from jaxprivmdp.experiments import _sweep
 
     mdp = jp.examples.random_mdp(
         jax.random.key(0),

@@ -34,7 +34,10 @@ import numpy as np
 import pytest
 
 import jaxprivmdp as jp
-from jaxprivmdp import _bounds, _mechanism, _planning, _synthesis
+from jaxprivmdp.experiments import _synthesis
+from jaxprivmdp.models import _support
+from jaxprivmdp.planning import _bellman as _planning
+from jaxprivmdp.planning import _bounds
 
 K = 10.0
 BETA = 0.1
@@ -59,7 +62,7 @@ def calls(S: int, dtype: str) -> dict[str, dict[str, object]]:
     params, set_kw = common.set_args(private, K, BETA, "paper")
     k = np.asarray(K, np_dtype)
     valid = _planning.validate_policy(private, policy)
-    inp = _mechanism.mechanism_input(mdp.transitions, mdp.action_mask, None, None, np_dtype)
+    inp = _support.mechanism_input(mdp.transitions, mdp.action_mask, None, None, np_dtype)
 
     jit_cost = jax.jit(lambda m, p: jp.cost_of_privacy(m, p, k=K, beta=BETA))
     jit_eval = jax.jit(jp.evaluate)

@@ -8,7 +8,8 @@ The shapes are those of a privacy sweep: ``alpha`` of shape ``(K·N, S, A, S)`` 
 
 Timed, on the same rows:
   * ``jax.random.dirichlet`` (jitted; the reference),
-  * ``softmax(jaxprivmdp._sampling.loggamma)`` (jitted; ours), on the whole array and ``vmap``-ed
+  * ``softmax(jaxprivmdp.mechanisms._sampling.loggamma)`` (jitted; ours), on the whole
+    array and ``vmap``-ed
     over the ``K·N`` blocks with one key each (as the library calls it),
   * NumPy ``rng.standard_gamma(alpha)`` normalised (per-row alphas, like ours),
   * NumPy ``rng.dirichlet(alpha_row, size=rows)`` (one constant row: NumPy's fastest path),
@@ -41,7 +42,7 @@ CONCENTRATIONS = (1.0, 40.0)
 
 def _fast_dirichlet(key, alpha):
     # What the mechanism does with sampler="fast": normalized log-gamma variates.
-    from jaxprivmdp import _sampling
+    from jaxprivmdp.mechanisms import _sampling
 
     return jax.nn.softmax(_sampling.loggamma(key, alpha), axis=-1)
 
@@ -59,7 +60,7 @@ def _compile(fn, *args):
 
 
 def _run_case(rows, num_states, num_actions, k, dtype, repeats, with_reference):
-    from jaxprivmdp import _sampling
+    from jaxprivmdp.mechanisms import _sampling
 
     alpha_np = _alpha(rows, num_states, num_actions, k, dtype)
     alpha = jnp.asarray(alpha_np)
@@ -144,7 +145,7 @@ def main():
 
     print(common.describe(common.machine_info()))
     print(f"- dtype {dtype}, repeats {args.repeats} (median, round-robin)")
-    print("- ours: softmax(jaxprivmdp._sampling.loggamma), num_candidates=2 (default)")
+    print("- ours: softmax(jaxprivmdp.mechanisms._sampling.loggamma), num_candidates=2 (default)")
     print()
 
     header = (

@@ -82,7 +82,8 @@ def test_scaling(benchmark, dtype, quick, series, S, A, T, quantity):
     if (series, S, A, T) not in configs(quick):
         pytest.skip("not in this configuration")
     import jaxprivmdp as jp
-    from jaxprivmdp import _bounds, _planning
+    from jaxprivmdp.planning import _bellman as _planning
+    from jaxprivmdp.planning import _bounds
 
     private, policy, core_args, set_kw = problem(S, A, T, dtype)
     width = set_kw["width"]

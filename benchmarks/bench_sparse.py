@@ -55,7 +55,8 @@ import numpy as np
 import pytest
 
 import jaxprivmdp as jp
-from jaxprivmdp import _bounds, _planning
+from jaxprivmdp.planning import _bellman as _planning
+from jaxprivmdp.planning import _bounds
 
 T = 20
 GAMMA = 0.95
@@ -350,7 +351,7 @@ def set_problem(n, dtype):
 
 
 def row_box_fn(static):
-    from jaxprivmdp import _models
+    from jaxprivmdp.models import _rows as _models
 
     return jax.jit(lambda m, p: common.row_box(_models.transition_rows(m), p, static))
 

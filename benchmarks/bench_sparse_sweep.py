@@ -73,7 +73,7 @@ def run_child(n, horizon):
     import numpy as np
 
     import jaxprivmdp as jp
-    from jaxprivmdp import _sweep
+    from jaxprivmdp.experiments import _sweep
 
     mdp = model(n, horizon, args.dtype)
     jax.block_until_ready(mdp)

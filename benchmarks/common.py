@@ -210,7 +210,7 @@ def set_static_name() -> str:
     of ``_bounds.bounds_core``, so the benchmarks run against either."""
     import inspect
 
-    from jaxprivmdp import _bounds
+    from jaxprivmdp.planning import _bounds
 
     return "kind" if "kind" in inspect.signature(_bounds.bounds_core).parameters else "bound"
 
@@ -222,7 +222,7 @@ def set_args(
     ``grid``, ``sweep``) passes them to ``_bounds.bounds_core``, from ``_bounds.prepare_set``.
     The kwargs (``bound``/``kind``, ``width``, ``support_aware``) also fit
     ``_synthesis.synthesize_core``, ``_bounds.robust_solve_core`` and :func:`row_box`."""
-    from jaxprivmdp import _bounds
+    from jaxprivmdp.planning import _bounds
 
     first, params, width = _bounds.prepare_set(mdp, k, beta, bound, support_aware, grid=grid)
     return params, {set_static_name(): first, "width": width, "support_aware": bool(support_aware)}
@@ -230,7 +230,7 @@ def set_args(
 
 def row_box(rows: Any, params: Any, static: dict[str, Any]) -> Any:
     """``_sets.row_box`` with the static kwargs of :func:`set_args` (``width`` is not its)."""
-    from jaxprivmdp import _sets
+    from jaxprivmdp.sets import _boxes as _sets
 
     name = set_static_name()
     return _sets.row_box(
@@ -259,7 +259,8 @@ def time_prepare_set(
     """
     import statistics
 
-    from jaxprivmdp import _beta, _bounds
+    from jaxprivmdp.planning import _bounds
+    from jaxprivmdp.sets import _beta
 
     def call():
         return _bounds.prepare_set(mdp, k, beta, bound, support_aware, grid=grid)

@@ -19,8 +19,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 import jaxprivmdp as jp  # noqa: E402
-from jaxprivmdp import _report  # noqa: E402
-from jaxprivmdp._frontier import frontier  # noqa: E402
+from jaxprivmdp.experiments import _report  # noqa: E402
+from jaxprivmdp.experiments._frontier import frontier  # noqa: E402
 
 EPSILONS = [0.25, 0.5, 1, 2, 4, 8, 16, 32]
 DELTA = 1e-3

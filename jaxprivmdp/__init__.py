@@ -9,40 +9,40 @@ Reference: P. Gohari, M. Hale, U. Topcu, "Privacy-Preserving Policy Synthesis in
 Decision Processes", IEEE CDC 2020.
 """
 
-from . import examples as examples
 from . import privacy as privacy
-from ._bounds import PrivacyBounds as PrivacyBounds
-from ._bounds import cost_of_privacy as cost_of_privacy
-from ._bounds import robust_solve as robust_solve
-from ._check import CheckResult as CheckResult
-from ._check import check as check
-from ._frontier import FrontierResult as FrontierResult
-from ._frontier import frontier as frontier
-from ._load import load_labels as load_labels
-from ._load import load_mdp as load_mdp
-from ._mdp import TabularMDP as TabularMDP
-from ._mdp import make_mdp as make_mdp
-from ._mechanism import dirichlet_mechanism as dirichlet_mechanism
-from ._mechanism import secure_key as secure_key
-from ._mechanisms import privatize as privatize
-from ._planning import Solution as Solution
-from ._planning import evaluate as evaluate
-from ._planning import solve as solve
-from ._robust import concentration_radius as concentration_radius
-from ._robust import robust_expectation as robust_expectation
-from ._sets import BOUNDS as BOUNDS
-from ._sparse import SparseMDP as SparseMDP
-from ._sparse import make_sparse_mdp as make_sparse_mdp
-from ._sparse import to_dense as to_dense
-from ._sparse import to_sparse as to_sparse
-from ._sweep import RobustSummary as RobustSummary
-from ._sweep import SweepResult as SweepResult
-from ._sweep import sweep as sweep
-from ._sweep import sweep_key as sweep_key
-from ._synthesis import RobustPolicy as RobustPolicy
-from ._synthesis import Synthesis as Synthesis
-from ._synthesis import synthesize as synthesize
 from ._version import __version__ as __version__
+from .experiments import FrontierResult as FrontierResult
+from .experiments import RobustPolicy as RobustPolicy
+from .experiments import RobustSummary as RobustSummary
+from .experiments import SweepResult as SweepResult
+from .experiments import Synthesis as Synthesis
+from .experiments import frontier as frontier
+from .experiments import sweep as sweep
+from .experiments import sweep_key as sweep_key
+from .experiments import synthesize as synthesize
+from .io import load_labels as load_labels
+from .io import load_mdp as load_mdp
+from .mechanisms import dirichlet_mechanism as dirichlet_mechanism
+from .mechanisms import privatize as privatize
+from .mechanisms import secure_key as secure_key
+from .models import SparseMDP as SparseMDP
+from .models import TabularMDP as TabularMDP
+from .models import examples as examples
+from .models import make_mdp as make_mdp
+from .models import make_sparse_mdp as make_sparse_mdp
+from .models import to_dense as to_dense
+from .models import to_sparse as to_sparse
+from .planning import CheckResult as CheckResult
+from .planning import PrivacyBounds as PrivacyBounds
+from .planning import Solution as Solution
+from .planning import check as check
+from .planning import cost_of_privacy as cost_of_privacy
+from .planning import evaluate as evaluate
+from .planning import robust_expectation as robust_expectation
+from .planning import robust_solve as robust_solve
+from .planning import solve as solve
+from .sets import BOUNDS as BOUNDS
+from .sets import concentration_radius as concentration_radius
 
 __all__ = [
     "BOUNDS",

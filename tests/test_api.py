@@ -11,7 +11,8 @@ import pytest
 from conftest import build_mdp
 
 import jaxprivmdp as jp
-from jaxprivmdp import _bounds, _planning
+from jaxprivmdp.planning import _bellman as _planning
+from jaxprivmdp.planning import _bounds
 from jaxprivmdp.privacy import _special
 
 KS = jnp.asarray([1.0, 5.0, 40.0])

@@ -17,7 +17,7 @@ import pytest
 from scipy.optimize import brentq
 from scipy.special import betainc, betaincc
 
-from jaxprivmdp import _beta
+from jaxprivmdp.sets import _beta
 
 KS = [1e-2, 1.0, 100.0, 1e4, 1e6, 1e8]
 LEVELS = [0.05, 1e-4, 1e-12]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import jaxprivmdp as jp
-from jaxprivmdp._check import check, parse_property
+from jaxprivmdp.planning._properties import check, parse_property
 
 # --------------------------------------------------------------------------- small models
 

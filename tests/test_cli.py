@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jaxprivmdp import cli, examples
-from jaxprivmdp.cli import main
+from jaxprivmdp import examples
+from jaxprivmdp.cli import _args, _commands, main
 
 
 @pytest.fixture
@@ -214,8 +214,8 @@ def test_out_is_checked_before_any_computation(tmp_path, investment_npz, capsys,
     def no_sweep(*args, **kwargs):
         raise AssertionError("the command computed before checking --out")
 
-    monkeypatch.setattr(cli, "_run_sweeps", no_sweep)
-    monkeypatch.setattr(cli, "_guarantees", no_sweep)
+    monkeypatch.setattr(_commands, "_run_sweeps", no_sweep)
+    monkeypatch.setattr(_commands, "_guarantees", no_sweep)
     a_file = tmp_path / "taken"
     a_file.write_text("")
     assert main(["reproduce", "--out", str(a_file)]) == 2
@@ -245,7 +245,7 @@ def test_ctrl_c_exits_130_and_leaves_the_old_outputs(tmp_path, capsys, monkeypat
         path.write_bytes(b"\x89PNG half")  # a partial image, then Ctrl-C
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_plot_epsilon", interrupted_plot)
+    monkeypatch.setattr(_commands, "_plot_epsilon", interrupted_plot)
     assert main(_privacy_args(tmp_path)) == 130
     assert capsys.readouterr().err == "jaxprivmdp privacy: interrupted\n"
     # privacy.json was complete, but it is not renamed without its plot; no temporaries.
@@ -365,7 +365,7 @@ def test_privacy_of_a_file_needs_a_public_eta(tmp_path, investment_npz, capsys):
 
 
 def test_help_shows_every_default(capsys):
-    parser = cli.build_parser()
+    parser = _args.build_parser()
     subparsers = next(a for a in parser._actions if a.choices and "sweep" in a.choices)
     for name, sub in subparsers.choices.items():
         assert issubclass(sub.formatter_class, argparse.ArgumentDefaultsHelpFormatter), name
@@ -466,19 +466,19 @@ def test_format_table():
         {"k": 10.0, "epsilon": 5.728331, "delta": 1e-3, "log_gamma": -2000.0},
         {"k": 1.0, "epsilon": 0.0, "delta": 0.0, "log_gamma": None},
     ]
-    lines = cli.format_table(rows).splitlines()
+    lines = _commands.format_table(rows).splitlines()
     assert lines[0].split() == ["k", "epsilon", "delta", "gamma"]
     assert lines[1].split() == ["10", "5.72833", "1.00e-3", "2.58e-869"]
     assert lines[2].split() == ["1", "0", "0", "nan"]
-    assert cli._format_log10(math.log(9.999)) == "1.00e+1"  # rounds up to the next decade
+    assert _commands._format_log10(math.log(9.999)) == "1.00e+1"  # rounds up to the next decade
 
 
 # --------------------------------------------------------------------------- report
 
 
 def test_report_sorts_an_unsorted_sweep_by_k(tmp_path):
-    from jaxprivmdp import _report
-    from jaxprivmdp._sweep import SweepResult
+    from jaxprivmdp.experiments import _report
+    from jaxprivmdp.experiments._sweep import SweepResult
 
     ks = np.array([40.0, 1.0, 10.0])
     cost = np.array([[0.1, 0.2], [0.9, 0.8], [0.4, 0.5]])  # cost falls with k

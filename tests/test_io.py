@@ -1,4 +1,4 @@
-"""Reading untrusted ``.npz`` files and writing outputs atomically (``jaxprivmdp._io``)."""
+"""Reading untrusted ``.npz`` files and writing outputs atomically (``jaxprivmdp.io._files``)."""
 
 import io
 import os
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxprivmdp import _io
 from jaxprivmdp.cli import load_npz_mdp
+from jaxprivmdp.io import _files as _io
 
 P = np.array([[[0.5, 0.5], [1.0, 0.0]], [[0.25, 0.75], [0.0, 1.0]]])  # [S=2, A=2, S=2]
 R = np.array([[1.0, 0.0], [0.0, 1.0]])

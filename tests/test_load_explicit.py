@@ -9,7 +9,7 @@ import prism_fixtures as pf
 import pytest
 
 import jaxprivmdp as jp
-from jaxprivmdp._load import load_labels
+from jaxprivmdp.io._load import load_labels
 
 
 def dense(m):

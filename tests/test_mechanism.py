@@ -219,7 +219,7 @@ def test_lemma1_concentration(k, beta):
 
 
 def test_fast_sampler_same_distribution():
-    pytest.importorskip("jaxprivmdp._sampling")
+    pytest.importorskip("jaxprivmdp.mechanisms._sampling")
     k = 3.0
     draws = mc_draws(P_MC, k, seed=5, sampler="fast")
     var_true = P_MC * (1 - P_MC) / (k + 1)

@@ -16,8 +16,8 @@ from conftest import build_mdp
 from scipy import integrate, optimize, stats
 
 import jaxprivmdp as jp
-from jaxprivmdp._additive import noise_radius, project_simplex
-from jaxprivmdp._mechanisms import get_mechanism
+from jaxprivmdp.mechanisms._additive import noise_radius, project_simplex
+from jaxprivmdp.mechanisms._registry import get_mechanism
 from jaxprivmdp.privacy import _additive as pa
 
 KEY = jax.random.key(3)

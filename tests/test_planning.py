@@ -23,7 +23,7 @@ from conftest import (
 )
 
 import jaxprivmdp as jp
-from jaxprivmdp._planning import (
+from jaxprivmdp.planning._bellman import (
     _exact_product,
     _ff_sum,
     backup_ulps,

@@ -23,12 +23,12 @@ from conftest import random_arrays, random_stochastic_policy
 from jax.extend import core as jex_core
 
 import jaxprivmdp as jp
-from jaxprivmdp._bounds import bounds_core, prepare_set, robust_solve_core
-from jaxprivmdp._mechanism import model_mechanism_input
-from jaxprivmdp._mechanisms import _privatize_jit, get_mechanism
-from jaxprivmdp._models import with_probs
-from jaxprivmdp._planning import evaluate_core, solve_core
-from jaxprivmdp._sweep import _sweep_chunk, chunk_runs
+from jaxprivmdp.experiments._sweep import _sweep_chunk, chunk_runs
+from jaxprivmdp.mechanisms._registry import _privatize_jit, get_mechanism
+from jaxprivmdp.models._rows import with_probs
+from jaxprivmdp.models._support import model_mechanism_input
+from jaxprivmdp.planning._bellman import evaluate_core, solve_core
+from jaxprivmdp.planning._bounds import bounds_core, prepare_set, robust_solve_core
 
 HIGHEST = jax.lax.Precision.HIGHEST
 PRODUCTS = ("dot_general", "conv_general_dilated", "ragged_dot_general")

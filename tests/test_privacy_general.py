@@ -15,7 +15,7 @@ import pytest
 from scipy import optimize, special
 
 import jaxprivmdp as jp
-from jaxprivmdp._frontier import public_eta
+from jaxprivmdp.experiments._frontier import public_eta
 from jaxprivmdp.privacy import _additive as pa
 from jaxprivmdp.privacy import _row
 from jaxprivmdp.privacy._rdp import compose_rows, dirichlet_divergence, dirichlet_rdp

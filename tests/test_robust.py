@@ -9,9 +9,9 @@ import pytest
 from conftest import greedy_inner, lp_inner
 
 import jaxprivmdp as jp
-from jaxprivmdp._models import Rows
-from jaxprivmdp._robust import fill_width, robust_backup
-from jaxprivmdp._sets import paper_params, row_box
+from jaxprivmdp.models._rows import Rows
+from jaxprivmdp.planning._kernel import fill_width, robust_backup
+from jaxprivmdp.sets._boxes import paper_params, row_box
 
 
 @jax.jit

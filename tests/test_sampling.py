@@ -1,4 +1,4 @@
-"""Tests for the exact log-gamma / Dirichlet sampler (``jaxprivmdp._sampling``).
+"""Tests for the exact log-gamma / Dirichlet sampler (``jaxprivmdp.mechanisms._sampling``).
 
 Distributional claims are checked against SciPy with fixed keys (so nothing is flaky);
 p-value thresholds are 1e-3. Each shape parameter gets its own key: sharing one key would
@@ -14,8 +14,8 @@ import pytest
 from jax.extend.random import threefry2x32_p
 from scipy import special, stats
 
-from jaxprivmdp import _sampling
-from jaxprivmdp._sampling import loggamma
+from jaxprivmdp.mechanisms import _sampling
+from jaxprivmdp.mechanisms._sampling import loggamma
 
 N = 20_000
 P_MIN = 1e-3

@@ -17,10 +17,10 @@ from scipy.special import betainc
 
 import jaxprivmdp as jp
 from jaxprivmdp import examples
-from jaxprivmdp._bounds import prepare_set
-from jaxprivmdp._models import Rows
-from jaxprivmdp._robust import robust_backup
-from jaxprivmdp._sets import row_box, set_level
+from jaxprivmdp.models._rows import Rows
+from jaxprivmdp.planning._bounds import prepare_set
+from jaxprivmdp.planning._kernel import robust_backup
+from jaxprivmdp.sets._boxes import row_box, set_level
 
 KEY = jax.random.key(7)
 SETS = ["paper", "exact", "certified"]
@@ -341,7 +341,7 @@ def test_bound_under_jit_over_the_model():
 @pytest.mark.parametrize("bound", ["exact", "certified"])
 def test_beta_box_fill_width_is_exact(bound):
     """The width from the smallest capacity gives the same bounds as the full width."""
-    from jaxprivmdp._bounds import bounds_core
+    from jaxprivmdp.planning._bounds import bounds_core
 
     rng = np.random.default_rng(0)
     S = 40

@@ -9,10 +9,10 @@ import pytest
 from conftest import GAMMA, T, lp_inner, np_backward_induction, random_arrays
 
 import jaxprivmdp as jp
-from jaxprivmdp import _robust
-from jaxprivmdp._models import Rows
-from jaxprivmdp._robust import robust_backup
-from jaxprivmdp._sets import paper_params, row_box
+from jaxprivmdp.models._rows import Rows
+from jaxprivmdp.planning import _kernel as _robust
+from jaxprivmdp.planning._kernel import robust_backup
+from jaxprivmdp.sets._boxes import paper_params, row_box
 
 S, A = 6, 3
 KEY = jax.random.key(0)

@@ -22,8 +22,8 @@ from conftest import (
 
 import jaxprivmdp as jp
 from jaxprivmdp import sweep, synthesize
-from jaxprivmdp._planning import default_tolerance
-from jaxprivmdp._sweep import _sweep_chunk
+from jaxprivmdp.experiments._sweep import _sweep_chunk
+from jaxprivmdp.planning._bellman import default_tolerance
 
 KS = [2.0, 4.0]
 N = 3

@@ -238,9 +238,9 @@ def _beta_box_holds(model, p_bar, k, bound, aware):
     Uses the set's internals (as ``tests/test_sets.py`` does): the public support is the
     input's nonzero pattern (``support="nonzero"``) or a sparse model's lists.
     """
-    from jaxprivmdp._bounds import prepare_set
-    from jaxprivmdp._models import transition_rows
-    from jaxprivmdp._sets import row_box
+    from jaxprivmdp.models._rows import transition_rows
+    from jaxprivmdp.planning._bounds import prepare_set
+    from jaxprivmdp.sets._boxes import row_box
 
     if isinstance(model, jp.TabularMDP):
         model = dataclasses.replace(model, support=model.transitions > 0)

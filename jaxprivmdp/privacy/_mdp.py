@@ -10,8 +10,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._checks import ETA_RELATIVE_TOLERANCE, real
-from .._mechanism import prepare_mechanism_input
-from .._sparse import SparseMDP
+from ..models._sparse import SparseMDP
+from ..models._support import prepare_mechanism_input
 from ._row import Guarantee, check_b, check_k, check_target_delta, guarantee
 
 Adjacency = Literal["row", "all"]

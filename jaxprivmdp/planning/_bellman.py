@@ -22,9 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from ._checks import as_numpy, check_count, check_range, is_concrete
-from ._models import Model, Rows, check_model, expect, successors, transition_rows
-from ._sparse import SparseMDP
+from .._checks import as_numpy, check_count, check_range, is_concrete
+from ..models._rows import Model, Rows, check_model, expect, successors, transition_rows
+from ..models._sparse import SparseMDP
 
 HIGHEST = jax.lax.Precision.HIGHEST
 

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from ._checks import (
+from .._checks import (
     ROW_SUM_TOLERANCE,
     as_numpy,
     check_int,

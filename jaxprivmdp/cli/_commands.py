@@ -2,7 +2,7 @@
 
 Every command validates its arguments before it reads or computes anything, and reports a
 bad argument or file as a one-line error (exit status 2), never a traceback. Every file it
-writes appears whole or not at all (see :func:`jaxprivmdp._io.atomic_outputs`).
+writes appears whole or not at all (see :func:`jaxprivmdp.io._files.atomic_outputs`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-from ._cli_args import ONE_OVER_N_RTOL, build_parser, check_args
-from ._cli_mdp import load_npz_mdp as load_npz_mdp
-from ._cli_mdp import load_user_mdp
-from ._io import atomic_outputs, atomic_path
+from ..io._files import atomic_outputs, atomic_path
+from ._args import ONE_OVER_N_RTOL, build_parser, check_args
+from ._mdp_files import load_npz_mdp as load_npz_mdp
+from ._mdp_files import load_user_mdp
 
 PRIVACY_B = 0.1
 PRIVACY_DELTA = 1e-3
@@ -44,7 +44,7 @@ def _accounting(flag: str, k: float, compute):
     A numerical failure (the library's series may not converge for huge ``k``) becomes a
     ValueError too. Rows with zeros keep their own error, whose message names other flags.
     """
-    from ._mechanism import ZeroEntryError
+    from ..models._support import ZeroEntryError
 
     try:
         return compute()
@@ -95,7 +95,7 @@ def _guarantees(mdp, ks, *, support=None, b=PRIVACY_B, target_delta=PRIVACY_DELT
     """The (ε, δ) that each k of a sweep buys, for one-row adjacency (recorded in the JSON)."""
     import numpy as np
 
-    from . import privacy
+    from .. import privacy
 
     P, mask = np.asarray(mdp.transitions), np.asarray(mdp.action_mask)
     out = {
@@ -122,7 +122,7 @@ def _mdp_guarantee(args, mdp, k):
     """The guarantee of privatizing ``mdp`` with ``k`` under the command's privacy options."""
     import numpy as np
 
-    from . import SparseMDP, privacy
+    from .. import SparseMDP, privacy
 
     if isinstance(mdp, SparseMDP):  # successor lists carry their own support and mask
         return _accounting(
@@ -169,7 +169,8 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
     import jax
     import numpy as np
 
-    from . import _report, sweep
+    from .. import sweep
+    from ..experiments import _report
 
     start = time.perf_counter()
     key = jax.random.key(args.seed)
@@ -249,7 +250,7 @@ def cmd_reproduce(args) -> list[Path]:
     """Figure 1 of the paper: both examples over the grid of k."""
     import jax
 
-    from . import examples
+    from ..models import examples
 
     dtype = args.dtype
     mdps = {
@@ -281,7 +282,7 @@ def _frontier_mdp(args):
     """``--example`` or ``--mdp``, and the mechanism's ``support`` option for it."""
     import jax
 
-    from . import examples
+    from ..models import examples
 
     if args.mdp is not None:
         mdp, _ = load_user_mdp(args)
@@ -299,8 +300,8 @@ def cmd_frontier(args) -> list[Path]:
     """Every mechanism calibrated to each target (ε, δ): value, bounds, cost; figure + tables."""
     import jax
 
-    from . import _report
-    from ._frontier import frontier
+    from ..experiments import _report
+    from ..experiments._frontier import frontier
 
     start = time.perf_counter()
     name, mdp, support = _frontier_mdp(args)
@@ -374,7 +375,7 @@ def cmd_frontier(args) -> list[Path]:
 
 def _one_row(args) -> tuple[list[dict], str, dict]:
     """Guarantees of one row of ``--n`` entries; ``--smoothing`` as in ``mdp_guarantee``."""
-    from . import privacy
+    from .. import privacy
 
     n, smoothing = args.n, args.smoothing
     eta = args.eta if args.eta is not None else smoothing  # smoothing's public lower bound
@@ -463,7 +464,7 @@ def cmd_privatize(args) -> list[Path]:
     """A release: privatize a user's MDP with OS-entropy randomness; never write the input."""
     import numpy as np
 
-    from . import SparseMDP, dirichlet_mechanism, secure_key
+    from .. import SparseMDP, dirichlet_mechanism, secure_key
 
     mdp, arrays = load_user_mdp(args, validation_only=True)
     g = _mdp_guarantee(args, mdp, args.k)
@@ -541,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     import jax
 
-    from ._mechanism import ZeroEntryError
+    from ..models._support import ZeroEntryError
 
     x64 = jax.config.jax_enable_x64  # restored: callers in Python keep their setting
 

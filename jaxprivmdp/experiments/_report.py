@@ -12,9 +12,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
-from ._io import atomic_path
+from .._version import __version__
+from ..io._files import atomic_path
 from ._sweep import SweepResult
-from ._version import __version__
 
 QUANTITIES = ("optimistic", "pessimistic", "private_value", "true_value", "cost")
 LABELS = {
@@ -105,7 +105,7 @@ def write_tables(
       path_stem: the files' path without suffix.
       tables: ``{example: rows}`` as :func:`summarize` returns them (sorted by ``k`` here).
       meta: what the JSON records beside the results.
-      stage: the ``stage`` of :func:`jaxprivmdp._io.atomic_outputs` to write through, so a
+      stage: the ``stage`` of :func:`jaxprivmdp.io._files.atomic_outputs` to write through, so a
         command's files appear together; None writes each file atomically on its own.
 
     Returns:

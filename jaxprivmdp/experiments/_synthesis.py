@@ -7,13 +7,14 @@ from typing import NamedTuple
 import jax
 from jax.typing import ArrayLike
 
-from ._bounds import bounds_core, prepare_set, robust_solve_core
-from ._checks import check_key, host_scalar
-from ._mechanism import Sampler, Support, check_sampler, model_mechanism_input
-from ._mechanisms import MechanismName, get_mechanism
-from ._models import Model, check_model, with_probs
-from ._planning import check_iterations, evaluate_core, solve_core
-from ._sets import Bound, SetParams
+from .._checks import check_key, host_scalar
+from ..mechanisms._dirichlet import Sampler, check_sampler
+from ..mechanisms._registry import MechanismName, get_mechanism
+from ..models._rows import Model, check_model, with_probs
+from ..models._support import Support, model_mechanism_input
+from ..planning._bellman import check_iterations, evaluate_core, solve_core
+from ..planning._bounds import bounds_core, prepare_set, robust_solve_core
+from ..sets._boxes import Bound, SetParams
 
 
 class RobustPolicy(NamedTuple):
@@ -161,7 +162,7 @@ def synthesize(
       mechanism: ``"dirichlet"`` (default, the paper's) or an additive-noise mechanism,
         ``"gaussian"`` or ``"laplace"``: noise of standard deviation / scale ``k`` on every
         supported entry, then the Euclidean projection onto the simplex over the support
-        (``jaxprivmdp._mechanisms``; calibrate ``k`` with ``privacy.calibrate``).
+        (``jaxprivmdp.mechanisms._registry``; calibrate ``k`` with ``privacy.calibrate``).
       sampler: ``"jax"`` (default: ``jax.random.dirichlet``'s sampler, the one to audit) or
         ``"fast"`` (same distribution, faster), see :func:`dirichlet_mechanism`.
       max_iterations: infinite horizon: guard on iterations (not static).

@@ -14,7 +14,7 @@ import jax
 import jax.numpy as jnp
 from jax.lax import Precision
 
-from ._mdp import TabularMDP
+from ._dense import TabularMDP
 from ._sparse import SparseMDP
 
 Model = TabularMDP | SparseMDP

@@ -24,10 +24,10 @@ from typing import Literal
 import jax
 import jax.numpy as jnp
 
+from ..privacy import _additive as additive_privacy
+from ..privacy import _row
 from . import _additive
-from ._mechanism import privatize as dirichlet_privatize
-from .privacy import _additive as additive_privacy
-from .privacy import _row
+from ._dirichlet import privatize as dirichlet_privatize
 
 MechanismName = Literal["dirichlet", "gaussian", "laplace"]
 
@@ -151,9 +151,10 @@ def privatize(
       ValueError: an unknown mechanism, ``parameter <= 0``, or (Dirichlet) rows with zeros
         without ``support`` or ``smoothing``.
     """
-    from ._checks import check_key, check_positive
-    from ._mechanism import check_sampler, model_mechanism_input
-    from ._models import check_model, with_probs
+    from .._checks import check_key, check_positive
+    from ..models._rows import check_model, with_probs
+    from ..models._support import model_mechanism_input
+    from ._dirichlet import check_sampler
 
     key = check_key(key)
     check_model(mdp)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._checks import check_int, check_range
-from ._io import check_output_file, check_output_folder
+from .._checks import check_int, check_range
+from ..io._files import check_output_file, check_output_folder
 
 PAPER_KS = (1, 5, 10, 15, 20, 25, 30, 35, 40)
 # Counts become int32 shapes and loop bounds inside JAX; beyond this they overflow.

@@ -32,7 +32,7 @@ import numpy as np
 from jax import lax
 from jax.typing import ArrayLike, DTypeLike
 
-from ._checks import check_key, working_dtype
+from .._checks import check_key, working_dtype
 
 __all__ = ["loggamma"]
 

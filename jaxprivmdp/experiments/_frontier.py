@@ -21,13 +21,13 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from ._checks import check_count, check_probability, check_range
-from ._mechanisms import MECHANISMS, get_mechanism
-from ._models import Model, check_model, transition_rows
-from ._planning import evaluate_core, solve_core
-from ._sets import Bound, row_count
+from .._checks import check_count, check_probability, check_range
+from ..mechanisms._registry import MECHANISMS, get_mechanism
+from ..models._rows import Model, check_model, transition_rows
+from ..planning._bellman import evaluate_core, solve_core
+from ..privacy import compose_rows
+from ..sets._boxes import Bound, row_count
 from ._sweep import sweep
-from .privacy import compose_rows
 
 
 class FrontierResult(NamedTuple):

@@ -47,9 +47,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ._io import read_npz
-from ._mdp import TabularMDP, make_mdp
-from ._sparse import PADDING, SparseMDP, make_sparse_mdp
+from ..models._dense import TabularMDP, make_mdp
+from ..models._sparse import PADDING, SparseMDP, make_sparse_mdp
+from ._files import read_npz
 
 # Arrays a release of `jaxprivmdp privatize` stores beside the model.
 RELEASE_METADATA = ("k", "epsilon", "delta", "b", "adjacency", "eta")

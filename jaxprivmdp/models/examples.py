@@ -5,8 +5,8 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from ._checks import check_count, check_key, check_range
-from ._mdp import TabularMDP, make_mdp
+from .._checks import check_count, check_key, check_range
+from ._dense import TabularMDP, make_mdp
 from ._sparse import PADDING, SparseMDP, make_sparse_mdp
 
 HIT_PROBABILITIES = (0.9, 0.2, 0.8, 0.3)

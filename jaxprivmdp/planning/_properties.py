@@ -60,7 +60,7 @@ is within a relative ``(n + 1) u`` of the exact one (``n`` terms, ``u = eps/2``;
 1|``); the lower bound is multiplied by ``1 − m``, the upper by ``1 + m``, with ``m = (n +
 5) u + 2 δ``. The bounds then hold in the working dtype (for dense rows with ``S`` beyond a
 few dozen, ``n`` is replaced by ``16 + 2⌈log₂ S⌉``, a heuristic for XLA's blocked summation,
-as :mod:`jaxprivmdp._planning` does). The price is a floor on the reachable precision of
+as :mod:`jaxprivmdp.planning._bellman` does). The price is a floor on the reachable precision of
 about ``2 m`` times the expected number of steps: in float32 (``m`` about 1e-6) a slowly
 mixing model may stop short of ``tol`` (``converged`` False, the bound still sound).
 """
@@ -79,9 +79,9 @@ from jax import lax
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
-from ._checks import check_count, check_int, check_range, is_concrete
-from ._models import Model, Rows, check_model, expect, transition_rows
-from ._sparse import SparseMDP
+from .._checks import check_count, check_int, check_range, is_concrete
+from ..models._rows import Model, Rows, check_model, expect, transition_rows
+from ..models._sparse import SparseMDP
 
 # Relative precision asked of unbounded properties by default: PRISM's and Storm's default
 # (1e-6, relative) in float64; in float32 rounding alone costs about 1e-6 per expected step.

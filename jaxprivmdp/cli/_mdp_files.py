@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._cli_args import ONE_OVER_N_RTOL
-from ._io import read_npz
-from ._load import RELEASE_METADATA
+from ..io._files import read_npz
+from ..io._load import RELEASE_METADATA
+from ._args import ONE_OVER_N_RTOL
 
 
 def _read_mdp_arrays(path: Path) -> dict:
@@ -36,10 +36,10 @@ def load_npz_mdp(path: Path, *, horizon, discount, initial_state, dtype, arrays=
       The validated :class:`jaxprivmdp.TabularMDP`.
 
     Raises:
-      ValueError: one line naming ``--mdp`` and the file (see :func:`jaxprivmdp._io.read_npz`
+      ValueError: one line naming ``--mdp`` and the file (see :func:`jaxprivmdp.io._files.read_npz`
         for the file checks), or the problem :func:`jaxprivmdp.make_mdp` found.
     """
-    from . import make_mdp
+    from .. import make_mdp
 
     if arrays is None:
         arrays = _read_mdp_arrays(path)
@@ -86,7 +86,7 @@ def _structure(value: str | None) -> int | str | None:
 
 def _load_sparse_mdp(args, horizon, discount, validation_only):
     """A sparse model (PRISM/Storm ``.tra`` or successor lists in ``.npz``)."""
-    from . import load_mdp
+    from .. import load_mdp
 
     is_tra = args.mdp.suffix == ".tra"
     if validation_only and (args.support is not None or args.smoothing is not None):

@@ -10,10 +10,21 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
-from ._checks import check_positive, check_probability
-from ._mechanisms import MechanismName, get_mechanism
-from ._models import Model, Rows, check_model, check_public_support, transition_rows
-from ._planning import (
+from .._checks import check_positive, check_probability
+from ..mechanisms._registry import MechanismName, get_mechanism
+from ..models._rows import Model, Rows, check_model, check_public_support, transition_rows
+from ..models._sparse import SparseMDP
+from ..sets._boxes import (
+    Bound,
+    RowBox,
+    SetParams,
+    check_bound,
+    policy_box,
+    row_box,
+    set_kind,
+    set_params,
+)
+from ._bellman import (
     Solution,
     backward_induction,
     check_iterations,
@@ -25,18 +36,7 @@ from ._planning import (
     value_iteration,
     weighted_sum,
 )
-from ._robust import fill_width, robust_backup
-from ._sets import (
-    Bound,
-    RowBox,
-    SetParams,
-    check_bound,
-    policy_box,
-    row_box,
-    set_kind,
-    set_params,
-)
-from ._sparse import SparseMDP
+from ._kernel import fill_width, robust_backup
 
 
 class PrivacyBounds(NamedTuple):
@@ -187,8 +187,8 @@ def bounds_core(
 ) -> PrivacyBounds:
     """:func:`cost_of_privacy` on validated inputs: pure, jit/vmap/grad-friendly.
 
-    ``params`` are the set's (:func:`jaxprivmdp._sets.set_params`); ``tol=None`` means the
-    default tolerance. ``kind`` (:func:`jaxprivmdp._sets.set_kind`), ``width`` and
+    ``params`` are the set's (:func:`jaxprivmdp.sets._boxes.set_params`); ``tol=None`` means the
+    default tolerance. ``kind`` (:func:`jaxprivmdp.sets._boxes.set_kind`), ``width`` and
     ``support_aware`` are static.
     """
     boxes = _boxes(mdp, params, kind, support_aware)
@@ -336,7 +336,7 @@ def cost_of_privacy(
 ) -> PrivacyBounds:
     """Pessimistic and optimistic values ``v̲``, ``v̄`` of a policy on a privatized MDP.
 
-    What the bounds say depends on ``bound`` (the uncertainty set, ``jaxprivmdp._sets``):
+    What the bounds say depends on ``bound`` (the uncertainty set, ``jaxprivmdp.sets._boxes``):
 
     - ``"paper"`` (default): the paper's set P̂ and statement, below.
     - ``"exact"``: the same statement about ``E[V^π(s0) | P̄, k]``, with each row's box
@@ -388,7 +388,7 @@ def cost_of_privacy(
       mechanism: the mechanism that released ``P̄``: ``"dirichlet"`` (default; ``k`` is
         its parameter) or ``"gaussian"``/``"laplace"`` (``k`` is then the noise's σ or
         scale λ, and every ``bound`` uses the box ``‖P2 − P̄‖∞ <= r`` from the noise's tail,
-        see ``jaxprivmdp._mechanisms``).
+        see ``jaxprivmdp.mechanisms._registry``).
       support_aware: restrict ``P̂`` (both its ``β`` part and its box) to each row's
         *public* support: a :class:`SparseMDP`'s listed successors, or the support a dense
         model records (``TabularMDP.support``: a release from :func:`dirichlet_mechanism` /

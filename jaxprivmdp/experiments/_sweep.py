@@ -19,13 +19,14 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from jax.typing import ArrayLike
 
-from ._bounds import prepare_set
-from ._checks import as_numpy, check_count, check_key, check_positive
-from ._mechanism import Sampler, Support, check_sampler, model_mechanism_input
-from ._mechanisms import MechanismName, get_mechanism
-from ._models import Model, check_model, transition_rows, with_probs
-from ._planning import check_iterations, evaluate_core, solve_core
-from ._sets import Bound, SetParams
+from .._checks import as_numpy, check_count, check_key, check_positive
+from ..mechanisms._dirichlet import Sampler, check_sampler
+from ..mechanisms._registry import MechanismName, get_mechanism
+from ..models._rows import Model, check_model, transition_rows, with_probs
+from ..models._support import Support, model_mechanism_input
+from ..planning._bellman import check_iterations, evaluate_core, solve_core
+from ..planning._bounds import prepare_set
+from ..sets._boxes import Bound, SetParams
 from ._synthesis import synthesize_core
 
 

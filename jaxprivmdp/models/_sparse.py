@@ -19,8 +19,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from ._checks import ROW_SUM_TOLERANCE, as_numpy, float_array, working_dtype
-from ._mdp import (
+from .._checks import ROW_SUM_TOLERANCE, as_numpy, float_array, working_dtype
+from ._dense import (
     MODEL_DATA_FIELDS,
     MODEL_META_FIELDS,
     ModelFields,

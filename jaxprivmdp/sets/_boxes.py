@@ -5,7 +5,7 @@ Every set the bounds use has the form
     {β' P1 + (1 − β') P2 : P1 ∈ Δ(support), P2 ∈ Δ(support), l ≤ P2 ≤ u}
 
 with per-entry bounds ``l ≤ u`` built from the privatized row ``P̄`` and a mixture weight
-``β'`` (β or 0); :func:`jaxprivmdp._robust.robust_backup` optimizes over it exactly. Three
+``β'`` (β or 0); :func:`jaxprivmdp.planning._kernel.robust_backup` optimizes over it exactly. Three
 members (``bound=``):
 
 ``"paper"``
@@ -31,7 +31,7 @@ construction valid for every ``P`` is proved here.
 
 The intervals themselves are computed in ``_beta`` (tabulated quantiles, device lookups).
 
-For the additive-noise mechanisms (``jaxprivmdp._mechanisms``) every ``bound`` is a box
+For the additive-noise mechanisms (``jaxprivmdp.mechanisms._registry``) every ``bound`` is a box
 ``P̄ ± r`` with ``r`` from their noise's tail (kind ``"radius"``, like the paper's); the
 Beta intervals (kind ``"beta"``) are the Dirichlet mechanism's.
 """
@@ -44,10 +44,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import is_concrete
+from ..models._rows import Model, Rows, row_support, transition_rows
 from ._beta import BetaTables, device_tables, host_tables, intervals, smallest_width
-from ._checks import is_concrete
-from ._models import Model, Rows, row_support, transition_rows
-from ._robust import outward_radius
+from ._radius import outward_radius
 
 Bound = Literal["paper", "exact", "certified"]
 BOUNDS: tuple[str, ...] = ("paper", "exact", "certified")
@@ -97,7 +97,7 @@ def entry_count(mdp: Model, *, support_aware: bool, whole_model: bool) -> int:
     """How many entries the union bound covers: per row (the largest row) or in all rows.
 
     Rows of masked actions are never used and not counted. Support-aware sets count each
-    row's public support (:func:`jaxprivmdp._models.row_support`: a sparse model's listed
+    row's public support (:func:`jaxprivmdp.models._rows.row_support`: a sparse model's listed
     successors, the support a dense release records; never ``P̄ > 0``); sets over the whole
     simplex count all ``S`` entries of a row. A model traced under a transformation is
     counted from its shapes alone (every row, ``K`` or ``S`` entries each): an upper bound,
@@ -159,7 +159,8 @@ def set_params(mdp: Model, k, beta, bound: str, support_aware: bool, mechanism) 
 
     Dirichlet: Lemma 1's ``α`` (``"paper"``) or Beta-quantile tables, tabulated on the host
     for concrete ``k`` and ``β`` (through a callback when traced). Additive mechanisms: the
-    radius of their noise (:func:`jaxprivmdp._additive.noise_radius`) at level ``β`` per row
+    radius of their noise (:func:`jaxprivmdp.mechanisms._additive.noise_radius`) at level
+    ``β`` per row
     (``"paper"``, ``"exact"``: their tail bound is already exact) or ``β / R`` over all ``R``
     allowed rows (``"certified"``), times the scale, rounded up.
     """

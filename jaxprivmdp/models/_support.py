@@ -1,0 +1,182 @@
+"""Which rows a mechanism privatizes, over which entries: the public structure of a release.
+
+A mechanism privatizes every allowed row of the *input* model over its support: the full row,
+the row's nonzero entries (``support="nonzero"``: the zero pattern is public), a sparse
+model's listed successors, or the row mixed with the uniform distribution (``smoothing=η``,
+which changes the data). The support found here travels with the release; no set ever
+re-derives it from ``P̄``. Used by the mechanisms and by the privacy accounting of a whole
+model (which rows count).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Literal, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from .._checks import check_range, check_shape, is_concrete
+from ._dense import validate_transitions
+from ._sparse import SparseMDP
+
+Support = Literal["nonzero"] | None
+
+
+class ZeroEntryError(ValueError):
+    """Rows with zero entries were given without ``support="nonzero"`` or ``smoothing``.
+
+    Attributes:
+      rows: the offending ``(state, action)`` pairs, in order.
+    """
+
+    def __init__(self, message: str, rows: list[tuple[int, int]]):
+        super().__init__(message)
+        self.rows = rows
+
+
+class MechanismInput(NamedTuple):
+    """The rows the mechanism privatizes (nothing the user gave is changed).
+
+    Attributes:
+      rows: `[S, A, S]` the rows that are privatized (smoothed when ``smoothing`` was given).
+      support: `[S, A, S]` bool, entries sampled; entries outside stay exactly 0.
+      action_mask: `[S, A]` bool, allowed actions; masked rows are never privatized.
+    """
+
+    rows: ArrayLike
+    support: ArrayLike
+    action_mask: ArrayLike
+
+
+def check_options(support: Support, smoothing) -> None:
+    """``support`` and ``smoothing`` as the mechanism accepts them (not their values vs rows)."""
+    if support not in (None, "nonzero"):
+        raise ValueError(f"support must be None or 'nonzero', got {support!r}")
+    if smoothing is not None and support is not None:
+        raise ValueError("pass either support='nonzero' or smoothing, not both")
+
+
+def resolve_rows(xp, P, mask, support: Support, smoothing) -> MechanismInput:
+    """Smoothing and support of the rows, in NumPy (``xp=np``) or JAX (``xp=jnp``).
+
+    One formula for both: the host accounting needs NumPy float64, the jitted cores JAX.
+    """
+    n = P.shape[-1]
+    if smoothing is not None:
+        P = (1.0 - n * smoothing) * P + smoothing
+    allowed = mask[:, :, None]
+    if support == "nonzero":
+        supp = (P > 0) | ~allowed
+    else:
+        supp = xp.ones(P.shape, bool)
+    return MechanismInput(P, supp, mask)
+
+
+def prepare_mechanism_input(
+    transitions: ArrayLike,
+    *,
+    action_mask: ArrayLike | None = None,
+    support: Support = None,
+    smoothing: float | None = None,
+) -> MechanismInput:
+    """Validates concrete rows on the host and resolves their zero entries (float64 NumPy).
+
+    A Dirichlet density needs every concentration ``k·p_j > 0``. Rows with zeros are refused
+    unless ``support="nonzero"`` (the zero pattern is public structure, rows are privatized
+    over their nonzero entries) or ``smoothing=η`` (rows are mixed with the uniform
+    distribution, ``p ← (1 − nη) p + η``, which changes the data).
+
+    Raises:
+      ValueError: for invalid transitions, or zero entries without an option to handle them
+        (:class:`ZeroEntryError`).
+    """
+    check_options(support, smoothing)
+    P, mask = validate_transitions(transitions, action_mask)
+    if smoothing is not None:
+        check_range("smoothing", smoothing, low=0.0, high=1.0 / P.shape[-1], low_open=True)
+    inp = resolve_rows(np, P, mask, support, smoothing)
+    if support is None:
+        zeros = np.argwhere((inp.rows <= 0) & mask[:, :, None])
+        if zeros.size:
+            rows = sorted({(int(s), int(a)) for s, a, _ in zeros})
+            shown = ", ".join(f"(state {s}, action {a})" for s, a in rows[:5])
+            more = f" and {len(rows) - 5} more" if len(rows) > 5 else ""
+            raise ZeroEntryError(
+                f"transition rows {shown}{more} have zero entries: the Dirichlet mechanism "
+                "needs rows in the interior of the simplex. Pass support='nonzero' to treat the "
+                "zero pattern as public and privatize each row over its nonzero entries, or "
+                "smoothing=eta to mix every row with the uniform distribution first.",
+                rows,
+            )
+    return inp
+
+
+def mechanism_input(
+    transitions: ArrayLike,
+    action_mask: ArrayLike | None,
+    support: Support,
+    smoothing: float | None,
+    dtype,
+) -> MechanismInput:
+    """The boundary of every function that privatizes: device arrays in ``dtype``.
+
+    Concrete rows are validated (:func:`prepare_mechanism_input`); traced rows only have
+    their shapes checked, and their smoothing and support are computed on the device.
+    """
+    check_options(support, smoothing)
+    if is_concrete(transitions, action_mask, smoothing):
+        inp = prepare_mechanism_input(
+            transitions, action_mask=action_mask, support=support, smoothing=smoothing
+        )
+        return MechanismInput(
+            jnp.asarray(inp.rows, dtype), jnp.asarray(inp.support), jnp.asarray(inp.action_mask)
+        )
+    P = jnp.asarray(transitions, dtype)
+    if P.ndim != 3 or P.shape[0] != P.shape[2]:
+        raise ValueError(f"transitions must have shape [S, A, S], got {P.shape}")
+    mask = jnp.ones(P.shape[:2], bool) if action_mask is None else jnp.asarray(action_mask, bool)
+    check_shape("action_mask", mask, P.shape[:2], "[S, A]")
+    return resolve_rows(jnp, P, mask, support, smoothing)
+
+
+@functools.partial(jax.jit, static_argnames=("support",))
+def _device_rows(P, mask, support: Support, smoothing):
+    inp = resolve_rows(jnp, P, mask, support, smoothing)
+    return inp, jnp.any((inp.rows <= 0) & mask[:, :, None])
+
+
+def model_mechanism_input(
+    mdp, support: Support, smoothing: float | None, *, interior: bool = True
+) -> MechanismInput:
+    """The rows of a model from :func:`make_mdp` to privatize (:func:`synthesize`, sweeps).
+
+    ``make_mdp`` validated the rows once; here only what depends on the options is checked:
+    the smoothing's range and, without ``support`` or ``smoothing``, zero entries, by one
+    reduction on the device (the host builds the message only when there are some).
+    ``interior=False`` (additive mechanisms): zero entries are allowed without ``support``.
+    """
+    check_options(support, smoothing)
+    if isinstance(mdp, SparseMDP):
+        # Successor lists are privatized over their support: the lists are public structure.
+        if smoothing is not None:
+            raise ValueError(
+                "smoothing mixes every row with the uniform distribution over all S states, "
+                "which a SparseMDP cannot hold; its rows are privatized over their listed "
+                "successors (as support='nonzero' does for a dense model)"
+            )
+        support = (mdp.probs > 0) & (mdp.next_states >= 0)
+        return MechanismInput(mdp.probs, support | ~mdp.action_mask[..., None], mdp.action_mask)
+    if smoothing is not None:
+        check_range("smoothing", smoothing, low=0.0, high=1.0 / mdp.num_states, low_open=True)
+    inp, has_zero = _device_rows(mdp.transitions, mdp.action_mask, support, smoothing)
+    if interior and support is None and is_concrete(has_zero) and bool(has_zero):
+        # Raises the ZeroEntryError that names the rows.
+        prepare_mechanism_input(
+            np.asarray(mdp.transitions),
+            action_mask=np.asarray(mdp.action_mask),
+            smoothing=smoothing,
+        )
+    return inp
