@@ -8,9 +8,9 @@ resident memory ``VmHWM`` from ``/proc/self/status``; the parent cross-checks it
 child's ``ru_maxrss`` from ``os.wait4`` and kills a child that grows beyond ``--kill-gib``.
 
 Configurations: several ``batch_size`` values (runs per compiled call; ``default`` =
-``_sweep.default_batch_size(total, group)``; ``all`` = every run in one call) and several
+``_chunks.default_batch_size(total, group)``; ``all`` = every run in one call) and several
 ``vector_width`` values (runs vectorized together; ``default`` =
-``_sweep.default_vector_width(mdp, sampler)``; ``all`` = every run vmapped at once, the
+``_chunks.default_vector_width(mdp, sampler)``; ``all`` = every run vmapped at once, the
 fully unchunked computation). Results of every
 ``batch_size`` configuration are compared with ``np.array_equal`` to the first one; the
 ``vector_width`` configurations are compared too (the library only promises equality up to
@@ -81,7 +81,7 @@ def run_child(sizes):
     import numpy as np
 
     import jaxprivmdp as jp
-    from jaxprivmdp.experiments import _sweep
+    from jaxprivmdp.experiments import _chunks
 
     mdp = jp.examples.random_mdp(
         jax.random.key(0),
@@ -98,9 +98,9 @@ def run_child(sizes):
         vector_width=resolve(args.vector_width, total),
     )
     # What sweep uses (it rounds batch_size up to whole groups of vector_width × devices).
-    vector_width = kwargs["vector_width"] or _sweep.default_vector_width(mdp, args.sampler)
+    vector_width = kwargs["vector_width"] or _chunks.default_vector_width(mdp, args.sampler)
     group = vector_width * jax.device_count()
-    batch_size = kwargs["batch_size"] or _sweep.default_batch_size(total, group)
+    batch_size = kwargs["batch_size"] or _chunks.default_batch_size(total, group)
     batch_size = group * -(-batch_size // group)
     used = dict(
         batch_size=batch_size,
@@ -241,9 +241,9 @@ def main():
             f"sampler = {args.sampler!r}; one child process per configuration; peak = VmHWM "
             "of the child (compilation included); baseline = its RSS after building the MDP",
             f"one [S, A, S] array = {common.fmt_bytes(sa_s)}; `vector_width` = runs "
-            "vectorized together (default `_sweep.default_vector_width(mdp, sampler)`), "
+            "vectorized together (default `_chunks.default_vector_width(mdp, sampler)`), "
             "`batch_size` = runs per compiled call (default "
-            "`_sweep.default_batch_size(total, group)`)",
+            "`_chunks.default_batch_size(total, group)`)",
         ],
     )
     results = []

@@ -73,15 +73,15 @@ def run_child(n, horizon):
     import numpy as np
 
     import jaxprivmdp as jp
-    from jaxprivmdp.experiments import _sweep
+    from jaxprivmdp.experiments import _chunks
 
     mdp = model(n, horizon, args.dtype)
     jax.block_until_ready(mdp)
     baseline = common.proc_status()["VmRSS"]
     total = len(KS) * args.trials
-    vector_width = _sweep.default_vector_width(mdp, "fast")
+    vector_width = _chunks.default_vector_width(mdp, "fast")
     group = vector_width * jax.device_count()
-    batch_size = _sweep.default_batch_size(total, group)
+    batch_size = _chunks.default_batch_size(total, group)
     calls = []
     for _ in range(args.calls):
         chunks = []

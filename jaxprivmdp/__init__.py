@@ -22,6 +22,11 @@ from .experiments import sweep_key as sweep_key
 from .experiments import synthesize as synthesize
 from .io import load_labels as load_labels
 from .io import load_mdp as load_mdp
+from .mechanisms import Dirichlet as Dirichlet
+from .mechanisms import Gaussian as Gaussian
+from .mechanisms import Laplace as Laplace
+from .mechanisms import Mechanism as Mechanism
+from .mechanisms import RowGuarantee as RowGuarantee
 from .mechanisms import dirichlet_mechanism as dirichlet_mechanism
 from .mechanisms import privatize as privatize
 from .mechanisms import secure_key as secure_key
@@ -42,10 +47,23 @@ from .planning import robust_expectation as robust_expectation
 from .planning import robust_solve as robust_solve
 from .planning import solve as solve
 from .sets import BOUNDS as BOUNDS
+from .sets import CertifiedSet as CertifiedSet
+from .sets import ExactSet as ExactSet
+from .sets import PaperSet as PaperSet
+from .sets import UncertaintySet as UncertaintySet
 from .sets import concentration_radius as concentration_radius
 
 __all__ = [
     "BOUNDS",
+    "CertifiedSet",
+    "Dirichlet",
+    "ExactSet",
+    "Gaussian",
+    "Laplace",
+    "Mechanism",
+    "PaperSet",
+    "RowGuarantee",
+    "UncertaintySet",
     "CheckResult",
     "FrontierResult",
     "PrivacyBounds",

@@ -23,12 +23,13 @@ from conftest import random_arrays, random_stochastic_policy
 from jax.extend import core as jex_core
 
 import jaxprivmdp as jp
-from jaxprivmdp.experiments._sweep import _sweep_chunk, chunk_runs
-from jaxprivmdp.mechanisms._registry import _privatize_jit, get_mechanism
+from jaxprivmdp.experiments._chunks import chunk_runs, sweep_chunk
+from jaxprivmdp.mechanisms._registry import _privatize_jit, mechanism_class
 from jaxprivmdp.models._rows import with_probs
 from jaxprivmdp.models._support import model_mechanism_input
 from jaxprivmdp.planning._bellman import evaluate_core, solve_core
-from jaxprivmdp.planning._bounds import bounds_core, prepare_set, robust_solve_core
+from jaxprivmdp.planning._bounds import bounds_core, prepare_set
+from jaxprivmdp.planning._robust_policy import robust_solve_core
 
 HIGHEST = jax.lax.Precision.HIGHEST
 PRODUCTS = ("dot_general", "conv_general_dilated", "ragged_dot_general")
@@ -260,26 +261,21 @@ def test_bounds_and_robust_cores(horizon):
 def test_synthesis_sweep_and_mechanism_cores(horizon, name, mechanism, bound, support_aware):
     """``synthesize_core`` (``robust=True``) inside the sweep's chunk, and the mechanism."""
     mdp = models(horizon)[name]
-    mech = get_mechanism(mechanism)
+    cls = mechanism_class(mechanism)
     ks = np.asarray([5.0, 20.0] if mechanism == "dirichlet" else [0.05, 0.2], np.float32)
     support = "nonzero" if name.startswith("dense") else None
-    inp = model_mechanism_input(mdp, support, None, interior=mech.needs_interior)
+    inp = model_mechanism_input(mdp, support, None, interior=cls.needs_interior)
     cases = {}
-    for sampler in ("jax", "fast") if mechanism == "dirichlet" else ("jax",):
+    for sampler in ("jax", "fast") if mechanism == "dirichlet" else (None,):
+        mech = cls(ks[0]) if sampler is None else cls(ks[0], sampler=sampler)
         cases[f"privatize {name} {mechanism} {sampler}"] = jaxpr_of(
-            functools.partial(_privatize_jit, mechanism=mechanism, sampler=sampler),
-            KEY,
-            inp.rows,
-            ks[0],
-            inp.support,
-            inp.action_mask,
+            _privatize_jit, KEY, inp.rows, mech, inp.support, inp.action_mask
         )
+    grid = mech.replace(ks)
     released = with_probs(mdp, inp.rows, inp.support)
-    kind, params, width = prepare_set(released, ks, 0.1, bound, support_aware, mech, grid=True)
-    runs = chunk_runs(0, 2, ks, jax.tree.map(np.asarray, params), 1)
+    kind, params, width = prepare_set(released, None, 0.1, bound, support_aware, grid, grid=True)
+    runs = chunk_runs(0, 2, grid, jax.tree.map(np.asarray, params), 1)
     static = dict(
-        sampler="fast",
-        mechanism=mechanism,
         kind=kind,
         width=width,
         support_aware=support_aware,
@@ -288,6 +284,6 @@ def test_synthesis_sweep_and_mechanism_cores(horizon, name, mechanism, bound, su
         vector_width=2,
     )
     cases[f"sweep chunk (synthesize_core) {name} {mechanism} {bound}"] = jaxpr_of(
-        functools.partial(_sweep_chunk, **static), runs, KEY, mdp, inp.rows, inp.support, 100
+        functools.partial(sweep_chunk, **static), runs, KEY, mdp, inp.rows, inp.support, 100
     )
     assert_highest(cases)

@@ -20,7 +20,7 @@ from jaxprivmdp import examples
 from jaxprivmdp.models._rows import Rows
 from jaxprivmdp.planning._bounds import prepare_set
 from jaxprivmdp.planning._kernel import robust_backup
-from jaxprivmdp.sets._boxes import row_box, set_level
+from jaxprivmdp.sets._boxes import entry_level, row_box
 
 KEY = jax.random.key(7)
 SETS = ["paper", "exact", "certified"]
@@ -67,7 +67,7 @@ def test_exact_intervals_contain_the_beta_inversion(k):
         np.zeros((n, 1)),
         discount=0.9,
     )
-    c = set_level(dense, beta, "exact", False)
+    c = entry_level(dense, jp.ExactSet(beta))
     assert c == pytest.approx(beta / (2 * n))
     box = box_of(x, k, beta, "exact", mdp=dense)
     for row in range(x.shape[0]):

@@ -22,7 +22,7 @@ from conftest import (
 
 import jaxprivmdp as jp
 from jaxprivmdp import sweep, synthesize
-from jaxprivmdp.experiments._sweep import _sweep_chunk
+from jaxprivmdp.experiments._chunks import sweep_chunk
 from jaxprivmdp.planning._bellman import default_tolerance
 
 KS = [2.0, 4.0]
@@ -173,12 +173,12 @@ def test_default_batch_size_bitwise(mdp):
 def test_no_retracing_across_k_grids_and_trial_counts(mdp):
     key = jax.random.key(5)
     sweep(key, mdp, ks=KS, num_trials=N, batch_size=3)
-    size = _sweep_chunk._cache_size()
+    size = sweep_chunk._cache_size()
     res = sweep(key, mdp, ks=[1.5, 3.0, 5.0], num_trials=5, batch_size=3)
     assert res.cost.shape == (3, 5)
     sweep(key, mdp, ks=[2.5], num_trials=1, batch_size=3, beta=0.2)
     sweep(key, mdp, ks=np.array([3.5, 4.5]), num_trials=4, batch_size=3, devices=jax.devices())
-    assert _sweep_chunk._cache_size() == size
+    assert sweep_chunk._cache_size() == size
 
 
 def test_progress_callback(mdp):

@@ -15,6 +15,7 @@ dimension ``n``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
@@ -22,11 +23,12 @@ import jax
 import numpy as np
 
 from .._checks import check_count, check_probability, check_range
-from ..mechanisms._registry import MECHANISMS, get_mechanism
+from ..mechanisms._registry import mechanism_class
 from ..models._rows import Model, check_model, transition_rows
 from ..planning._bellman import evaluate_core, solve_core
 from ..privacy import compose_rows
-from ..sets._boxes import Bound, row_count
+from ..sets._boxes import row_count
+from ..sets._sets import Bound
 from ._sweep import sweep
 
 
@@ -66,6 +68,7 @@ class FrontierResult(NamedTuple):
     b: float
     all_rows: dict
     num_rows: int
+    parameter_name: dict
 
     def rows(self) -> list[dict]:
         """One flat row per (mechanism, ε): means and stds over trials, for CSV/JSON.
@@ -77,7 +80,7 @@ class FrontierResult(NamedTuple):
             for i, eps in enumerate(self.epsilons):
                 row = {
                     "mechanism": m,
-                    "parameter_name": MECHANISMS[m].parameter,
+                    "parameter_name": self.parameter_name[m],
                     "epsilon": float(eps),
                     "delta": self.delta if m != "laplace" else 0.0,
                     "parameter": float(self.parameter[m][i]),
@@ -128,20 +131,44 @@ def row_dimension(mdp: Model, support) -> int:
     return mdp.num_states
 
 
-def _calibrate(mech, eps, delta, b, eta, n, num_rows):
+def _calibrate(cls, eps, delta, b, eta, n, num_rows):
     """``(params [E], all_rows [E, 2])``: each target's least-noise parameter (NaN where
     the mechanism cannot reach it) and the whole-MDP ε, basic and Rényi-DP composition."""
     params = np.full(eps.size, np.nan)
     for i, e in enumerate(eps):
         try:
-            params[i] = mech.calibrate(float(e), delta, b=b, eta=eta, n=n)
+            params[i] = cls.calibrate(float(e), delta, b=b, eta=eta, n=n).parameter
         except ValueError:
             pass  # unreachable: kept as NaN
     composed = np.full((eps.size, 2), np.nan)
     for i in np.flatnonzero(np.isfinite(params)):
-        c = compose_rows(mech.name, params[i], num_rows=num_rows, delta=delta, b=b, eta=eta, n=n)
+        c = compose_rows(cls.name, params[i], num_rows=num_rows, delta=delta, b=b, eta=eta, n=n)
         composed[i] = c.basic_epsilon, c.rdp_epsilon
     return params, composed
+
+
+def _values_at(key, mdp, cls, params, num_trials, sweep_options, progress) -> dict:
+    """``{quantity: [E, N]}``: one sweep over the reachable parameters (NaN elsewhere)."""
+    ok = np.isfinite(params)
+    values = {q: np.full((params.size, num_trials), np.nan) for q in _QUANTITIES}
+    if ok.any():
+        grid = cls(params[ok])
+        if "sampler" in grid.static_options():  # the Dirichlet's: sweeps sample fast
+            grid = dataclasses.replace(grid, sampler="fast")
+        res = sweep(
+            key,
+            mdp,
+            grid,
+            num_trials=num_trials,
+            progress=None if progress is None else (lambda d, t: progress(cls.name, d, t)),
+            **sweep_options,
+        )
+        for q in values:
+            values[q][ok] = np.asarray(getattr(res, q))
+    return values
+
+
+_QUANTITIES = ("true_value", "pessimistic", "optimistic", "cost")
 
 
 def frontier(
@@ -150,7 +177,7 @@ def frontier(
     *,
     epsilons: Sequence[float],
     delta: float = 1e-3,
-    mechanisms: Sequence[str] = ("dirichlet", "gaussian", "laplace"),
+    mechanisms: Sequence = ("dirichlet", "gaussian", "laplace"),
     num_trials: int = 50,
     beta: float = 0.1,
     b: float = 0.1,
@@ -168,7 +195,8 @@ def frontier(
       epsilons: the target ε's, each ``> 0``.
       delta: the target δ in ``(0, 1)`` (Dirichlet and Gaussian; the Laplace mechanism is
         pure ε-DP).
-      mechanisms: names from ``"dirichlet"``, ``"gaussian"``, ``"laplace"``.
+      mechanisms: mechanism classes (``jp.Dirichlet``, ``jp.Gaussian``, ``jp.Laplace``, or
+        any :class:`~jaxprivmdp.Mechanism` that can ``calibrate``) or their names.
       num_trials: releases per (mechanism, ε).
       beta: the bounds' β.
       b: the adjacency bound: rows that differ by at most ``b`` in ℓ1.
@@ -196,55 +224,25 @@ def frontier(
     check_range("b", b, low=0.0, high=1.0, low_open=True, scalar=True)
     num_trials = check_count("num_trials", num_trials)
     if isinstance(mechanisms, str) or not mechanisms:
-        raise ValueError(f"mechanisms must be a non-empty list of names, got {mechanisms!r}")
-    mechs = [get_mechanism(m) for m in mechanisms]
+        raise ValueError(f"mechanisms must be a non-empty list, got {mechanisms!r}")
+    classes = [mechanism_class(m) for m in mechanisms]
     n = row_dimension(mdp, support)
     eta = public_eta(mdp) if eta is None else float(eta)
-    shape = (eps.size, num_trials)
     num_rows = row_count(mdp)
-    out = {
-        q: {}
-        for q in (
-            "all_rows",
-            "parameter",
-            "reachable",
-            "floor",
-            "true_value",
-            "pessimistic",
-            "optimistic",
-            "cost",
-        )
-    }
-    for m_index, mech in enumerate(mechs):
-        params, composed = _calibrate(mech, eps, float(delta), b, eta, n, num_rows)
-        ok = np.isfinite(params)
-        out["all_rows"][mech.name] = composed
-        floor = mech.floor(float(delta), b=b, eta=eta, n=n)
-        values = {
-            q: np.full(shape, np.nan) for q in ("true_value", "pessimistic", "optimistic", "cost")
-        }
-        if ok.any():
-            res = sweep(
-                jax.random.fold_in(key, m_index),
-                mdp,
-                ks=params[ok],
-                num_trials=num_trials,
-                beta=beta,
-                bound=bound,
-                support=support,
-                support_aware=support_aware,
-                mechanism=mech.name,
-                progress=None
-                if progress is None
-                else (lambda d, t, name=mech.name: progress(name, d, t)),
-            )
-            for q in values:
-                values[q][ok] = np.asarray(getattr(res, q))
-        out["parameter"][mech.name] = params
-        out["reachable"][mech.name] = ok
-        out["floor"][mech.name] = float(floor)
+    sweep_options = dict(bound=bound, beta=beta, support=support, support_aware=support_aware)
+    fields = ("all_rows", "parameter", "reachable", "floor", "parameter_name", *_QUANTITIES)
+    out = {q: {} for q in fields}
+    for m_index, cls in enumerate(classes):
+        params, composed = _calibrate(cls, eps, float(delta), b, eta, n, num_rows)
+        m_key = jax.random.fold_in(key, m_index)
+        values = _values_at(m_key, mdp, cls, params, num_trials, sweep_options, progress)
+        out["all_rows"][cls.name] = composed
+        out["parameter"][cls.name] = params
+        out["reachable"][cls.name] = np.isfinite(params)
+        out["floor"][cls.name] = float(cls.floor(float(delta), b=b, eta=eta, n=n))
+        out["parameter_name"][cls.name] = cls.parameter_name()
         for q, v in values.items():
-            out[q][mech.name] = v
+            out[q][cls.name] = v
     solution = solve_core(mdp, None, 10_000)
     values0 = evaluate_core(mdp, solution.policy)
     s0 = mdp.initial_state

@@ -8,13 +8,16 @@ import jax
 from jax.typing import ArrayLike
 
 from .._checks import check_key, host_scalar
-from ..mechanisms._dirichlet import Sampler, check_sampler
-from ..mechanisms._registry import MechanismName, get_mechanism
+from ..mechanisms._base import Mechanism
+from ..mechanisms._dirichlet import Sampler
+from ..mechanisms._registry import as_mechanism
 from ..models._rows import Model, check_model, with_probs
 from ..models._support import Support, model_mechanism_input
 from ..planning._bellman import check_iterations, evaluate_core, solve_core
-from ..planning._bounds import bounds_core, prepare_set, robust_solve_core
-from ..sets._boxes import Bound, SetParams
+from ..planning._bounds import bounds_core, set_up
+from ..planning._robust_policy import robust_solve_core
+from ..sets._boxes import SetParams
+from ..sets._sets import Bound, UncertaintySet, as_set
 
 
 class RobustPolicy(NamedTuple):
@@ -68,12 +71,10 @@ def synthesize_core(
     mdp,
     rows,
     support,
-    k,
+    mech: Mechanism,
     params: SetParams,
     max_iterations,
     *,
-    sampler: Sampler,
-    mechanism: str = "dirichlet",
     kind: str = "radius",
     width: int,
     support_aware: bool = False,
@@ -81,10 +82,10 @@ def synthesize_core(
 ) -> Synthesis:
     """:func:`synthesize` on validated inputs: pure, jit/vmap-friendly, calls only cores.
 
-    ``k`` is the mechanism's parameter; ``mechanism`` names it (``_mechanisms``).
+    ``mech`` is a mechanism object (its parameter a leaf: traced, batched); ``params`` its
+    set's (:func:`jaxprivmdp.planning._bounds.set_up`).
     """
-    mech = get_mechanism(mechanism)
-    p_bar = mech.privatize(key, rows, k, support, mdp.action_mask, sampler)
+    p_bar = mech.privatize(key, rows, support, mdp.action_mask)
     private = with_probs(mdp, p_bar, support)
     sol = solve_core(private, None, max_iterations)
     values = sol.values
@@ -111,23 +112,23 @@ def synthesize_core(
     )
 
 
-_STATIC = ("sampler", "mechanism", "kind", "width", "support_aware", "robust")
+_STATIC = ("kind", "width", "support_aware", "robust")
 _synthesize_jit = jax.jit(synthesize_core, static_argnames=_STATIC)
 
 
 def synthesize(
     key: jax.Array,
     mdp: Model,
+    mechanism: Mechanism | str = "dirichlet",
+    bound: UncertaintySet | Bound = "paper",
     *,
-    k: ArrayLike,
-    beta: ArrayLike = 0.1,
+    k: ArrayLike | None = None,
+    beta: ArrayLike | None = None,
     support: Support = None,
     smoothing: float | None = None,
-    bound: Bound = "paper",
-    support_aware: bool = False,
+    support_aware: bool | None = None,
     robust: bool = False,
-    mechanism: MechanismName = "dirichlet",
-    sampler: Sampler = "jax",
+    sampler: Sampler | None = None,
     max_iterations: ArrayLike = 10_000,
 ) -> Synthesis:
     """Algorithm 1 (privatize, synthesize, evaluate) plus the cost-of-privacy bounds.
@@ -147,24 +148,28 @@ def synthesize(
     Args:
       key: PRNG key (use :func:`secure_key` for a real release).
       mdp: the true MDP from :func:`make_mdp`.
-      k: the mechanism's parameter ``k > 0``.
-      beta: ``β`` in ``(0, 1)`` for the bounds.
+      mechanism: the mechanism: an object (``jp.Dirichlet(k)``, the paper's, ``jp.Gaussian(
+        sigma)``, ``jp.Laplace(scale)``: noise on every supported entry, then the Euclidean
+        projection onto the simplex over the support), or a name with ``k=`` (the 0.2
+        keyword form, where ``k`` is the Dirichlet's ``k`` or the noise's σ / λ).
+      bound: the uncertainty set: an object (``jp.PaperSet(beta)`` — the default with
+        ``β = 0.1`` —, ``jp.ExactSet(beta)``, ``jp.CertifiedSet(beta)``, each with
+        ``support_aware=``), or ``"paper"``, ``"exact"``, ``"certified"`` with
+        ``beta=``/``support_aware=``, see :func:`cost_of_privacy`.
+      k: with a mechanism name: its parameter ``> 0``.
+      beta: with a set name: ``β`` in ``(0, 1)`` (default 0.1).
       support: ``None`` or ``"nonzero"``, see :func:`dirichlet_mechanism`.
       smoothing: optional ``η``, see :func:`dirichlet_mechanism`. The mechanism then
         privatizes the smoothed rows ``p̃ = (1 − Sη) p + η``, so ``P̄`` concentrates around
         ``p̃``, not ``P``: the bounds (Lemma 1, Theorem 1) are about the smoothed MDP, whose
         rows are up to ``(S − 1)η`` away from the true ones in ℓ∞.
-      bound: the uncertainty set, ``"paper"`` (default), ``"exact"`` or ``"certified"``, see
-        :func:`cost_of_privacy`.
-      support_aware: restrict the bounds' set to each row's support, see
+      support_aware: with a set name: restrict the set to each row's support, see
         :func:`cost_of_privacy`.
       robust: also synthesize the robust private policy (``Synthesis.robust``).
-      mechanism: ``"dirichlet"`` (default, the paper's) or an additive-noise mechanism,
-        ``"gaussian"`` or ``"laplace"``: noise of standard deviation / scale ``k`` on every
-        supported entry, then the Euclidean projection onto the simplex over the support
-        (``jaxprivmdp.mechanisms._registry``; calibrate ``k`` with ``privacy.calibrate``).
-      sampler: ``"jax"`` (default: ``jax.random.dirichlet``'s sampler, the one to audit) or
-        ``"fast"`` (same distribution, faster), see :func:`dirichlet_mechanism`.
+      sampler: with the name ``"dirichlet"``: ``"jax"`` (default: ``jax.random.dirichlet``'s
+        sampler, the one to audit) or ``"fast"`` (same distribution, faster), see
+        :func:`dirichlet_mechanism`. An object carries its own (``jp.Dirichlet(k,
+        sampler="fast")``).
       max_iterations: infinite horizon: guard on iterations (not static).
 
     Returns:
@@ -179,26 +184,23 @@ def synthesize(
     """
     key = check_key(key)
     check_model(mdp)
-    sampler = check_sampler(sampler)
     dtype = mdp.rewards.dtype
     check_iterations(None, max_iterations)
-    mech = get_mechanism(mechanism)
+    mech = as_mechanism(mechanism, k, sampler, dtype=dtype)
+    uset = as_set(bound, beta, support_aware)
     inp = model_mechanism_input(mdp, support, smoothing, interior=mech.needs_interior)
-    kind, params, width = prepare_set(
-        with_probs(mdp, inp.rows, inp.support), k, beta, bound, support_aware, mech
-    )
+    mech = mech.replace(host_scalar(mech.parameter, dtype))
+    kind, params, width = set_up(with_probs(mdp, inp.rows, inp.support), mech, uset)
     return _synthesize_jit(
         key,
         mdp,
         inp.rows,
         inp.support,
-        host_scalar(k, dtype),
+        mech,
         params,
         max_iterations,
-        sampler=sampler,
-        mechanism=mech.name,
         kind=kind,
         width=width,
-        support_aware=bool(support_aware),
+        support_aware=uset.support_aware,
         robust=bool(robust),
     )

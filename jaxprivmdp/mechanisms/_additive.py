@@ -13,11 +13,17 @@ row in the box ``‖P2 − P̄‖∞ <= r`` (:func:`noise_radius`).
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 from scipy import special, stats
+
+from ..privacy import calibrate_gaussian, calibrate_laplace, gaussian_epsilon, laplace_epsilon
+from ._base import Mechanism, RowGuarantee
 
 
 def project_simplex(x: jax.Array, support: jax.Array) -> jax.Array:
@@ -74,3 +80,64 @@ def noise_radius(noise: str, scale, n: int, level: float) -> float:
     by_l1 = float(special.gammainccinv(n, level))
     by_max = math.sqrt(n) * math.log(n / level)
     return scale * min(by_l1, by_max)
+
+
+# --------------------------------------------------------------------------- the members
+
+
+class _Additive(Mechanism):
+    """An additive scale family: ``Π(p + parameter · Z)``, ``Z`` i.i.d. unit noise."""
+
+    noise: ClassVar[str]
+
+    def privatize(self, key, rows, support, action_mask):
+        return add_noise(key, rows, self.parameter, support, action_mask, self.noise)
+
+    def unit_radius(self, n: int, level: float) -> float:
+        return noise_radius(self.noise, 1.0, n, level)
+
+
+@dataclasses.dataclass(frozen=True)
+class Gaussian(_Additive):
+    """The Gaussian mechanism with the projection: ``P̄ = Π(p + N(0, σ² I))``.
+
+    Args:
+      sigma: the noise's standard deviation ``σ > 0`` (larger = more noise, more privacy).
+
+    Its (ε, δ) is the analytic Gaussian mechanism's (Balle & Wang 2018) for ℓ2 sensitivity
+    ``b/√2`` of b-adjacent rows (``jaxprivmdp.privacy.gaussian_epsilon``).
+    """
+
+    sigma: ArrayLike
+    name: ClassVar[str] = "gaussian"
+    noise: ClassVar[str] = "gaussian"
+
+    def epsilon(self, *, b, delta, eta=None, n=None):
+        return gaussian_epsilon(float(self.sigma), delta, b=b)
+
+    @classmethod
+    def calibrate(cls, epsilon, delta, *, b, eta=None, n=None):
+        return cls(calibrate_gaussian(epsilon, delta, b=b))
+
+
+@dataclasses.dataclass(frozen=True)
+class Laplace(_Additive):
+    """The Laplace mechanism with the projection: ``P̄ = Π(p + Laplace(λ))`` per entry.
+
+    Args:
+      scale: the noise's scale ``λ > 0`` (larger = more noise); pure ``ε = b/λ``, ``δ = 0``.
+    """
+
+    scale: ArrayLike
+    name: ClassVar[str] = "laplace"
+    noise: ClassVar[str] = "laplace"
+
+    def epsilon(self, *, b, delta=0.0, eta=None, n=None):
+        return laplace_epsilon(float(self.scale), b=b)
+
+    def guarantee(self, *, b, delta=0.0, eta=None, n=None) -> RowGuarantee:
+        return RowGuarantee(self.epsilon(b=b), 0.0, b)
+
+    @classmethod
+    def calibrate(cls, epsilon, delta=0.0, *, b, eta=None, n=None):
+        return cls(calibrate_laplace(epsilon, b=b))

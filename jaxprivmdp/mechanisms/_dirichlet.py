@@ -6,8 +6,9 @@ privacy and less noise. See :mod:`jaxprivmdp.privacy` for the (ε, δ) that a ``
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
-from typing import Literal
+from typing import ClassVar, Literal
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +24,13 @@ from ..models._dense import TabularMDP
 from ..models._rows import with_probs
 from ..models._sparse import SparseMDP
 from ..models._support import Support, mechanism_input, model_mechanism_input
+from ..privacy import calibrate_k
+from ..privacy import guarantee as row_guarantee
+from ..privacy._row import smallest_epsilon
+from ..sets._boxes import beta_params, radius_params
+from ..sets._radius import outward_radius
+from ..sets._sets import UncertaintySet
+from ._base import Mechanism, RowGuarantee
 from ._sampling import loggamma
 
 Sampler = Literal["jax", "fast"]
@@ -67,6 +75,57 @@ def privatize(
 
 
 _privatize_jit = jax.jit(privatize, static_argnames=("sampler",))
+
+
+@dataclasses.dataclass(frozen=True)
+class Dirichlet(Mechanism):
+    """The paper's mechanism: ``P̄(s, a) ~ Dirichlet(k · P(s, a))`` for every allowed row.
+
+    Args:
+      k: the concentration ``k > 0`` (larger = less noise, weaker privacy).
+      sampler: ``"jax"`` (default: ``jax.random.dirichlet``'s sampler, the one to audit) or
+        ``"fast"`` (same distribution, faster), see :func:`dirichlet_mechanism` (static).
+
+    Its sets: Lemma 1's box for :class:`~jaxprivmdp.PaperSet`, the exact Beta marginals for
+    the exact and certified sets. Its (ε, δ): ``jaxprivmdp.privacy.guarantee`` (needs the
+    public lower bound ``eta`` on the rows' entries and the row dimension ``n``).
+    """
+
+    k: ArrayLike
+    sampler: Sampler = dataclasses.field(default="jax", metadata=dict(static=True))
+    name: ClassVar[str] = "dirichlet"
+    needs_interior: ClassVar[bool] = True
+    noise_grows_with_parameter: ClassVar[bool] = False
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_sampler(self.sampler)
+
+    def privatize(self, key, rows, support, action_mask):
+        return privatize(key, rows, self.k, support, action_mask, self.sampler)
+
+    def set_params(self, mdp, uset: UncertaintySet):
+        if not uset.exact:  # Lemma 1's box
+            dtype = mdp.rewards.dtype
+            return "radius", radius_params(outward_radius(self.k, uset.beta, dtype), uset, dtype)
+        return "beta", beta_params(mdp, self.k, uset)
+
+    def guarantee(self, *, b, delta, eta=None, n=None) -> RowGuarantee:
+        g = row_guarantee(float(self.k), b=b, eta=eta, n=n, target_delta=delta)
+        return RowGuarantee(g.epsilon, g.delta, b, g)
+
+    def epsilon(self, *, b, delta, eta=None, n=None):
+        return self.guarantee(b=b, delta=delta, eta=eta, n=n).epsilon
+
+    @classmethod
+    def calibrate(cls, epsilon, delta, *, b, eta=None, n=None, sampler: Sampler = "jax"):
+        if eta is None or n is None:
+            raise ValueError("calibrating the Dirichlet mechanism needs eta and n")
+        return cls(calibrate_k(epsilon, delta, b=b, eta=eta, n=n), sampler)
+
+    @classmethod
+    def floor(cls, delta, *, b, eta=None, n=None):
+        return smallest_epsilon(b=b, eta=eta, n=n, target_delta=delta)
 
 
 def dirichlet_mechanism(

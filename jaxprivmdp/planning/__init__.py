@@ -15,10 +15,10 @@ from ._bellman import evaluate as evaluate
 from ._bellman import solve as solve
 from ._bounds import PrivacyBounds as PrivacyBounds
 from ._bounds import cost_of_privacy as cost_of_privacy
-from ._bounds import robust_solve as robust_solve
 from ._kernel import robust_expectation as robust_expectation
 from ._properties import CheckResult as CheckResult
 from ._properties import check as check
+from ._robust_policy import robust_solve as robust_solve
 
 __all__ = [
     "CheckResult",

@@ -10,30 +10,20 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
-from .._checks import check_positive, check_probability
-from ..mechanisms._registry import MechanismName, get_mechanism
+from .._checks import check_positive
+from ..mechanisms._base import Mechanism
+from ..mechanisms._registry import as_mechanism
 from ..models._rows import Model, Rows, check_model, check_public_support, transition_rows
 from ..models._sparse import SparseMDP
-from ..sets._boxes import (
-    Bound,
-    RowBox,
-    SetParams,
-    check_bound,
-    policy_box,
-    row_box,
-    set_kind,
-    set_params,
-)
+from ..sets._boxes import RowBox, SetParams, policy_box, row_box
+from ..sets._sets import Bound, UncertaintySet, as_set
 from ._bellman import (
-    Solution,
-    backward_induction,
     check_iterations,
     default_tolerance,
     policy_rows,
     rounding_margin,
     select_rows,
     validate_policy,
-    value_iteration,
     weighted_sum,
 )
 from ._kernel import fill_width, robust_backup
@@ -213,124 +203,43 @@ def bounds_width(mdp: Model, alpha, kind: str, support_aware: bool) -> int:
     return min(mdp.num_states, fill_width(alpha, mdp.num_states + 1) + 1)
 
 
-# ------------------------------------------------------------------ the robust private policy
+def set_up(mdp: Model, mech: Mechanism, uset: UncertaintySet):
+    """Host work shared by the boundaries: ``(kind, params, width)`` for the set ``uset`` of
+    releases of ``mech`` (its parameter any shape: a sweep's grid gives one set per entry).
 
-
-def _robust_q(mdp: Model, box: RowBox, v, width, support_aware):
-    """`[S, A]` ``r + γ min_{p ∈ set} p·v`` for every row; masked actions get the dtype's min."""
-    low, _ = robust_backup(
-        transition_rows(mdp), box, v, v, width=width, support_aware=support_aware
-    )
-    q = mdp.rewards + mdp.discount * low
-    return jnp.where(mdp.action_mask, q, jnp.finfo(q.dtype).min)
-
-
-@functools.partial(jax.jit, static_argnames=_STATIC)
-def robust_solve_core(
-    mdp, params: SetParams, max_iterations, *, kind: str, width: int, support_aware: bool
-) -> Solution:
-    """The policy maximizing the pessimistic value over the set: robust dynamic programming.
-
-    Finite horizon: robust backward induction ``v_t = max_a r + γ min_{p} p·v_{t+1}``.
-    Infinite horizon: robust value iteration (a γ-contraction; the stopping rule of
-    :func:`jaxprivmdp.solve` makes the greedy policy ε-optimal for the robust problem, with
-    ε the default tolerance). The sets are rectangular over (state, action) rows, so the
-    greedy policy of the robust values attains them (Iyengar 2005; Nilim & El Ghaoui 2005).
+    ``mdp`` fixes the dtype, the public support and the union bound's count. A support-aware
+    set needs a public support (:func:`check_public_support`).
     """
-    box = row_box(transition_rows(mdp), params, kind=kind, support_aware=support_aware)
-
-    def q_fn(v):
-        return _robust_q(mdp, box, v, width, support_aware)
-
-    if mdp.is_finite_horizon:
-        return backward_induction(mdp, q_fn)
-    return value_iteration(mdp, q_fn, default_tolerance(mdp), max_iterations)
-
-
-def robust_solve(
-    private_mdp: Model,
-    *,
-    k: ArrayLike,
-    beta: ArrayLike = 0.1,
-    bound: Bound = "paper",
-    support_aware: bool = False,
-    mechanism: MechanismName = "dirichlet",
-    max_iterations: int = 10_000,
-) -> Solution:
-    """The robust private policy of a privatized MDP: it maximizes the pessimistic value.
-
-    ``v_t(s) = max_a r(s, a) + γ min_{p ∈ B(s, a)} p·v_{t+1}`` with ``B`` the set of
-    ``bound`` (see :func:`cost_of_privacy`), by robust backward induction (finite horizon) or
-    robust value iteration (infinite horizon, to the default tolerance). Post-processing of
-    ``P̄``: no privacy cost. Its pessimistic value (``cost_of_privacy(..., bound=bound)``) is
-    never below that of any other policy, ``π̄`` included; with ``"certified"`` it is a
-    floor on its true value with probability ``≥ 1 − β``. :func:`synthesize` with
-    ``robust=True`` runs this after Algorithm 1.
-
-    Args:
-      private_mdp: the privatized MDP ``M̄``.
-      k: the mechanism's parameter used to privatize, ``> 0`` (``k``, or ``σ``/``λ`` for
-        the additive mechanisms).
-      beta: ``β`` in ``(0, 1)``.
-      bound: ``"paper"``, ``"exact"`` or ``"certified"``.
-      support_aware: restrict the set to each row's public support, see
-        :func:`cost_of_privacy`.
-      mechanism: the mechanism that released ``P̄``, see :func:`cost_of_privacy`.
-      max_iterations: infinite horizon: guard on iterations (not static).
-
-    Returns:
-      A :class:`Solution`: the policy and its robust (pessimistic) values.
-
-    References:
-      Iyengar, "Robust dynamic programming", Math. Oper. Res. 2005; Nilim & El Ghaoui,
-      "Robust control of Markov decision processes with uncertain transition matrices",
-      Oper. Res. 2005.
-    """
-    check_model(private_mdp, "private_mdp")
-    check_iterations(None, max_iterations)
-    kind, params, width = prepare_set(private_mdp, k, beta, bound, support_aware, mechanism)
-    return robust_solve_core(
-        private_mdp,
-        params,
-        max_iterations,
-        kind=kind,
-        width=width,
-        support_aware=bool(support_aware),
-    )
+    if uset.support_aware:
+        check_public_support(mdp)
+    kind, params = mech.set_params(mdp, uset)
+    return kind, params, bounds_width(mdp, params.alpha, kind, uset.support_aware)
 
 
 def prepare_set(
     mdp: Model, k, beta, bound, support_aware, mechanism="dirichlet", *, grid: bool = False
 ):
-    """Checks and host work shared by the boundaries: ``(kind, params, width)``.
-
-    ``mdp`` fixes the dtype and, for ``"exact"``/``"certified"``, the union bound's count
-    (the privatized rows' support where the caller has it). ``k`` is the mechanism's
-    parameter; ``grid``: a checked 1-D grid of it (a sweep's), one set per entry.
-    """
-    bound = check_bound(bound)
-    mech = get_mechanism(mechanism)
-    if support_aware:
-        check_public_support(mdp)
-    if grid:
-        check_probability("beta", beta)
+    """:func:`set_up` from the 0.2 keyword form (``k`` a scalar, or a 1-D grid with
+    ``grid=True``), checked as the public boundaries check it."""
+    dtype = mdp.rewards.dtype
+    if isinstance(mechanism, Mechanism):
+        mech = mechanism.replace(k) if k is not None else mechanism
     else:
-        check_positive(mech.parameter, k, dtype=mdp.rewards.dtype)
-        check_probability("beta", beta)
-    params = set_params(mdp, k, beta, bound, bool(support_aware), mech)
-    kind = set_kind(mech.name, bound)
-    return kind, params, bounds_width(mdp, params.alpha, kind, bool(support_aware))
+        mech = as_mechanism(mechanism, k, dtype=dtype)
+    if not grid:
+        check_positive(mech.parameter_name(), mech.parameter, dtype=dtype)
+    return set_up(mdp, mech, as_set(bound, beta, support_aware))
 
 
 def cost_of_privacy(
     private_mdp: Model,
     policy: ArrayLike,
+    mechanism: Mechanism | str = "dirichlet",
+    bound: UncertaintySet | Bound = "paper",
     *,
-    k: ArrayLike,
-    beta: ArrayLike = 0.1,
-    bound: Bound = "paper",
-    support_aware: bool = False,
-    mechanism: MechanismName = "dirichlet",
+    k: ArrayLike | None = None,
+    beta: ArrayLike | None = None,
+    support_aware: bool | None = None,
     tol: ArrayLike | None = None,
     max_iterations: int = 10_000,
 ) -> PrivacyBounds:
@@ -379,20 +288,23 @@ def cost_of_privacy(
     Args:
       private_mdp: the privatized MDP ``M̄`` (with ``P̄``).
       policy: deterministic `[T, S]` / `[S]` ints or stochastic `[T, S, A]` / `[S, A]`.
-      k: the Dirichlet mechanism's parameter used to privatize, ``k > 0``.
-      beta: ``β`` in ``(0, 1)`` of Lemma 1 (the paper's figures fit ``β = 0.1``); for
-        ``"certified"``, the probability that the statement fails.
-      bound: ``"paper"``, ``"exact"`` or ``"certified"``, above. The last two tabulate Beta
-        quantiles on the host for concrete ``k`` and ``β`` (a host callback when traced; no
-        gradient with respect to ``k`` through their boxes).
-      mechanism: the mechanism that released ``P̄``: ``"dirichlet"`` (default; ``k`` is
-        its parameter) or ``"gaussian"``/``"laplace"`` (``k`` is then the noise's σ or
-        scale λ, and every ``bound`` uses the box ``‖P2 − P̄‖∞ <= r`` from the noise's tail,
-        see ``jaxprivmdp.mechanisms._registry``).
-      support_aware: restrict ``P̂`` (both its ``β`` part and its box) to each row's
-        *public* support: a :class:`SparseMDP`'s listed successors, or the support a dense
-        model records (``TabularMDP.support``: a release from :func:`dirichlet_mechanism` /
-        :func:`privatize` of a model, or ``make_mdp(..., support=mask)``). Never read off
+      mechanism: the mechanism that released ``P̄``: an object (``jp.Dirichlet(k)``,
+        ``jp.Gaussian(sigma)``, ``jp.Laplace(scale)``), or a name with ``k=`` (the 0.2
+        keyword form: ``k`` is then the Dirichlet's ``k`` or the noise's σ / λ). The
+        additive mechanisms' sets are the box ``‖P2 − P̄‖∞ <= r`` from the noise's tail.
+      bound: the uncertainty set: an object (``jp.PaperSet(beta)``, ``jp.ExactSet(beta)``,
+        ``jp.CertifiedSet(beta)``, each with ``support_aware=``), or ``"paper"``,
+        ``"exact"``, ``"certified"`` with ``beta=``/``support_aware=`` (above). The last two
+        tabulate Beta quantiles on the host for concrete ``k`` and ``β`` (a host callback
+        when traced; no gradient with respect to ``k`` through their boxes).
+      k: with a mechanism name: its parameter, ``> 0``.
+      beta: with a set name: ``β`` in ``(0, 1)`` of Lemma 1 (default 0.1; the paper's
+        figures use 0.1); for ``"certified"``, the probability that the statement fails.
+      support_aware: with a set name: restrict ``P̂`` (both its ``β`` part and its box) to
+        each row's *public* support: a :class:`SparseMDP`'s listed successors, or the
+        support a dense model records (``TabularMDP.support``: a release from
+        :func:`dirichlet_mechanism` / :func:`privatize` of a model, or ``make_mdp(...,
+        support=mask)``). Never read off
         ``P̄``: its zeros may be noise (a projection, an underflowed draw) where the true
         row is positive. Valid when the support is public structure that ``P̄`` shares with
         ``P`` (``support="nonzero"``, or a sparse model): then the true row, ``P̄`` and
@@ -416,14 +328,8 @@ def cost_of_privacy(
     check_model(private_mdp, "private_mdp")
     policy = validate_policy(private_mdp, policy)
     check_iterations(tol, max_iterations)
-    kind, params, width = prepare_set(private_mdp, k, beta, bound, support_aware, mechanism)
-    return bounds_core(
-        private_mdp,
-        policy,
-        params,
-        tol,
-        max_iterations,
-        kind=kind,
-        width=width,
-        support_aware=bool(support_aware),
-    )
+    mech = as_mechanism(mechanism, k, dtype=private_mdp.rewards.dtype)
+    uset = as_set(bound, beta, support_aware)
+    kind, params, width = set_up(private_mdp, mech, uset)
+    static = dict(kind=kind, width=width, support_aware=uset.support_aware)
+    return bounds_core(private_mdp, policy, params, tol, max_iterations, **static)

@@ -1,14 +1,28 @@
 """Uncertainty sets: for a privatized row, the per-entry box and mixture weight it allows.
 
-``_radius`` is Lemma 1's ``α``; ``_beta`` tabulates exact Beta-marginal intervals of the
-Dirichlet mechanism (host float64, looked up on the device); ``_boxes`` builds every set's
-per-entry bounds ``l ≤ P2 ≤ u`` and weight ``β'`` (``"paper"``, ``"exact"``, ``"certified"``)
-from the public support, never from the release.
+``_sets`` holds the set objects (:class:`PaperSet`, :class:`ExactSet`,
+:class:`CertifiedSet`: ``β``, ``support_aware``, the union bound's scope, the mixture
+weight); ``_boxes`` the per-entry bounds ``l ≤ P2 ≤ u`` every set gives the robust kernel and
+the blocks that build them (a radius box, the exact Beta intervals), always over the public
+support, never read off the release; ``_radius`` is Lemma 1's ``α``; ``_beta`` tabulates the
+Dirichlet mechanism's Beta quantiles (host float64, looked up on the device).
 
-Imports: ``jaxprivmdp._checks``, :mod:`jaxprivmdp.models`, :mod:`jaxprivmdp.mechanisms`.
+Imports: ``jaxprivmdp._checks`` and :mod:`jaxprivmdp.models`. A mechanism (one layer up)
+turns a set into boxes for its own noise.
 """
 
-from ._boxes import BOUNDS as BOUNDS
 from ._radius import concentration_radius as concentration_radius
+from ._sets import BOUNDS as BOUNDS
+from ._sets import CertifiedSet as CertifiedSet
+from ._sets import ExactSet as ExactSet
+from ._sets import PaperSet as PaperSet
+from ._sets import UncertaintySet as UncertaintySet
 
-__all__ = ["BOUNDS", "concentration_radius"]
+__all__ = [
+    "BOUNDS",
+    "CertifiedSet",
+    "ExactSet",
+    "PaperSet",
+    "UncertaintySet",
+    "concentration_radius",
+]

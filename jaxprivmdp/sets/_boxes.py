@@ -1,4 +1,4 @@
-"""The uncertainty-set axis: for privatized rows and ``(k, β)``, per-entry bounds and a weight.
+"""Per-entry boxes: what every set gives the robust kernel, and the blocks that build them.
 
 Every set the bounds use has the form
 
@@ -31,14 +31,15 @@ construction valid for every ``P`` is proved here.
 
 The intervals themselves are computed in ``_beta`` (tabulated quantiles, device lookups).
 
-For the additive-noise mechanisms (``jaxprivmdp.mechanisms._registry``) every ``bound`` is a box
-``P̄ ± r`` with ``r`` from their noise's tail (kind ``"radius"``, like the paper's); the
-Beta intervals (kind ``"beta"``) are the Dirichlet mechanism's.
+The set objects are in ``_sets``; a mechanism chooses the block that fits its noise
+(:meth:`jaxprivmdp.mechanisms.Mechanism.set_params`): a box ``P̄ ± r`` (kind ``"radius"``:
+Lemma 1's ``α``, or an additive noise's tail radius) or the Beta intervals (kind ``"beta"``,
+the Dirichlet mechanism's exact marginals).
 """
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -47,17 +48,7 @@ import numpy as np
 from .._checks import is_concrete
 from ..models._rows import Model, Rows, row_support, transition_rows
 from ._beta import BetaTables, device_tables, host_tables, intervals, smallest_width
-from ._radius import outward_radius
-
-Bound = Literal["paper", "exact", "certified"]
-BOUNDS: tuple[str, ...] = ("paper", "exact", "certified")
-
-
-def check_bound(bound) -> str:
-    """``bound`` itself if it names a set, else a ValueError listing them."""
-    if bound not in BOUNDS:
-        raise ValueError(f"bound must be one of {', '.join(map(repr, BOUNDS))}, got {bound!r}")
-    return bound
+from ._sets import UncertaintySet
 
 
 class SetParams(NamedTuple):
@@ -123,11 +114,17 @@ def row_count(mdp: Model) -> int:
     return max(int(np.asarray(mdp.action_mask).sum()), 1)
 
 
-def set_level(mdp: Model, beta, bound: str, support_aware: bool):
-    """The per-side level ``c`` of each entry's interval: ``β / (2n)`` (``"exact"``, over a
-    row's ``n`` entries) or ``β / (2N)`` (``"certified"``, over all ``N`` entries)."""
-    n = entry_count(mdp, support_aware=support_aware, whole_model=bound == "certified")
-    return beta / (2 * n)
+def entry_level(mdp: Model, uset: UncertaintySet):
+    """The per-side level ``c`` of each entry's interval: ``β / (2n)`` over a row's ``n``
+    entries (scope ``"row"``) or ``β / (2N)`` over all ``N`` entries (scope ``"model"``)."""
+    whole = uset.scope == "model"
+    return uset.beta / (2 * entry_count(mdp, support_aware=uset.support_aware, whole_model=whole))
+
+
+def row_level(mdp: Model, uset: UncertaintySet):
+    """The probability a row's box may fail: ``β`` (scope ``"row"``) or ``β / R`` over the
+    ``R`` allowed rows (scope ``"model"``)."""
+    return uset.beta / row_count(mdp) if uset.scope == "model" else uset.beta
 
 
 def paper_params(alpha, beta) -> SetParams:
@@ -136,59 +133,31 @@ def paper_params(alpha, beta) -> SetParams:
     return SetParams(alpha, jnp.asarray(beta, alpha.dtype))
 
 
-def set_kind(mechanism: str, bound: str) -> str:
-    """``"radius"`` (a box ``P̄ ± α``) or ``"beta"`` (exact Beta intervals): static."""
-    if mechanism == "dirichlet" and bound != "paper":
-        return "beta"
-    return "radius"
+def radius_params(alpha, uset: UncertaintySet, dtype) -> SetParams:
+    """The box ``P̄ ± α`` (``α`` already rounded up to ``dtype``) with the set's weight."""
+    alpha = jnp.asarray(alpha, dtype)
+    mixture = jnp.broadcast_to(jnp.asarray(uset.mixture, dtype), jnp.shape(alpha))
+    return SetParams(alpha, mixture)
 
 
-def _unit_radius(mechanism, n: int, level) -> jax.Array | float:
-    """An additive mechanism's radius per unit of its scale (it is linear in the scale)."""
-    if is_concrete(level):
-        return mechanism.radius(1.0, n, float(level))
-    return jax.pure_callback(
-        lambda lv: np.asarray(mechanism.radius(1.0, n, float(lv)), np.float32),
-        jax.ShapeDtypeStruct((), jnp.float32),
-        jax.lax.stop_gradient(level),
-    )
-
-
-def set_params(mdp: Model, k, beta, bound: str, support_aware: bool, mechanism) -> SetParams:
-    """The set's parameters for the mechanism's parameter ``k`` (any shape) and scalar ``β``.
-
-    Dirichlet: Lemma 1's ``α`` (``"paper"``) or Beta-quantile tables, tabulated on the host
-    for concrete ``k`` and ``β`` (through a callback when traced). Additive mechanisms: the
-    radius of their noise (:func:`jaxprivmdp.mechanisms._additive.noise_radius`) at level
-    ``β`` per row
-    (``"paper"``, ``"exact"``: their tail bound is already exact) or ``β / R`` over all ``R``
-    allowed rows (``"certified"``), times the scale, rounded up.
-    """
+def beta_params(mdp: Model, k, uset: UncertaintySet) -> SetParams:
+    """The Dirichlet mechanism's exact Beta intervals at :func:`entry_level`, for its ``k``
+    (any shape): tabulated on the host for concrete ``k`` and ``β`` (through a callback when
+    traced), with ``alpha`` the smallest capacity (the fill width, the role ``α`` plays for
+    a box)."""
     dtype = mdp.rewards.dtype
-    kind = set_kind(mechanism.name, bound)
-    mixture_weight = 0.0 if bound == "certified" else beta
-    if mechanism.name != "dirichlet":
-        n = entry_count(mdp, support_aware=support_aware, whole_model=False)
-        level = beta / row_count(mdp) if bound == "certified" else beta
-        unit = jnp.asarray(_unit_radius(mechanism, n, level), dtype)
-        alpha = jnp.asarray(k, dtype) * unit * (1 + 4 * jnp.finfo(dtype).eps)
-    else:
-        alpha = outward_radius(k, beta, dtype)
-    mixture = jnp.broadcast_to(jnp.asarray(mixture_weight, dtype), jnp.shape(alpha))
-    if kind == "radius":
-        return paper_params(jnp.asarray(alpha, dtype), mixture)
-    level = set_level(mdp, beta, bound, support_aware)
-    if is_concrete(k, beta):
+    level = entry_level(mdp, uset)
+    if is_concrete(k, uset.beta):
         tables = host_tables(k, level, dtype)
-        # The smallest capacity, in the role α plays for the paper's box: the fill width.
         widths = np.vectorize(smallest_width)(
             np.asarray(k, np.float64), float(level), np.dtype(dtype).name
         )
         alpha = jnp.asarray(widths, dtype)
     else:
         tables = device_tables(jnp.asarray(k, dtype), jnp.asarray(level, dtype), dtype)
-    tables = BetaTables(*map(jnp.asarray, tables))
-    return SetParams(jnp.asarray(alpha, dtype), mixture, tables)
+        alpha = jnp.zeros(jnp.shape(k), dtype)  # no static width: the fill spans all entries
+    params = radius_params(alpha, uset, dtype)
+    return params._replace(tables=BetaTables(*map(jnp.asarray, tables)))
 
 
 def row_box(rows: Rows, params: SetParams, *, kind: str, support_aware: bool) -> RowBox:

@@ -1,0 +1,241 @@
+"""How a sweep's runs are cut into compiled chunks, run, sharded and gathered.
+
+:func:`plan_chunks` picks the chunk size and vector width; :func:`chunk_runs` lists one
+chunk's runs on the host (never all ``K·N``); ``sweep_chunk`` runs them through one compiled
+function (sharded over devices; per run :func:`run_one`, which calls ``synthesize_core``);
+:func:`run_chunks` drives the chunks, reports progress and gathers `[K, N]` summaries.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from .._checks import check_count
+from ..mechanisms._base import Mechanism
+from ..models._rows import Model, transition_rows
+from ..planning._bellman import evaluate_core
+from ..sets._boxes import SetParams
+from ._synthesis import synthesize_core
+
+
+class RobustSummary(NamedTuple):
+    """The robust private policy of each run, at ``s0``: its true value and its bounds."""
+
+    true_value: jax.Array
+    pessimistic: jax.Array
+    optimistic: jax.Array
+    cost: jax.Array
+
+
+class RunSummary(NamedTuple):
+    """One run of a sweep, at the initial state: the fields of :class:`SweepResult`."""
+
+    private_value: jax.Array
+    true_value: jax.Array
+    pessimistic: jax.Array
+    optimistic: jax.Array
+    cost: jax.Array
+    converged: jax.Array
+    robust: RobustSummary | None = None
+
+
+def at_s0(mdp: Model, values: jax.Array) -> jax.Array:
+    return values[0, mdp.initial_state] if mdp.is_finite_horizon else values[mdp.initial_state]
+
+
+def run_one(key, mech, params, mdp, rows, support, max_iterations, **static):
+    """One run of a sweep: Algorithm 1, its bounds and the true value, at ``s0``."""
+    out = synthesize_core(key, mdp, rows, support, mech, params, max_iterations, **static)
+    robust = None
+    if out.robust is not None:
+        robust = RobustSummary(
+            true_value=at_s0(mdp, evaluate_core(mdp, out.robust.policy)),
+            pessimistic=at_s0(mdp, out.robust.pessimistic),
+            optimistic=at_s0(mdp, out.robust.optimistic),
+            cost=out.robust.cost,
+        )
+    return RunSummary(
+        private_value=at_s0(mdp, out.private_values),
+        true_value=at_s0(mdp, evaluate_core(mdp, out.policy)),
+        pessimistic=at_s0(mdp, out.pessimistic),
+        optimistic=at_s0(mdp, out.optimistic),
+        cost=out.cost,
+        converged=out.converged,
+        robust=robust,
+    )
+
+
+class ChunkRuns(NamedTuple):
+    """The runs of one chunk, built on the host per chunk (never for all ``K·N`` runs).
+
+    Attributes:
+      i: `[B]` int32 index into the grid of the mechanism's parameter.
+      j: `[B]` int32 trial index.
+      mechanism: the run's mechanism (its parameter `[B]`).
+      params: its set's parameters (`[B]`/`[B, G]` fields, as in :func:`synthesize`).
+    """
+
+    i: np.ndarray
+    j: np.ndarray
+    mechanism: Mechanism
+    params: SetParams
+
+
+def chunk_runs(c: int, batch_size: int, grid: Mechanism, params, num_trials: int) -> ChunkRuns:
+    """Runs ``c·B .. (c+1)·B − 1`` (flat index ``i·N + j``); the padding repeats the last."""
+    total = np.size(grid.parameter) * num_trials
+    r = np.minimum(np.arange(c * batch_size, (c + 1) * batch_size), total - 1)
+    i, j = np.divmod(r, num_trials)
+    mech, params = jax.tree.map(lambda x: x[i], (grid, params))
+    return ChunkRuns(i.astype(np.int32), j.astype(np.int32), mech, params)
+
+
+@functools.partial(
+    jax.jit,
+    static_argnames=(
+        "kind",
+        "width",
+        "support_aware",
+        "robust",
+        "devices",
+        "vector_width",
+    ),
+)
+def sweep_chunk(runs: ChunkRuns, key, mdp, rows, support, max_iterations, **static) -> RunSummary:
+    """The runs of one chunk, sharded over ``devices``; its shape fixes the compilation.
+
+    On each device the runs go through ``lax.map`` in vmapped groups of ``vector_width``: the
+    compiled per-group program is the same whatever the chunk size or device count, so each
+    run's result is bitwise independent of both. It also bounds the working memory.
+    """
+    devices, vector_width = static.pop("devices"), static.pop("vector_width")
+
+    def one(run: ChunkRuns):
+        run_key = jax.random.fold_in(jax.random.fold_in(key, run.i), run.j)
+        return run_one(
+            run_key, run.mechanism, run.params, mdp, rows, support, max_iterations, **static
+        )
+
+    def batched(runs):
+        return jax.lax.map(one, runs, batch_size=vector_width)
+
+    if len(devices) == 1:
+        return batched(runs)
+    mesh = jax.sharding.Mesh(np.asarray(devices), ("batch",))
+    spec = PartitionSpec("batch")
+    # Each shard runs independent runs: nothing is communicated, so the varying-axes type
+    # check (which the loops' replicated carries would trip) is off.
+    return jax.shard_map(batched, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)(runs)
+
+
+def default_vector_width(mdp: Model, sampler: str, budget_bytes: float = 2**30) -> int:
+    """Runs vectorized together: a power of two ``<= 16`` whose working set fits the budget.
+
+    The working set of a run is about 16 arrays of the rows' size with the ``"fast"`` sampler and
+    48 with ``"jax"`` (``benchmarks/bench_memory.py``; the additive mechanisms count as
+    ``"fast"``); small groups keep it in cache
+    (``benchmarks/RESULTS.md`` compares group sizes).
+    """
+    arrays = 16 if sampler == "fast" else 48
+    per_run = arrays * transition_rows(mdp).probs.size * mdp.rewards.dtype.itemsize
+    fit = max(1, int(budget_bytes // per_run))
+    return min(16, 1 << (fit.bit_length() - 1))
+
+
+def default_batch_size(total: int, group: int) -> int:
+    """Runs per compiled call: ``total`` rounded up to a power-of-two number of groups, <= 256.
+
+    Powers of two keep the number of distinct compiled chunk shapes small (a new trial count
+    or grid of ``k`` recompiles only when it crosses a power of two below 256 runs) while a
+    small sweep is padded by less than 2x.
+    """
+    groups = max(1, math.ceil(min(total, MAX_BATCH_SIZE) / group))
+    return group * (1 << (groups - 1).bit_length())
+
+
+MAX_BATCH_SIZE = 256
+
+
+class ChunkPlan(NamedTuple):
+    """How a sweep's runs are cut into compiled calls.
+
+    Attributes:
+      batch_size: runs per compiled call (a multiple of ``vector_width × len(devices)``).
+      vector_width: runs vectorized together on one device.
+      devices: the devices each chunk is sharded over.
+      num_chunks: compiled calls; the last one is padded.
+    """
+
+    batch_size: int
+    vector_width: int
+    devices: tuple
+    num_chunks: int
+
+
+def plan_chunks(mdp, total, grid: Mechanism, options: dict) -> ChunkPlan:
+    """Validates the chunking options (``batch_size``, ``vector_width``, ``devices``) and
+    fills in the defaults."""
+    devices = options.get("devices")
+    devices = tuple(devices) if devices is not None else tuple(jax.devices())
+    if not devices:
+        raise ValueError("devices must list at least one device")
+    batch_size, vector_width = options.get("batch_size"), options.get("vector_width")
+    for name, value in (("batch_size", batch_size), ("vector_width", vector_width)):
+        if value is not None:
+            check_count(name, value)
+    # The Dirichlet's "jax" sampler needs 3x the working memory of the others.
+    sampler = grid.static_options().get("sampler", "fast")
+    vector_width = int(vector_width or default_vector_width(mdp, sampler))
+    group = vector_width * len(devices)
+    if batch_size is None:
+        batch_size = default_batch_size(total, group)
+    batch_size = group * math.ceil(int(batch_size) / group)
+    return ChunkPlan(batch_size, vector_width, devices, math.ceil(total / batch_size))
+
+
+def _spans_processes(devices) -> bool:
+    """True in a multi-process job whose devices include other processes' devices."""
+    return any(d.process_index != jax.process_index() for d in devices)
+
+
+def _global_runs(runs: ChunkRuns, devices) -> ChunkRuns:
+    """A chunk's runs as global arrays sharded over ``devices`` of every process.
+
+    Every process computes the same chunk on the host (the plan is deterministic), so each
+    one provides the shards its own devices hold.
+    """
+    sharding = NamedSharding(Mesh(np.asarray(devices), ("batch",)), PartitionSpec("batch"))
+    return jax.tree.map(
+        lambda x: jax.make_array_from_callback(x.shape, sharding, lambda i: x[i]), runs
+    )
+
+
+def _gather(out: RunSummary) -> RunSummary:
+    """Every process gets every run of the chunk (a gather over processes)."""
+    from jax.experimental import multihost_utils
+
+    return multihost_utils.process_allgather(out, tiled=True)
+
+
+def run_chunks(plan, grid, params, N, args, static, progress) -> RunSummary:
+    """Every chunk through the compiled function; `[K, N]` summaries."""
+    K = grid.parameter.size
+    total, chunks = K * N, []
+    across = _spans_processes(plan.devices)
+    for c in range(plan.num_chunks):
+        runs = chunk_runs(c, plan.batch_size, grid, params, N)
+        if across:
+            runs = _global_runs(runs, plan.devices)
+        out = sweep_chunk(runs, *args, **static)
+        chunks.append(_gather(out) if across else out)
+        if progress is not None:
+            jax.block_until_ready(chunks[-1])
+            progress(min((c + 1) * plan.batch_size, total), total)
+    return jax.tree.map(lambda *x: jnp.concatenate(x)[:total].reshape(K, N), *chunks)

@@ -1,0 +1,187 @@
+"""The mechanism family's interface: :class:`Mechanism`, a small immutable pytree.
+
+A mechanism carries its parameter (a pytree leaf: traced under ``jit``, batched under
+``vmap``, a 1-D grid in a sweep) and any static options, and provides everything the other
+layers need of it, so that adding a mechanism is one new class and touches no other module:
+
+- ``privatize(key, rows, support, action_mask)``: the release (pure, jit/vmap-friendly);
+- ``set_params(mdp, uset)``: the per-entry boxes its noise implies for an uncertainty set
+  (default: a scale family's tail radius, :meth:`unit_radius`);
+- ``epsilon(b=..., delta=..., ...)`` / ``guarantee(...)``: one row's (ε, δ) under b-adjacency;
+- ``calibrate(epsilon, delta, b=...)``: the least-noise member meeting a target;
+- ``grid(values)``: one object holding a 1-D grid of parameters (what a sweep takes).
+
+Subclasses are frozen dataclasses with exactly one data field (the parameter); fields with
+``metadata=dict(static=True)`` are static (part of the compiled program). They are
+registered as pytrees automatically.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.typing import ArrayLike
+
+from .._checks import check_positive, is_concrete
+from ..models._rows import Model
+from ..sets._boxes import SetParams, entry_count, radius_params, row_level
+from ..sets._sets import UncertaintySet
+
+
+class RowGuarantee(NamedTuple):
+    """One row's privacy guarantee under b-adjacency (``‖p − q‖₁ <= b``).
+
+    Attributes:
+      epsilon: the privacy loss bound.
+      delta: the probability it may fail (0 for a pure-ε mechanism).
+      b: the adjacency bound.
+      details: the accounting's own record (:class:`jaxprivmdp.privacy.Guarantee` for the
+        Dirichlet mechanism), or None.
+    """
+
+    epsilon: float
+    delta: float
+    b: float
+    details: object = None
+
+
+def _data_fields(cls) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls) if not f.metadata.get("static")]
+
+
+def _static_fields(cls) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls) if f.metadata.get("static")]
+
+
+class Mechanism:
+    """Base class of the mechanisms (:class:`Dirichlet`, :class:`Gaussian`, :class:`Laplace`).
+
+    Class attributes a subclass sets:
+      name: a short name (``"dirichlet"``), used in tables and messages.
+      needs_interior: whether every supported entry of a row must be positive (the
+        Dirichlet's concentrations ``k·p`` must be).
+      noise_grows_with_parameter: True when a larger parameter means more noise (σ, λ),
+        False when less (the Dirichlet's ``k``): calibration and plots read it.
+    """
+
+    name: ClassVar[str]
+    needs_interior: ClassVar[bool] = False
+    noise_grows_with_parameter: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+
+        def flatten(m):
+            data = tuple(getattr(m, f) for f in _data_fields(type(m)))
+            return data, tuple(getattr(m, f) for f in _static_fields(type(m)))
+
+        def unflatten(aux, data):
+            m = object.__new__(cls)  # no __init__: leaves may be tracers or placeholders
+            for name, value in zip(_data_fields(cls), data, strict=True):
+                object.__setattr__(m, name, value)
+            for name, value in zip(_static_fields(cls), aux, strict=True):
+                object.__setattr__(m, name, value)
+            return m
+
+        jax.tree_util.register_pytree_node(cls, flatten, unflatten)
+
+    # ------------------------------------------------------------------ the parameter
+
+    @classmethod
+    def parameter_name(cls) -> str:
+        """The name of the one data field (``"k"``, ``"sigma"``, ``"scale"``)."""
+        (name,) = _data_fields(cls)
+        return name
+
+    @property
+    def parameter(self):
+        """The parameter's value (any shape; a 1-D grid in a sweep)."""
+        return getattr(self, self.parameter_name())
+
+    def __post_init__(self):
+        if is_concrete(self.parameter):  # traced under jit: checked by the boundary
+            check_positive(self.parameter_name(), self.parameter, scalar=False)
+
+    def replace(self, parameter) -> Mechanism:
+        """The same mechanism (same static options) with another parameter value."""
+        return dataclasses.replace(self, **{self.parameter_name(): parameter})
+
+    @classmethod
+    def grid(cls, values, **static) -> Mechanism:
+        """One mechanism holding a 1-D grid of parameters, e.g. ``Dirichlet.grid(ks)``."""
+        arr = np.asarray(values, np.float64)
+        if arr.ndim != 1 or arr.size == 0:
+            raise ValueError(f"a grid must be a non-empty 1-D sequence, got shape {arr.shape}")
+        return cls(arr, **static)
+
+    def static_options(self) -> dict:
+        """The static fields and their values (e.g. the Dirichlet's sampler)."""
+        return {f: getattr(self, f) for f in _static_fields(type(self))}
+
+    # ----------------------------------------------------------------- behaviour
+
+    def privatize(self, key: jax.Array, rows: jax.Array, support, action_mask) -> jax.Array:
+        """``P̄``: every allowed row privatized over its support (pure, jit/vmap-friendly).
+
+        Args:
+          key: PRNG key.
+          rows: `[S, A, S]` or `[S, A, K]` rows to privatize.
+          support: bool, like ``rows``: the entries privatized; others stay 0.
+          action_mask: `[S, A]` bool: rows of masked actions are returned unchanged.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must define privatize")
+
+    def unit_radius(self, n: int, level: float) -> float:
+        """Host float64: ``r`` with ``P(‖P̄ − p‖∞ > r·parameter) <= level`` for a row of
+        ``n`` entries, for a scale family (noise proportional to the parameter). The default
+        :meth:`set_params` builds every set's box from it."""
+        raise NotImplementedError(
+            f"{type(self).__name__} defines no unit_radius: define it, or override set_params"
+        )
+
+    def set_params(self, mdp: Model, uset: UncertaintySet) -> tuple[str, SetParams]:
+        """``(kind, params)`` of the set ``uset`` for releases of this mechanism.
+
+        Default (a scale family): the box ``P̄ ± r`` with ``r = parameter × unit_radius(n,
+        level)`` at level ``β`` per row (paper and exact sets) or ``β / R`` over the ``R``
+        allowed rows (certified), ``n`` the entries of the largest row (its public support
+        when support-aware), rounded up.
+        """
+        dtype = mdp.rewards.dtype
+        n = entry_count(mdp, support_aware=uset.support_aware, whole_model=False)
+        unit = jnp.asarray(_host_or_callback(self.unit_radius, n, row_level(mdp, uset)), dtype)
+        alpha = jnp.asarray(self.parameter, dtype) * unit * (1 + 4 * jnp.finfo(dtype).eps)
+        return "radius", radius_params(alpha, uset, dtype)
+
+    def epsilon(self, *, b: float, delta: float, eta=None, n=None) -> float:
+        """One row's ε at ``delta`` for b-adjacent rows (host, concrete parameter)."""
+        raise NotImplementedError(f"{type(self).__name__} states no privacy guarantee")
+
+    def guarantee(self, *, b: float, delta: float, eta=None, n=None) -> RowGuarantee:
+        """One row's :class:`RowGuarantee` at ``delta`` (see :meth:`epsilon`)."""
+        return RowGuarantee(self.epsilon(b=b, delta=delta, eta=eta, n=n), delta, b)
+
+    @classmethod
+    def calibrate(cls, epsilon: float, delta: float, *, b: float, eta=None, n=None, **static):
+        """The least-noise member meeting ``(epsilon, delta)`` for one b-adjacent row."""
+        raise NotImplementedError(f"{cls.__name__} cannot be calibrated")
+
+    @classmethod
+    def floor(cls, delta: float, *, b: float, eta=None, n=None) -> float:
+        """The smallest ε any parameter reaches at ``delta`` (0 unless overridden)."""
+        return 0.0
+
+
+def _host_or_callback(fn, n: int, level) -> ArrayLike:
+    """``fn(n, level)`` on the host; through a callback when ``level`` is traced."""
+    if is_concrete(level):
+        return fn(n, float(level))
+    return jax.pure_callback(
+        lambda lv: np.asarray(fn(n, float(lv)), np.float32),
+        jax.ShapeDtypeStruct((), jnp.float32),
+        jax.lax.stop_gradient(level),
+    )

@@ -1,0 +1,114 @@
+"""The robust private policy: it maximizes the pessimistic value over the set.
+
+Robust dynamic programming with the bounds' kernel (:func:`robust_backup`) over the set a
+mechanism's release implies: post-processing of ``P̄``, so no privacy cost.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.typing import ArrayLike
+
+from ..mechanisms._base import Mechanism
+from ..mechanisms._registry import as_mechanism
+from ..models._rows import Model, check_model, transition_rows
+from ..sets._boxes import RowBox, SetParams, row_box
+from ..sets._sets import Bound, UncertaintySet, as_set
+from ._bellman import (
+    Solution,
+    backward_induction,
+    check_iterations,
+    default_tolerance,
+    value_iteration,
+)
+from ._bounds import set_up
+from ._kernel import robust_backup
+
+_STATIC = ("kind", "width", "support_aware")
+
+
+def _robust_q(mdp: Model, box: RowBox, v, width, support_aware):
+    """`[S, A]` ``r + γ min_{p ∈ set} p·v`` for every row; masked actions get the dtype's min."""
+    low, _ = robust_backup(
+        transition_rows(mdp), box, v, v, width=width, support_aware=support_aware
+    )
+    q = mdp.rewards + mdp.discount * low
+    return jnp.where(mdp.action_mask, q, jnp.finfo(q.dtype).min)
+
+
+@functools.partial(jax.jit, static_argnames=_STATIC)
+def robust_solve_core(
+    mdp, params: SetParams, max_iterations, *, kind: str, width: int, support_aware: bool
+) -> Solution:
+    """The policy maximizing the pessimistic value over the set: robust dynamic programming.
+
+    Finite horizon: robust backward induction ``v_t = max_a r + γ min_{p} p·v_{t+1}``.
+    Infinite horizon: robust value iteration (a γ-contraction; the stopping rule of
+    :func:`jaxprivmdp.solve` makes the greedy policy ε-optimal for the robust problem, with
+    ε the default tolerance). The sets are rectangular over (state, action) rows, so the
+    greedy policy of the robust values attains them (Iyengar 2005; Nilim & El Ghaoui 2005).
+    """
+    box = row_box(transition_rows(mdp), params, kind=kind, support_aware=support_aware)
+
+    def q_fn(v):
+        return _robust_q(mdp, box, v, width, support_aware)
+
+    if mdp.is_finite_horizon:
+        return backward_induction(mdp, q_fn)
+    return value_iteration(mdp, q_fn, default_tolerance(mdp), max_iterations)
+
+
+def robust_solve(
+    private_mdp: Model,
+    mechanism: Mechanism | str = "dirichlet",
+    bound: UncertaintySet | Bound = "paper",
+    *,
+    k: ArrayLike | None = None,
+    beta: ArrayLike | None = None,
+    support_aware: bool | None = None,
+    max_iterations: int = 10_000,
+) -> Solution:
+    """The robust private policy of a privatized MDP: it maximizes the pessimistic value.
+
+    ``v_t(s) = max_a r(s, a) + γ min_{p ∈ B(s, a)} p·v_{t+1}`` with ``B`` the set of
+    ``bound`` (see :func:`cost_of_privacy`), by robust backward induction (finite horizon) or
+    robust value iteration (infinite horizon, to the default tolerance). Post-processing of
+    ``P̄``: no privacy cost. Its pessimistic value (``cost_of_privacy(..., bound=bound)``) is
+    never below that of any other policy, ``π̄`` included; with ``"certified"`` it is a
+    floor on its true value with probability ``≥ 1 − β``. :func:`synthesize` with
+    ``robust=True`` runs this after Algorithm 1.
+
+    Args:
+      private_mdp: the privatized MDP ``M̄``.
+      mechanism: the mechanism that released ``P̄`` (an object, or a name with ``k``), see
+        :func:`cost_of_privacy`.
+      bound: the uncertainty set (an object, or a name with ``beta``/``support_aware``).
+      k: with a mechanism name: its parameter.
+      beta: with a set name: ``β`` in ``(0, 1)`` (default 0.1).
+      support_aware: with a set name: restrict the set to each row's public support.
+      max_iterations: infinite horizon: guard on iterations (not static).
+
+    Returns:
+      A :class:`Solution`: the policy and its robust (pessimistic) values.
+
+    References:
+      Iyengar, "Robust dynamic programming", Math. Oper. Res. 2005; Nilim & El Ghaoui,
+      "Robust control of Markov decision processes with uncertain transition matrices",
+      Oper. Res. 2005.
+    """
+    check_model(private_mdp, "private_mdp")
+    check_iterations(None, max_iterations)
+    mech = as_mechanism(mechanism, k, dtype=private_mdp.rewards.dtype)
+    uset = as_set(bound, beta, support_aware)
+    kind, params, width = set_up(private_mdp, mech, uset)
+    return robust_solve_core(
+        private_mdp,
+        params,
+        max_iterations,
+        kind=kind,
+        width=width,
+        support_aware=uset.support_aware,
+    )

@@ -1,0 +1,127 @@
+"""The layout shows the architecture (issue 17): layers import downward only, rooms stay small.
+
+Subpackages and their layers (a module may import its own subpackage and lower layers):
+
+    0  _checks, _version            validation, the version
+    1  models                       dense and sparse MDPs, their public structure
+    2  io, privacy, sets            files; (ε, δ) accounting; uncertainty sets and boxes
+    3  mechanisms                   privatize, the sets their noise implies, guarantees
+    4  planning                     Bellman, the robust kernel, bounds, property checking
+    5  experiments                  synthesize, sweep, frontier, reports
+    6  cli                          the command line
+    7  jaxprivmdp (the public API)  re-exports only
+
+Read from the source with ``ast`` (no import needed), so a violation names file and line.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "jaxprivmdp"
+LAYERS = {
+    "_checks": 0,
+    "_version": 0,
+    "models": 1,
+    "io": 2,
+    "privacy": 2,
+    "sets": 2,
+    "mechanisms": 3,
+    "planning": 4,
+    "experiments": 5,
+    "cli": 6,
+    "": 7,  # jaxprivmdp/__init__.py and __main__.py
+}
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 80  # code lines: from `def` to the end, without the docstring
+
+
+def _modules():
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        yield path, parts
+
+
+def _room(parts: tuple[str, ...]) -> str:
+    """The layer key of a module: its subpackage, a top-level module, or "" (the API)."""
+    inner = parts[1:]
+    if not inner or inner[0] in ("__init__", "__main__"):
+        return ""
+    return inner[0]
+
+
+def _imported(path: Path, parts: tuple[str, ...]):
+    """``(line, target parts)`` for every import of a jaxprivmdp module in ``path``."""
+    package = parts[:-1] if parts[-1] != "__init__" else parts[:-1]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - (node.level - 1)]
+                target = base + tuple(node.module.split(".") if node.module else ())
+            elif node.module and node.module.split(".")[0] == "jaxprivmdp":
+                target = tuple(node.module.split("."))
+            else:
+                continue
+            if not node.module or target == ("jaxprivmdp",):  # `from . import x`: x a room?
+                for alias in node.names:
+                    yield node.lineno, target + (alias.name,)
+            else:
+                yield node.lineno, target
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "jaxprivmdp":
+                    yield node.lineno, tuple(alias.name.split("."))
+
+
+def test_imports_flow_down_the_layers():
+    wrong = []
+    for path, parts in _modules():
+        room = _room(parts)
+        for line, target in _imported(path, parts):
+            other = _room(target)
+            if other not in LAYERS:  # a name re-exported by the API, e.g. `from . import x`
+                other = ""
+            if other == room:
+                continue
+            if LAYERS[other] >= LAYERS[room]:
+                where = f"{path.relative_to(PACKAGE.parent)}:{line}"
+                wrong.append(f"{where} ({room or 'api'}) imports {'.'.join(target)}")
+    assert not wrong, "upward or sideways imports:\n" + "\n".join(wrong)
+
+
+def test_every_module_is_in_a_known_room():
+    rooms = {_room(parts) for _, parts in _modules()}
+    assert rooms <= set(LAYERS), rooms - set(LAYERS)
+
+
+def _code_lines(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    lines = fn.end_lineno - fn.lineno + 1
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        if isinstance(body[0].value.value, str):
+            lines -= body[0].end_lineno - body[0].lineno + 1
+    return lines
+
+
+def test_rooms_stay_small():
+    big = []
+    for path, _ in _modules():
+        text = path.read_text()
+        name = path.relative_to(PACKAGE.parent)
+        if text.count("\n") > MAX_MODULE_LINES:
+            big.append(f"{name}: {text.count(chr(10))} lines > {MAX_MODULE_LINES}")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = _code_lines(node)
+                if n > MAX_FUNCTION_LINES:
+                    big.append(f"{name}:{node.lineno} {node.name}: {n} code lines")
+    assert not big, "\n".join(big)
+
+
+@pytest.mark.parametrize("room", [r for r in LAYERS if r and not r.startswith("_")])
+def test_each_subpackage_says_what_lives_there(room):
+    doc = ast.get_docstring(ast.parse((PACKAGE / room / "__init__.py").read_text()))
+    assert doc and "Imports:" in doc, f"{room}/__init__.py needs a docstring with 'Imports:'"
