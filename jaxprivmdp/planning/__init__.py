@@ -17,8 +17,8 @@ from ._bounds import PrivacyBounds as PrivacyBounds
 from ._bounds import cost_of_privacy as cost_of_privacy
 from ._bounds import robust_solve as robust_solve
 from ._kernel import robust_expectation as robust_expectation
-from ._properties import CheckResult as CheckResult
-from ._properties import check as check
+from ._property_check import CheckResult as CheckResult
+from ._property_check import check as check
 
 __all__ = [
     "CheckResult",
