@@ -27,8 +27,9 @@ from jaxprivmdp.experiments._sweep import _sweep_chunk, chunk_runs
 from jaxprivmdp.mechanisms._registry import _privatize_jit, get_mechanism
 from jaxprivmdp.models._rows import with_probs
 from jaxprivmdp.models._support import model_mechanism_input
-from jaxprivmdp.planning._bellman import evaluate_core, solve_core
+from jaxprivmdp.planning._bellman import solve_core
 from jaxprivmdp.planning._bounds import bounds_core, prepare_set, robust_solve_core
+from jaxprivmdp.planning._evaluation import evaluate_core
 
 HIGHEST = jax.lax.Precision.HIGHEST
 PRODUCTS = ("dot_general", "conv_general_dilated", "ragged_dot_general")

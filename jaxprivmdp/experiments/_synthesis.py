@@ -12,8 +12,9 @@ from ..mechanisms._dirichlet import Sampler, check_sampler
 from ..mechanisms._registry import MechanismName, get_mechanism
 from ..models._rows import Model, check_model, with_probs
 from ..models._support import Support, model_mechanism_input
-from ..planning._bellman import check_iterations, evaluate_core, solve_core
+from ..planning._bellman import check_iterations, solve_core
 from ..planning._bounds import bounds_core, prepare_set, robust_solve_core
+from ..planning._evaluation import evaluate_core
 from ..sets._boxes import Bound, SetParams
 
 

@@ -11,11 +11,11 @@ Imports: ``jaxprivmdp._checks``, :mod:`jaxprivmdp.models`, :mod:`jaxprivmdp.mech
 """
 
 from ._bellman import Solution as Solution
-from ._bellman import evaluate as evaluate
 from ._bellman import solve as solve
 from ._bounds import PrivacyBounds as PrivacyBounds
 from ._bounds import cost_of_privacy as cost_of_privacy
 from ._bounds import robust_solve as robust_solve
+from ._evaluation import evaluate as evaluate
 from ._kernel import robust_expectation as robust_expectation
 from ._property_check import CheckResult as CheckResult
 from ._property_check import check as check

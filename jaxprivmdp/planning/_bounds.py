@@ -24,19 +24,10 @@ from ..sets._boxes import (
     set_kind,
     set_params,
 )
-from ._bellman import (
-    Solution,
-    backward_induction,
-    check_iterations,
-    default_tolerance,
-    policy_rows,
-    rounding_margin,
-    select_rows,
-    validate_policy,
-    value_iteration,
-    weighted_sum,
-)
+from ._bellman import Solution, backward_induction, check_iterations, value_iteration
 from ._kernel import fill_width, robust_backup
+from ._policies import policy_rows, select_rows, validate_policy, weighted_sum
+from ._rounding import default_tolerance, rounding_margin
 
 
 class PrivacyBounds(NamedTuple):
