@@ -1,9 +1,12 @@
 """(ε, δ) accounting for the row mechanisms, per row and for a whole MDP.
 
-Per-row accounting of the Dirichlet mechanism lives in ``_row.py`` (with special functions
-in ``_special.py``), the lifting to a whole MDP and composition in ``_mdp.py``; the Gaussian
-and Laplace mechanisms' accounting and calibration in ``_additive.py``; Rényi-DP and
-composition over many rows (basic vs RDP, through ``dp_accounting``) in ``_rdp.py``.
+Per-row accounting of the Dirichlet mechanism lives in ``_row.py`` (the guarantee of one
+``k``; with the worst-case loss ε in ``_loss.py``, the concave-majorant bound on spreading
+mass in ``_split.py`` and special functions in ``_special.py``), the search for the ``k``
+that meets a target in ``_calibrate.py``; the lifting to a whole MDP and composition in
+``_mdp.py``; the Gaussian and Laplace mechanisms' accounting and calibration in
+``_additive.py``; Rényi-DP and composition over many rows (basic vs RDP, through
+``dp_accounting``) in ``_rdp.py``.
 
 The mechanism outputs ``x ~ Dirichlet(k·p)`` for a row ``p`` of the transition function.
 This module answers: which (ε, δ) does a given ``k`` buy, and which ``k`` buys a target
@@ -50,6 +53,7 @@ from ._additive import calibrate_laplace as calibrate_laplace
 from ._additive import gaussian_delta as gaussian_delta
 from ._additive import gaussian_epsilon as gaussian_epsilon
 from ._additive import laplace_epsilon as laplace_epsilon
+from ._calibrate import calibrate_k as calibrate_k
 from ._mdp import Composition as Composition
 from ._mdp import MDPGuarantee as MDPGuarantee
 from ._mdp import compose as compose
@@ -58,7 +62,6 @@ from ._rdp import RowComposition as RowComposition
 from ._rdp import compose_rows as compose_rows
 from ._rdp import dirichlet_rdp as dirichlet_rdp
 from ._row import Guarantee as Guarantee
-from ._row import calibrate_k as calibrate_k
 from ._row import delta as delta
 from ._row import epsilon as epsilon
 from ._row import guarantee as guarantee
