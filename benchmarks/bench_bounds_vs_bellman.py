@@ -49,8 +49,7 @@ import pytest
 
 import jaxprivmdp as jp
 from jaxprivmdp.models import _rows as _models
-from jaxprivmdp.planning import _bellman as _planning
-from jaxprivmdp.planning import _bounds
+from jaxprivmdp.planning import _bounds, _evaluation, _policies
 from jaxprivmdp.planning import _kernel as _robust
 
 K = 10.0
@@ -128,13 +127,13 @@ def bounds_argsort_old(mdp, policy, alpha, beta, *, width):
 
     def stage(carry, decision):
         v_low, v_high = carry
-        p_rows, weights = _planning.select_rows(mdp.transitions, decision)
-        rewards, _ = _planning.select_rows(mdp.rewards, decision)
+        p_rows, weights = _policies.select_rows(mdp.transitions, decision)
+        rewards, _ = _policies.select_rows(mdp.rewards, decision)
         low, high = _backup_argsort_old(p_rows, alpha, v_low, v_high, beta, width)
         g = mdp.discount
         out = (
-            _planning.weighted_sum(weights, rewards + g * low),
-            _planning.weighted_sum(weights, rewards + g * high),
+            _policies.weighted_sum(weights, rewards + g * low),
+            _policies.weighted_sum(weights, rewards + g * high),
         )
         return out, out
 
@@ -165,7 +164,7 @@ def micro_pieces(private, policy, alpha, width):
     S = private.num_states
     dtype = private.rewards.dtype
     decision = policy[0]
-    rows_sel, _ = _planning.select_rows(private.transitions, decision)  # [S, 1, S]
+    rows_sel, _ = _policies.select_rows(private.transitions, decision)  # [S, 1, S]
     lower0 = jnp.maximum(rows_sel - alpha, 0)
     slack0 = jnp.maximum(1 - jnp.sum(lower0, axis=-1), 0)  # [S, 1]
     _, lo0 = jax.lax.top_k(-rows_sel[0, 0], width)
@@ -174,7 +173,7 @@ def micro_pieces(private, policy, alpha, width):
     eps = jnp.asarray(1e-3, dtype)
 
     def gather_rows(v, transitions, decision):
-        r, _ = _planning.select_rows(transitions, decision)
+        r, _ = _policies.select_rows(transitions, decision)
         return v * (1 - eps) + eps * jnp.sum(r, axis=-1)[:, 0]  # use every gathered entry
 
     def top_k_1d(v):
@@ -241,7 +240,7 @@ def test_bounds_vs_evaluate(benchmark, dtype, quick, S, kind, variant):
         else jax.nn.one_hot(policy, A, dtype=private.rewards.dtype)
     )
     calls = {
-        "evaluate_core": lambda: _planning.evaluate_core(private, pol),
+        "evaluate_core": lambda: _evaluation.evaluate_core(private, pol),
         "bounds_core": lambda: core(private, pol, params, kw),
         "evaluate": lambda: jp.evaluate(private, pol),
         "cost_of_privacy": lambda: jp.cost_of_privacy(private, pol, k=K, beta=BETA),
@@ -282,7 +281,7 @@ def test_bounds_vs_evaluate(benchmark, dtype, quick, S, kind, variant):
                             (private, policy, params, None, 10_000),
                             kw,
                         ),
-                        ("evaluate_core", _planning.evaluate_core, (private, policy), {}),
+                        ("evaluate_core", _evaluation.evaluate_core, (private, policy), {}),
                     )
                 }
     common.bench(benchmark, calls[variant], **extra)
@@ -353,7 +352,7 @@ def test_bound_set(benchmark, dtype, quick, S, bound):
     private, policy, paper_params, paper_kw, _, _ = problem(S, dtype)
     params, kw = set_args(private, bound)
     calls = {
-        "evaluate_core": lambda: _planning.evaluate_core(private, policy),
+        "evaluate_core": lambda: _evaluation.evaluate_core(private, policy),
         "bounds_core": lambda: core(private, policy, params, kw),
     }
     if bound != "paper":

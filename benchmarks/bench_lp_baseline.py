@@ -77,8 +77,7 @@ import jaxprivmdp as jp  # noqa: E402
 from jaxprivmdp.mechanisms import _dirichlet as _mechanism  # noqa: E402
 from jaxprivmdp.models import _rows as _models  # noqa: E402
 from jaxprivmdp.models import _support  # noqa: E402
-from jaxprivmdp.planning import _bellman as _planning  # noqa: E402
-from jaxprivmdp.planning import _bounds  # noqa: E402
+from jaxprivmdp.planning import _bellman, _bounds, _evaluation, _policies  # noqa: E402
 from jaxprivmdp.planning import _kernel as _robust  # noqa: E402
 from jaxprivmdp.sets import _radius  # noqa: E402
 
@@ -393,7 +392,7 @@ def public_call_overhead(mdp, k, trial_key):
         "the whole public call cost_of_privacy(...)": lambda: jp.cost_of_privacy(
             private, policy, k=k, beta=BETA
         ),
-        "validate_policy (host copy + checks)": lambda: _planning.validate_policy(private, policy),
+        "validate_policy (host copy + checks)": lambda: _policies.validate_policy(private, policy),
         "check_radius_inputs of k and beta (host)": lambda: _radius.check_radius_inputs(
             k, BETA, dtype
         ),
@@ -451,9 +450,9 @@ def sweep_breakdown(mdp, ks, num_trials, key, samplers, bounds):
     def plan_and_bound(p_bars, params, static):
         def one(p_bar, params):
             private = dataclasses.replace(mdp, transitions=p_bar)
-            sol = _planning.solve_core(private, None, 10_000)
+            sol = _bellman.solve_core(private, None, 10_000)
             b = _bounds.bounds_core(private, sol.policy, params, None, 10_000, **dict(static))
-            true_values = _planning.evaluate_core(mdp, sol.policy)
+            true_values = _evaluation.evaluate_core(mdp, sol.policy)
             return sol.values[0, 0], true_values[0, 0], b.cost
 
         return jax.vmap(one)(p_bars, params)

@@ -4,8 +4,8 @@ Every public function validates its inputs eagerly (host checks, radius and fill
 NumPy) and then calls a pure jitted core. Per call, side by side, after compilation:
 
 * ``cost_of_privacy`` vs ``_bounds.bounds_core``,
-* ``evaluate`` vs ``_planning.evaluate_core``,
-* ``solve`` vs ``_planning.solve_core``,
+* ``evaluate`` vs ``_evaluation.evaluate_core``,
+* ``solve`` vs ``_bellman.solve_core``,
 * ``synthesize`` vs ``_synthesis._synthesize_jit`` (``sampler="fast"`` in both),
 * and ``jax.jit(lambda ...: f(...))``, the user's way to skip the boundary (``k``, ``β`` are
   Python constants of the lambda, so the fill width stays bounded as in the public call).
@@ -36,8 +36,7 @@ import pytest
 import jaxprivmdp as jp
 from jaxprivmdp.experiments import _synthesis
 from jaxprivmdp.models import _support
-from jaxprivmdp.planning import _bellman as _planning
-from jaxprivmdp.planning import _bounds
+from jaxprivmdp.planning import _bellman, _bounds, _evaluation, _policies
 
 K = 10.0
 BETA = 0.1
@@ -61,7 +60,7 @@ def calls(S: int, dtype: str) -> dict[str, dict[str, object]]:
     # cost_of_privacy and synthesize build it) and `k` as a host scalar in the model's dtype.
     params, set_kw = common.set_args(private, K, BETA, "paper")
     k = np.asarray(K, np_dtype)
-    valid = _planning.validate_policy(private, policy)
+    valid = _policies.validate_policy(private, policy)
     inp = _support.mechanism_input(mdp.transitions, mdp.action_mask, None, None, np_dtype)
 
     jit_cost = jax.jit(lambda m, p: jp.cost_of_privacy(m, p, k=K, beta=BETA))
@@ -78,12 +77,12 @@ def calls(S: int, dtype: str) -> dict[str, dict[str, object]]:
         ),
         "evaluate": dict(
             public=lambda: jp.evaluate(mdp, policy),
-            core=lambda: _planning.evaluate_core(mdp, valid),
+            core=lambda: _evaluation.evaluate_core(mdp, valid),
             user_jit=lambda: jit_eval(mdp, policy),
         ),
         "solve": dict(
             public=lambda: jp.solve(private),
-            core=lambda: _planning.solve_core(private, None, MAX_ITERATIONS),
+            core=lambda: _bellman.solve_core(private, None, MAX_ITERATIONS),
             user_jit=lambda: jit_solve(private),
         ),
         "synthesize": dict(

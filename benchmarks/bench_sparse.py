@@ -7,10 +7,10 @@ by ``jax.block_until_ready``.
 
 * ``test_bounds_vs_evaluate[n-variant]``: on the gridworld privatized by
   ``dirichlet_mechanism(k = 10, sampler="fast")`` with its optimal deterministic policy
-  (``solve``): ``_planning.evaluate_core`` (one policy evaluation, ``T`` stages),
+  (``solve``): ``_evaluation.evaluate_core`` (one policy evaluation, ``T`` stages),
   ``_bounds.bounds_core`` with the paper's set and with ``support_aware=True`` (both bounds,
   ``β = 0.1``, ``width = _bounds.bounds_width``). The ``bounds_paper`` variant also times all
-  of them round-robin with ``_planning.solve_core`` (``common.interleaved``) and keeps the
+  of them round-robin with ``_bellman.solve_core`` (``common.interleaved``) and keeps the
   fair ratios ``bounds / evaluate`` (target ≤ 5) and, as the memory-bandwidth study, each
   core's time per stage, successor entries per second (``S·K`` per stage: one action per
   state) and the bytes per second it implies (``bytes_per_stage`` below) as a fraction of
@@ -19,7 +19,7 @@ by ``jax.block_until_ready``.
   with ``--bench-quick``), best of 5 rounds; bandwidth counted STREAM's way (read + write =
   2 × the array's bytes per copy).
 * ``test_solve_vs_scipy[n-variant]``: non-private backward induction on the (not privatized)
-  gridworld, ``T = 20``: ``_planning.solve_core`` vs a SciPy-sparse loop written here (a
+  gridworld, ``T = 20``: ``_bellman.solve_core`` vs a SciPy-sparse loop written here (a
   ``scipy.sparse.csr_matrix`` of the ``[S·A, S]`` transitions, ``Q = R + γ (P @ V)`` per stage,
   argmax and max over actions in NumPy; float32) vs QuantEcon's
   ``backward_induction(DiscreteDP(R, Q, γ, s_indices, a_indices), T, v_term)`` with a sparse
@@ -55,8 +55,7 @@ import numpy as np
 import pytest
 
 import jaxprivmdp as jp
-from jaxprivmdp.planning import _bellman as _planning
-from jaxprivmdp.planning import _bounds
+from jaxprivmdp.planning import _bellman, _bounds, _evaluation
 
 T = 20
 GAMMA = 0.95
@@ -172,7 +171,7 @@ def test_bounds_vs_evaluate(benchmark, dtype, quick, n, variant):
     S, A, Kmax = private.next_states.shape
     widths = {aware: args[aware][1]["width"] for aware in (False, True)}
     calls = {
-        "evaluate_core": lambda: _planning.evaluate_core(private, policy),
+        "evaluate_core": lambda: _evaluation.evaluate_core(private, policy),
         "bounds_paper": lambda: core(private, policy, args[False]),
         "bounds_support_aware": lambda: core(private, policy, args[True]),
     }
@@ -185,7 +184,7 @@ def test_bounds_vs_evaluate(benchmark, dtype, quick, n, variant):
             )
             for aware in (False, True)
         }
-        calls_rr = dict(calls, solve_core=lambda: _planning.solve_core(private, None, 10_000))
+        calls_rr = dict(calls, solve_core=lambda: _bellman.solve_core(private, None, 10_000))
         if n >= 1000:
             st = common.interleaved(calls_rr, min_rounds=LARGE_INTERLEAVED_ROUNDS, budget_s=0.0)
         else:
@@ -292,7 +291,7 @@ def test_solve_vs_scipy(benchmark, dtype, quick, n, variant):
     P, R, RT = flat_model(n, dtype)
     qe = quantecon_solver(P, R, RT, GAMMA, T)
     calls = {
-        "solve_core": lambda: _planning.solve_core(g, None, jnp.asarray(10_000)),
+        "solve_core": lambda: _bellman.solve_core(g, None, jnp.asarray(10_000)),
         "scipy_csr": lambda: scipy_backward_induction(P, R, RT, GAMMA, T),
     }
     if qe is not None:
@@ -373,7 +372,7 @@ def test_bound_set_sparse(benchmark, dtype, quick, n, bound, aware):
     args = set_args(private, bound)[aware]
     paper = set_args(private, "paper")[aware]
     calls = {
-        "evaluate_core": lambda: _planning.evaluate_core(private, policy),
+        "evaluate_core": lambda: _evaluation.evaluate_core(private, policy),
         "bounds_core": lambda: core(private, policy, args),
     }
     if bound != "paper":

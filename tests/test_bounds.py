@@ -21,7 +21,7 @@ from conftest import (
 
 import jaxprivmdp as jp
 from jaxprivmdp import cost_of_privacy
-from jaxprivmdp.planning._bellman import default_tolerance
+from jaxprivmdp.planning._rounding import default_tolerance
 
 K, BETA = 5.0, 0.1
 

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import jaxprivmdp as jp
-from jaxprivmdp.planning._properties import check, parse_property
+from jaxprivmdp.planning._property_check import check
+from jaxprivmdp.planning._property_parse import parse_property
 
 # --------------------------------------------------------------------------- small models
 

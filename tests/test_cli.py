@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from jaxprivmdp import examples
-from jaxprivmdp.cli import _args, _commands, main
+from jaxprivmdp.cli import _args, _privacy_commands, _sweep_commands, _terminal, main
 
 
 @pytest.fixture
@@ -214,8 +214,8 @@ def test_out_is_checked_before_any_computation(tmp_path, investment_npz, capsys,
     def no_sweep(*args, **kwargs):
         raise AssertionError("the command computed before checking --out")
 
-    monkeypatch.setattr(_commands, "_run_sweeps", no_sweep)
-    monkeypatch.setattr(_commands, "_guarantees", no_sweep)
+    monkeypatch.setattr(_sweep_commands, "_run_sweeps", no_sweep)
+    monkeypatch.setattr(_sweep_commands, "sweep_guarantees", no_sweep)
     a_file = tmp_path / "taken"
     a_file.write_text("")
     assert main(["reproduce", "--out", str(a_file)]) == 2
@@ -245,7 +245,7 @@ def test_ctrl_c_exits_130_and_leaves_the_old_outputs(tmp_path, capsys, monkeypat
         path.write_bytes(b"\x89PNG half")  # a partial image, then Ctrl-C
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_commands, "_plot_epsilon", interrupted_plot)
+    monkeypatch.setattr(_privacy_commands, "_plot_epsilon", interrupted_plot)
     assert main(_privacy_args(tmp_path)) == 130
     assert capsys.readouterr().err == "jaxprivmdp privacy: interrupted\n"
     # privacy.json was complete, but it is not renamed without its plot; no temporaries.
@@ -466,11 +466,11 @@ def test_format_table():
         {"k": 10.0, "epsilon": 5.728331, "delta": 1e-3, "log_gamma": -2000.0},
         {"k": 1.0, "epsilon": 0.0, "delta": 0.0, "log_gamma": None},
     ]
-    lines = _commands.format_table(rows).splitlines()
+    lines = _terminal.format_table(rows).splitlines()
     assert lines[0].split() == ["k", "epsilon", "delta", "gamma"]
     assert lines[1].split() == ["10", "5.72833", "1.00e-3", "2.58e-869"]
     assert lines[2].split() == ["1", "0", "0", "nan"]
-    assert _commands._format_log10(math.log(9.999)) == "1.00e+1"  # rounds up to the next decade
+    assert _terminal._format_log10(math.log(9.999)) == "1.00e+1"  # rounds up to the next decade
 
 
 # --------------------------------------------------------------------------- report

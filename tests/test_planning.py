@@ -23,9 +23,8 @@ from conftest import (
 )
 
 import jaxprivmdp as jp
-from jaxprivmdp.planning._bellman import (
-    _exact_product,
-    _ff_sum,
+from jaxprivmdp.planning._error_free import exact_product, ff_sum
+from jaxprivmdp.planning._rounding import (
     backup_ulps,
     contraction_modulus,
     default_tolerance,
@@ -436,14 +435,14 @@ def test_exact_products_and_double_precision_sums():
         with jax.enable_x64(dtype == np.float64):
             x, y = (rng.normal(size=500) * np.exp(rng.normal(size=500) * 8) for _ in range(2))
             x, y = x.astype(dtype), y.astype(dtype)
-            parts = [np.asarray(t) for t in jax.jit(_exact_product)(x, y)]
+            parts = [np.asarray(t) for t in jax.jit(exact_product)(x, y)]
             for i in range(0, 500, 7):  # exact: rational arithmetic
                 assert sum(Fraction(float(t[i])) for t in parts) == Fraction(
                     float(x[i])
                 ) * Fraction(float(y[i]))
             # Sums with heavy cancellation: within ~n² u² Σ|x| (a plain sum: n u Σ|x|).
             rows = np.stack([np.concatenate([x, -x, y]), np.concatenate([x, y, -1.5 * x])])
-            hi, lo = jax.jit(_ff_sum)(jnp.asarray(rows))
+            hi, lo = jax.jit(ff_sum)(jnp.asarray(rows))
             eps = float(np.finfo(dtype).eps)
             for h, low, row in zip(np.asarray(hi), np.asarray(lo), rows, strict=True):
                 exact = sum(map(Fraction, map(float, row)))

@@ -27,8 +27,9 @@ from jaxprivmdp.experiments._chunks import chunk_runs, sweep_chunk
 from jaxprivmdp.mechanisms._registry import _privatize_jit, mechanism_class
 from jaxprivmdp.models._rows import with_probs
 from jaxprivmdp.models._support import model_mechanism_input
-from jaxprivmdp.planning._bellman import evaluate_core, solve_core
+from jaxprivmdp.planning._bellman import solve_core
 from jaxprivmdp.planning._bounds import bounds_core, prepare_set
+from jaxprivmdp.planning._evaluation import evaluate_core
 from jaxprivmdp.planning._robust_policy import robust_solve_core
 
 HIGHEST = jax.lax.Precision.HIGHEST

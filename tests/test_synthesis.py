@@ -23,7 +23,7 @@ from conftest import (
 import jaxprivmdp as jp
 from jaxprivmdp import sweep, synthesize
 from jaxprivmdp.experiments._chunks import sweep_chunk
-from jaxprivmdp.planning._bellman import default_tolerance
+from jaxprivmdp.planning._rounding import default_tolerance
 
 KS = [2.0, 4.0]
 N = 3

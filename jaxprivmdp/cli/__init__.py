@@ -1,7 +1,10 @@
 """The command line: ``jaxprivmdp reproduce | sweep | frontier | privacy | privatize``.
 
-``_args`` builds and checks the arguments, ``_mdp_files`` reads the ``--mdp`` file,
-``_commands`` runs each command (progress on stderr, atomic writes).
+``_commands`` holds the entry point :func:`main` (parse, check, run, one-line errors);
+``_args`` builds and checks the arguments, ``_mdp_files`` reads the ``--mdp`` file;
+``_sweep_commands`` runs ``reproduce``, ``sweep`` and ``frontier``, ``_privacy_commands``
+runs ``privacy`` and ``privatize``; ``_accounting`` computes the guarantees they record and
+``_terminal`` prints (notes and progress on stderr, tables on stdout).
 
 Imports: the public API (``jaxprivmdp``) and any layer below it.
 """

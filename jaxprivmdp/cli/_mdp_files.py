@@ -39,7 +39,7 @@ def load_npz_mdp(path: Path, *, horizon, discount, initial_state, dtype, arrays=
       ValueError: one line naming ``--mdp`` and the file (see :func:`jaxprivmdp.io._files.read_npz`
         for the file checks), or the problem :func:`jaxprivmdp.make_mdp` found.
     """
-    from .. import make_mdp
+    from ..models import make_mdp
 
     if arrays is None:
         arrays = _read_mdp_arrays(path)
@@ -86,7 +86,7 @@ def _structure(value: str | None) -> int | str | None:
 
 def _load_sparse_mdp(args, horizon, discount, validation_only):
     """A sparse model (PRISM/Storm ``.tra`` or successor lists in ``.npz``)."""
-    from .. import load_mdp
+    from ..io import load_mdp
 
     is_tra = args.mdp.suffix == ".tra"
     if validation_only and (args.support is not None or args.smoothing is not None):

@@ -20,7 +20,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from .._checks import check_count
 from ..mechanisms._base import Mechanism
 from ..models._rows import Model, transition_rows
-from ..planning._bellman import evaluate_core
+from ..planning._evaluation import evaluate_core
 from ..sets._boxes import SetParams
 from ._synthesis import synthesize_core
 

@@ -25,7 +25,8 @@ import numpy as np
 from .._checks import check_count, check_probability, check_range
 from ..mechanisms._registry import mechanism_class
 from ..models._rows import Model, check_model, transition_rows
-from ..planning._bellman import evaluate_core, solve_core
+from ..planning._bellman import solve_core
+from ..planning._evaluation import evaluate_core
 from ..privacy import compose_rows
 from ..sets._boxes import row_count
 from ..sets._sets import Bound

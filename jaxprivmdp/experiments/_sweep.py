@@ -21,8 +21,9 @@ from ..mechanisms._dirichlet import check_sampler
 from ..mechanisms._registry import as_mechanism, mechanism_class
 from ..models._rows import Model, check_model, with_probs
 from ..models._support import Support, model_mechanism_input
-from ..planning._bellman import check_iterations, evaluate_core, solve_core
+from ..planning._bellman import check_iterations, solve_core
 from ..planning._bounds import set_up
+from ..planning._evaluation import evaluate_core
 from ..sets._sets import Bound, UncertaintySet, as_set
 from ._chunks import RobustSummary, at_s0, plan_chunks, run_chunks
 

@@ -13,8 +13,9 @@ from ..mechanisms._dirichlet import Sampler
 from ..mechanisms._registry import as_mechanism
 from ..models._rows import Model, check_model, with_probs
 from ..models._support import Support, model_mechanism_input
-from ..planning._bellman import check_iterations, evaluate_core, solve_core
+from ..planning._bellman import check_iterations, solve_core
 from ..planning._bounds import bounds_core, set_up
+from ..planning._evaluation import evaluate_core
 from ..planning._robust_policy import robust_solve_core
 from ..sets._boxes import SetParams
 from ..sets._sets import Bound, UncertaintySet, as_set

@@ -1,8 +1,10 @@
 """Files: reading models the user gives and writing results whole or not at all.
 
 ``_files`` reads ``.npz`` archives defensively (sizes, member names, dtypes checked before
-anything is loaded) and writes outputs atomically; ``_load`` reads models from ``.npz``,
-PRISM's and Storm's explicit formats (transitions, labels, reward structures).
+anything is loaded) and writes outputs atomically; ``_load`` holds the public readers
+(``load_mdp``, ``load_labels``), which read ``.npz`` models and dispatch PRISM's and Storm's
+explicit formats to ``_transitions`` (``.tra``), ``_rewards`` (reward structures and files)
+and ``_labels`` (``.lab``), which share the line and number parsing of ``_text``.
 
 Imports: ``jaxprivmdp._checks`` and :mod:`jaxprivmdp.models`.
 """

@@ -62,7 +62,7 @@ def as_mechanism(mechanism, parameter=None, sampler=None, *, dtype=None) -> Mech
         options = {"sampler": check_sampler(sampler or "jax")} if cls is Dirichlet else {}
         mech = cls(parameter, **options)
     if dtype is not None:
-        check_positive(mech.parameter_name(), mech.parameter, dtype=dtype, scalar=False)
+        check_positive(mech.parameter_name(), mech.parameter, dtype=dtype)
     return mech
 
 

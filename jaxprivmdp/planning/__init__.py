@@ -1,23 +1,26 @@
 """Planning: dynamic programming on a model, nominal or robust over a set.
 
-``_bellman`` solves and evaluates (backward induction, value iteration with a stopping rule
-that holds in the working dtype, exact policy evaluation); ``_kernel`` is the one robust
-kernel (the sorted greedy fill that solves the paper's inner LP exactly over any box);
-``_bounds`` runs it through the stages for the cost-of-privacy bounds and the robust policy;
-``_properties`` checks PRISM-style properties by interval iteration.
+``_bellman`` solves (backward induction, value iteration with a stopping rule that holds
+in the working dtype); ``_evaluation`` evaluates policies exactly; ``_policies`` validates
+them and picks their rows; ``_rounding`` bounds the rounding of a backup; ``_error_free`` has
+sums and products to twice the precision; ``_kernel`` is the one robust kernel (the sorted
+greedy fill that solves the paper's inner LP exactly over any box); ``_bounds`` runs it
+through the stages for the cost-of-privacy bounds, ``_robust_policy`` for the robust private
+policy; ``_property_*`` check PRISM-style properties by interval iteration (``_property_check``
+is the boundary).
 
 Imports: ``jaxprivmdp._checks``, :mod:`jaxprivmdp.models`, :mod:`jaxprivmdp.mechanisms`,
 :mod:`jaxprivmdp.sets`.
 """
 
 from ._bellman import Solution as Solution
-from ._bellman import evaluate as evaluate
 from ._bellman import solve as solve
 from ._bounds import PrivacyBounds as PrivacyBounds
 from ._bounds import cost_of_privacy as cost_of_privacy
+from ._evaluation import evaluate as evaluate
 from ._kernel import robust_expectation as robust_expectation
-from ._properties import CheckResult as CheckResult
-from ._properties import check as check
+from ._property_check import CheckResult as CheckResult
+from ._property_check import check as check
 from ._robust_policy import robust_solve as robust_solve
 
 __all__ = [

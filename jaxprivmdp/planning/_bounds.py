@@ -17,16 +17,10 @@ from ..models._rows import Model, Rows, check_model, check_public_support, trans
 from ..models._sparse import SparseMDP
 from ..sets._boxes import RowBox, SetParams, policy_box, row_box
 from ..sets._sets import Bound, UncertaintySet, as_set
-from ._bellman import (
-    check_iterations,
-    default_tolerance,
-    policy_rows,
-    rounding_margin,
-    select_rows,
-    validate_policy,
-    weighted_sum,
-)
+from ._bellman import check_iterations
 from ._kernel import fill_width, robust_backup
+from ._policies import policy_rows, select_rows, validate_policy, weighted_sum
+from ._rounding import default_tolerance, rounding_margin
 
 
 class PrivacyBounds(NamedTuple):
@@ -225,7 +219,7 @@ def prepare_set(
     if isinstance(mechanism, Mechanism):
         mech = mechanism.replace(k) if k is not None else mechanism
     else:
-        mech = as_mechanism(mechanism, k, dtype=dtype)
+        mech = as_mechanism(mechanism, k)
     if not grid:
         check_positive(mech.parameter_name(), mech.parameter, dtype=dtype)
     return set_up(mdp, mech, as_set(bound, beta, support_aware))

@@ -17,15 +17,10 @@ from ..mechanisms._registry import as_mechanism
 from ..models._rows import Model, check_model, transition_rows
 from ..sets._boxes import RowBox, SetParams, row_box
 from ..sets._sets import Bound, UncertaintySet, as_set
-from ._bellman import (
-    Solution,
-    backward_induction,
-    check_iterations,
-    default_tolerance,
-    value_iteration,
-)
+from ._bellman import Solution, backward_induction, check_iterations, value_iteration
 from ._bounds import set_up
 from ._kernel import robust_backup
+from ._rounding import default_tolerance
 
 _STATIC = ("kind", "width", "support_aware")
 

@@ -1,9 +1,12 @@
 """(ε, δ) accounting for the row mechanisms, per row and for a whole MDP.
 
-Per-row accounting of the Dirichlet mechanism lives in ``_row.py`` (with special functions
-in ``_special.py``), the lifting to a whole MDP and composition in ``_mdp.py``; the Gaussian
-and Laplace mechanisms' accounting and calibration in ``_additive.py``; Rényi-DP and
-composition over many rows (basic vs RDP, through ``dp_accounting``) in ``_rdp.py``.
+Per-row accounting of the Dirichlet mechanism lives in ``_row.py`` (the guarantee of one
+``k``; with the worst-case loss ε in ``_loss.py``, the concave-majorant bound on spreading
+mass in ``_split.py`` and special functions in ``_special.py``), the search for the ``k``
+that meets a target in ``_calibrate.py``; the lifting to a whole MDP and composition in
+``_mdp.py``; the Gaussian and Laplace mechanisms' accounting and calibration in
+``_additive.py``; Rényi-DP and composition over many rows (basic vs RDP, through
+``dp_accounting``) in ``_rdp.py``.
 
 The mechanism outputs ``x ~ Dirichlet(k·p)`` for a row ``p`` of the transition function.
 This module answers: which (ε, δ) does a given ``k`` buy, and which ``k`` buys a target
@@ -33,6 +36,9 @@ ideal real-valued mechanism: floating-point sampling artefacts (Mironov 2012, "O
 significance of the least significant bits for differential privacy") are not defended
 against, and the sampler's randomness must be secret and fresh.
 
+Imports: ``jaxprivmdp._checks`` and :mod:`jaxprivmdp.models` only (plain NumPy/SciPy
+accounting; the mechanisms one layer up state their guarantees through it).
+
 The derivations of ε, δ and the Rényi DP, with the conditions under which they are exact,
 are in ``docs/privacy.md``.
 
@@ -50,6 +56,7 @@ from ._additive import calibrate_laplace as calibrate_laplace
 from ._additive import gaussian_delta as gaussian_delta
 from ._additive import gaussian_epsilon as gaussian_epsilon
 from ._additive import laplace_epsilon as laplace_epsilon
+from ._calibrate import calibrate_k as calibrate_k
 from ._mdp import Composition as Composition
 from ._mdp import MDPGuarantee as MDPGuarantee
 from ._mdp import compose as compose
@@ -58,7 +65,6 @@ from ._rdp import RowComposition as RowComposition
 from ._rdp import compose_rows as compose_rows
 from ._rdp import dirichlet_rdp as dirichlet_rdp
 from ._row import Guarantee as Guarantee
-from ._row import calibrate_k as calibrate_k
 from ._row import delta as delta
 from ._row import epsilon as epsilon
 from ._row import guarantee as guarantee

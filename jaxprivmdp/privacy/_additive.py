@@ -127,7 +127,7 @@ def calibrate(mechanism: str, epsilon: float, delta: float, *, b: float, eta=Non
     ``b/ε`` (pure ε; ``delta`` is not used).
     """
     if mechanism == "dirichlet":
-        from ._row import calibrate_k
+        from ._calibrate import calibrate_k
 
         if eta is None or n is None:
             raise ValueError("calibrating the Dirichlet mechanism needs eta and n")

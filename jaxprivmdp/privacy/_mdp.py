@@ -168,25 +168,54 @@ def mdp_guarantee(
     target_delta = check_target_delta(target_delta)
     if adjacency not in ("row", "all"):
         raise ValueError(f"adjacency must be 'row' or 'all', got {adjacency!r}")
+    P, supp, mask = _model_rows(transitions, action_mask, support, smoothing)
+    if eta is None and smoothing is not None:
+        eta = smoothing  # the public bound that smoothing guarantees
+    if eta is not None:
+        eta = real("eta", eta, low=0.0, low_open=True)
+    rows = _privatized_rows(P, supp, mask, b=b, eta=eta, smoothing=smoothing)
+    row_delta = target_delta if adjacency == "row" else target_delta / max(len(rows), 1)
+    per_row = _per_row_guarantees(rows, k, row_delta)
+    if not per_row:
+        return MDPGuarantee(0.0, 0.0, adjacency, 0, per_row)
+    if adjacency == "row":
+        eps = max(g.epsilon for g in per_row.values())
+        dlt = max(g.delta for g in per_row.values())
+    else:
+        eps, dlt, _ = compose(per_row.values())
+    return MDPGuarantee(eps, dlt, adjacency, len(per_row), per_row)
+
+
+# One privatized row: ((state, action), n, its adjacency bound b, its domain bound η).
+_Row = tuple[tuple[int, int], int, float, float]
+
+
+def _model_rows(transitions, action_mask, support, smoothing):
+    """``(P, support, action_mask)``: the rows the mechanism privatizes, and over which entries.
+
+    Successor lists: each row over its listed successors. Dense: the same validation,
+    smoothing and support rules as the mechanism itself.
+    """
     if isinstance(transitions, SparseMDP):
-        # Successor lists: each row is privatized over its listed successors.
         if smoothing is not None or action_mask is not None:
             raise ValueError("a SparseMDP takes neither smoothing nor another action_mask")
         P = np.asarray(transitions.probs, np.float64)
         mask = np.asarray(transitions.action_mask)
         supp = (P > 0) & (np.asarray(transitions.next_states) >= 0)
-    else:
-        # The same validation, smoothing and support rules as the mechanism itself.
-        inp = prepare_mechanism_input(
-            transitions, action_mask=action_mask, support=support, smoothing=smoothing
-        )
-        P, supp, mask = inp.rows, inp.support, inp.action_mask
-    if eta is None and smoothing is not None:
-        eta = smoothing  # the public bound that smoothing guarantees
-    if eta is not None:
-        eta = real("eta", eta, low=0.0, low_open=True)
+        return P, supp, mask
+    inp = prepare_mechanism_input(
+        transitions, action_mask=action_mask, support=support, smoothing=smoothing
+    )
+    return inp.rows, inp.support, inp.action_mask
 
-    rows: list[tuple[tuple[int, int], int, float, float]] = []
+
+def _privatized_rows(P, supp, mask, *, b, eta, smoothing) -> list[_Row]:
+    """Every allowed row with more than one entry on its support, with its ``n``, ``b``, ``η``.
+
+    Raises:
+      ValueError: for a row with an entry below a given ``eta``.
+    """
+    rows: list[_Row] = []
     for s, a in zip(*np.nonzero(mask), strict=True):
         s, a = int(s), int(a)
         p = P[s, a]
@@ -203,8 +232,13 @@ def mdp_guarantee(
             )
         row_b = b if smoothing is None else (1.0 - n * smoothing) * b
         rows.append(((s, a), n, row_b, row_min if eta is None else eta))
+    return rows
 
-    row_delta = target_delta if adjacency == "row" else target_delta / max(len(rows), 1)
+
+def _per_row_guarantees(
+    rows: list[_Row], k: float, row_delta: float
+) -> dict[tuple[int, int], Guarantee]:
+    """``{(state, action): Guarantee}``, computed once per distinct ``(n, b, η)``."""
     cache: dict[tuple[int, float, float], Guarantee] = {}
     per_row: dict[tuple[int, int], Guarantee] = {}
     for key, n, row_b, row_eta in rows:
@@ -215,12 +249,4 @@ def mdp_guarantee(
             else:
                 cache[cache_key] = guarantee(k, b=row_b, eta=row_eta, n=n, target_delta=row_delta)
         per_row[key] = cache[cache_key]
-
-    if not per_row:
-        return MDPGuarantee(0.0, 0.0, adjacency, 0, per_row)
-    if adjacency == "row":
-        eps = max(g.epsilon for g in per_row.values())
-        dlt = max(g.delta for g in per_row.values())
-    else:
-        eps, dlt, _ = compose(per_row.values())
-    return MDPGuarantee(eps, dlt, adjacency, len(per_row), per_row)
+    return per_row

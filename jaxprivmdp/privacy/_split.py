@@ -1,7 +1,7 @@
 """Spreading a shift over many entries: what the ε and RDP accountings share.
 
 Under ℓ1 adjacency the mass that moves between two rows may be split over many entries.
-Both accountings (``_row.py`` for (ε, δ), ``_rdp.py`` for Rényi DP) reduce the worst case
+Both accountings (``_loss.py`` for (ε, δ), ``_rdp.py`` for Rényi DP) reduce the worst case
 to a separable problem: the supremum of ``Σ_j F(d_j)`` over at most ``N`` pieces
 ``d_j >= 0`` with ``Σ d_j = s``, for a per-entry function ``F`` with ``F(0) = 0`` whose
 ratio ``F(d)/d`` has a known shape. :class:`Majorant` bounds it through a concave majorant

@@ -1,0 +1,157 @@
+"""The privacy commands: ``privacy`` (the (ε, δ) each k buys: a table, a plot, a JSON) and
+``privatize`` (a release of a user's MDP with its guarantee).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..io._files import atomic_outputs, atomic_path
+from ._accounting import accounting, command_guarantee
+from ._args import ONE_OVER_N_RTOL
+from ._mdp_files import load_user_mdp
+from ._terminal import format_table, note
+
+
+def _one_row(args) -> tuple[list[dict], str, dict]:
+    """Guarantees of one row of ``--n`` entries; ``--smoothing`` as in ``mdp_guarantee``."""
+    from .. import privacy
+
+    n, smoothing = args.n, args.smoothing
+    eta = args.eta if args.eta is not None else smoothing  # smoothing's public lower bound
+    # Smoothing mixes p with the uniform row: b-adjacent rows stay adjacent with a smaller b,
+    # and at smoothing = 1/n the output no longer depends on the data at all.
+    data_free = smoothing is not None and smoothing * n >= 1 - ONE_OVER_N_RTOL
+    b = args.b if smoothing is None else max(args.b * (1 - n * smoothing), 0.0)
+    if data_free:
+        b = 0.0
+        note(
+            f"note: --smoothing {smoothing:g} = 1/n turns every row into the uniform row: ε = 0 "
+            "because the output does not depend on the data (nor tells anything about it)"
+        )
+    elif eta * n >= 1 - ONE_OVER_N_RTOL:
+        eta = 1.0 / n  # 0.333333333333333 means 1/3: its ε is 0, not 2e-14
+        note(
+            f"note: --eta {eta:g} = 1/n leaves only the uniform row in the domain (entries >= "
+            "eta that sum to 1), so there is no other row to protect: the guarantee is "
+            "vacuous (ε = 0 trivially)"
+        )
+    rows = []
+    for k in args.k:
+        if data_free:
+            rows.append({"k": k, "epsilon": 0.0, "delta": 0.0, "log_gamma": None})
+            continue
+        g = accounting(
+            "--k",
+            k,
+            lambda k=k: privacy.guarantee(k, b=b, eta=eta, n=n, target_delta=args.delta),
+        )
+        rows.append({"k": g.k, "epsilon": g.epsilon, "delta": g.delta, "log_gamma": g.log_gamma})
+    print(format_table(rows))
+    what = f"one row: n = {n}, eta = {eta:g}"
+    if smoothing is not None:
+        what += f", smoothing = {smoothing:g} (effective b = {b:g})"
+    return rows, what, {"effective_b": b, "effective_eta": eta}
+
+
+def cmd_privacy(args) -> list[Path]:
+    """The (ε, δ) each k buys: a table on the terminal, a plot and a JSON in --out."""
+    extra = {}
+    if args.mdp is not None:
+        mdp, _ = load_user_mdp(args, validation_only=True)
+        rows = []
+        for k in args.k:
+            g = command_guarantee(args, mdp, k)
+            rows.append({"k": k, "epsilon": g.epsilon, "delta": g.delta, "rows": g.num_rows})
+        what = f"MDP {args.mdp} ({args.adjacency} adjacency, {rows[0]['rows']} private rows)"
+    else:
+        rows, what, extra = _one_row(args)
+    print(f"\n{what}; b = {args.b}, target delta = {args.delta}")
+    print(f"{'k':>10} {'epsilon':>14} {'delta':>12}")
+    for r in rows:
+        print(f"{r['k']:10g} {r['epsilon']:14.6g} {r['delta']:12.3g}")
+    meta = {k: v for k, v in vars(args).items() if k not in ("out", "mdp", "command")}
+    meta["mdp"] = None if args.mdp is None else str(args.mdp)
+    json_path = args.out / "privacy.json"
+    plot_path = args.out / "privacy_epsilon.png"
+    with atomic_outputs() as stage:
+        text = json.dumps({**meta, **extra, "guarantees": rows}, indent=2, allow_nan=False)
+        stage(json_path).write_text(text + "\n")
+        _plot_epsilon(rows, stage(plot_path), what)
+    return [json_path, plot_path]
+
+
+def _plot_epsilon(rows, path: Path, title: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.6), constrained_layout=True)
+    ax.plot([r["k"] for r in rows], [r["epsilon"] for r in rows], marker="o")
+    ax.set_xlabel("$k$ (larger = weaker privacy)")
+    ax.set_ylabel(r"$\epsilon$ at the target $\delta$")
+    ax.set_title(title, fontsize=8)
+    ax.grid(alpha=0.3)
+    try:
+        fig.savefig(path, dpi=150, format="png")
+    finally:
+        plt.close(fig)
+    return path
+
+
+def cmd_privatize(args) -> list[Path]:
+    """A release: privatize a user's MDP with OS-entropy randomness; never write the input."""
+    import numpy as np
+
+    from ..mechanisms import dirichlet_mechanism, secure_key
+    from ..models import SparseMDP
+
+    mdp, arrays = load_user_mdp(args, validation_only=True)
+    g = command_guarantee(args, mdp, args.k)
+    if isinstance(mdp, SparseMDP):
+        private = dirichlet_mechanism(secure_key(), mdp, args.k)
+        rows = {
+            "next_states": np.asarray(mdp.next_states),
+            "probs": np.asarray(private.probs),
+            # The lists are the public support: a listed entry the noise set to 0 stays.
+            "support": np.asarray(mdp.next_states) >= 0,
+        }
+        # A PRISM model's rewards were read from its reward file: they are public.
+        public = {"rewards": np.asarray(mdp.rewards)}
+        if mdp.is_finite_horizon:
+            public["terminal_reward"] = np.asarray(mdp.terminal_reward)
+        return _write_release(args, g, rows, np.asarray(mdp.action_mask), public)
+    private = dirichlet_mechanism(
+        secure_key(), mdp, args.k, support=args.support, smoothing=args.smoothing
+    )
+    # Rewards and terminal reward are public and kept exactly as given.
+    public = {n: arrays[n] for n in ("rewards", "terminal_reward") if n in arrays}
+    # The support it was privatized over is public structure: the support-aware sets need it.
+    rows = {"transitions": np.asarray(private.transitions), "support": np.asarray(private.support)}
+    return _write_release(args, g, rows, np.asarray(mdp.action_mask), public)
+
+
+def _write_release(args, g, rows: dict, action_mask, public: dict) -> list[Path]:
+    """The release file: the privatized rows, the public parts and the guarantee."""
+    import numpy as np
+
+    with atomic_path(args.out) as tmp, tmp.open("wb") as f:
+        np.savez(
+            f,
+            **rows,
+            action_mask=action_mask,
+            **public,
+            k=args.k,
+            epsilon=g.epsilon,
+            delta=g.delta,
+            b=args.b,
+            adjacency=args.adjacency,
+            eta=args.eta if args.eta is not None else args.smoothing,
+        )
+    print(
+        f"privatized {g.num_rows} rows with k = {args.k}: ({g.epsilon:.6g}, {g.delta:.3g})-DP "
+        f"for {args.adjacency} adjacency, b = {args.b}"
+    )
+    return [args.out]

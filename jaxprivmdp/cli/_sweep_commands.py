@@ -1,0 +1,173 @@
+"""The commands that sweep ``k``: ``reproduce`` (Figure 1), ``sweep`` (a user's MDP) and
+``frontier`` (every mechanism at each target ε); each writes its figures and tables together.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from ..io._files import atomic_outputs
+from ._accounting import sweep_guarantees
+from ._mdp_files import load_user_mdp
+from ._terminal import note, print_frontier, print_sweep_tables, progress
+
+
+def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) -> list[Path]:
+    import jax
+    import numpy as np
+
+    from ..experiments import _report, sweep
+
+    start = time.perf_counter()
+    key = jax.random.key(args.seed)
+    tables, timings = {}, {}
+    for i, (name, mdp) in enumerate(mdps.items()):
+        t0 = time.perf_counter()
+        note(f"{name}: S={mdp.num_states}, A={mdp.num_actions}, horizon={mdp.horizon}")
+        result = sweep(
+            jax.random.fold_in(key, i),
+            mdp,
+            ks=args.ks,
+            num_trials=args.trials,
+            beta=args.beta,
+            batch_size=args.batch_size,
+            sampler=args.sampler,
+            support_aware=args.support_aware,
+            bound=args.bound,
+            robust=args.robust,
+            progress=progress(name),
+            **options.get(name, {}),
+        )
+        tables[name] = _report.summarize(result)
+        not_converged = int((~np.asarray(result.converged)).sum())
+        if not_converged:
+            note(
+                f"  warning: {not_converged} run(s) did not reach the value-iteration tolerance "
+                "(their policies may not be ε-optimal; the bounds stay valid)"
+            )
+        timings[name] = round(time.perf_counter() - t0, 3)
+    meta = {
+        "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
+        "seed": args.seed,
+        "trials": args.trials,
+        "ks": list(args.ks),
+        "beta": args.beta,
+        "dtype": args.dtype,
+        "sampler": args.sampler,
+        "support_aware": args.support_aware,
+        "bound": args.bound,
+        "robust": args.robust,
+        "wall_time_s": None,
+        "wall_time_per_sweep_s": timings,
+        "environment": _report.environment(),
+        **extra_meta,
+    }
+    stem_path = args.out / stem
+    if jax.process_index() != 0:  # every process has the results; process 0 writes them
+        note(f"process {jax.process_index()}: done (process 0 writes the outputs)")
+        return []
+    # All four files are staged and renamed together: never a figure without its table.
+    with atomic_outputs() as stage:
+        figs = _report.plot_sweeps(
+            tables, stem_path, beta=args.beta, trials=args.trials, stage=stage
+        )
+        meta["wall_time_s"] = round(time.perf_counter() - start, 3)
+        files = _report.write_tables(stem_path, tables, meta, stage=stage) + figs
+    print_sweep_tables(tables)
+    return files
+
+
+def cmd_reproduce(args) -> list[Path]:
+    """Figure 1 of the paper: both examples over the grid of k."""
+    import jax
+
+    from ..models import examples
+
+    dtype = args.dtype
+    mdps = {
+        "Example 1 (investment)": examples.investment(dtype=dtype),
+        "Example 2 (random, S=20, A=5, T=10)": examples.random_mdp(jax.random.key(0), dtype=dtype),
+    }
+    options = {"Example 1 (investment)": {"support": "nonzero"}}
+    meta = {
+        "examples": {"Example 2": "examples.random_mdp(jax.random.key(0))"},
+        "privacy": {
+            name: sweep_guarantees(mdp, args.ks, **options.get(name, {}))
+            for name, mdp in mdps.items()
+        },
+    }
+    return _run_sweeps(args, mdps, options, "figure1", meta)
+
+
+def cmd_sweep(args) -> list[Path]:
+    """The same sweep, figure and table on a user's MDP."""
+    mdp, _ = load_user_mdp(args)
+    name = args.mdp.stem
+    options = {name: {"support": args.support, "smoothing": args.smoothing}}
+    return _run_sweeps(args, {name: mdp}, options, "sweep", {"mdp": str(args.mdp)})
+
+
+def _frontier_mdp(args):
+    """``--example`` or ``--mdp``, and the mechanism's ``support`` option for it."""
+    import jax
+
+    from ..models import examples
+
+    if args.mdp is not None:
+        mdp, _ = load_user_mdp(args)
+        return args.mdp.stem, mdp, args.support
+    if args.example == "1":
+        return "Example 1 (investment)", examples.investment(dtype=args.dtype), "nonzero"
+    if args.example == "2":
+        mdp = examples.random_mdp(jax.random.key(0), dtype=args.dtype)
+        return "Example 2 (random, S=20, A=5, T=10)", mdp, None
+    grid = examples.gridworld(20, 20, horizon=60, discount=1.0, dtype=args.dtype)
+    return "20x20 gridworld (T=60)", grid, None
+
+
+def cmd_frontier(args) -> list[Path]:
+    """Every mechanism calibrated to each target (ε, δ): value, bounds, cost; figure + tables."""
+    import jax
+
+    from ..experiments import _report
+    from ..experiments._frontier import frontier
+
+    start = time.perf_counter()
+    name, mdp, support = _frontier_mdp(args)
+    note(f"{name}: S={mdp.num_states}, A={mdp.num_actions}, horizon={mdp.horizon}")
+    result = frontier(
+        jax.random.key(args.seed),
+        mdp,
+        epsilons=args.epsilons,
+        delta=args.delta,
+        mechanisms=args.mechanisms,
+        num_trials=args.trials,
+        beta=args.beta,
+        b=args.b,
+        eta=args.eta,
+        bound=args.bound,
+        support=support,
+        support_aware=args.support_aware,
+        progress=lambda m, done, total: progress(m)(done, total),
+    )
+    print_frontier(name, result, args.delta)
+    meta = {
+        "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
+        "model": name,
+        "seed": args.seed,
+        "trials": args.trials,
+        "delta": args.delta,
+        "beta": args.beta,
+        "bound": args.bound,
+        "support_aware": args.support_aware,
+        "dtype": args.dtype,
+        "environment": _report.environment(),
+        "wall_time_s": round(time.perf_counter() - start, 3),
+    }
+    stem = args.out / "frontier"
+    with atomic_outputs() as stage:
+        files = _report.write_frontier(result, stem, meta, stage=stage)
+        files += _report.plot_frontier(result, stem, title=name, stage=stage)
+    return files

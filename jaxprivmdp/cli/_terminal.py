@@ -1,0 +1,104 @@
+"""What the commands show on the terminal: notes and progress on stderr, tables on stdout."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+
+def note(msg: str) -> None:
+    """One line on stderr (notes, warnings, progress, the files written)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def progress(label: str):
+    """A ``report(done, total)`` callback that notes the runs done and the time so far."""
+    start = time.perf_counter()
+
+    def report(done: int, total: int) -> None:
+        note(f"  [{label}] {done}/{total} runs  {time.perf_counter() - start:6.1f} s")
+
+    return report
+
+
+def _format_log10(log_value: float) -> str:
+    """``exp(log_value)`` in scientific notation, also far below float64's range."""
+    if not math.isfinite(log_value):
+        return "nan" if math.isnan(log_value) else ("0" if log_value < 0 else "inf")
+    exponent = log_value / math.log(10)
+    e = math.floor(exponent)
+    mantissa = 10 ** (exponent - e)
+    if mantissa >= 9.995:
+        mantissa, e = 1.0, e + 1
+    return f"{mantissa:.2f}e{e:+d}"
+
+
+def format_table(rows: list[dict]) -> str:
+    """A plain-text table with columns ``k``, ``epsilon``, ``delta``, ``gamma``.
+
+    Args:
+      rows: dicts with ``k``, ``epsilon``, ``delta`` and ``log_gamma`` (None or NaN where
+        there is no good set), one per line.
+
+    Returns:
+      The table as a string (no trailing newline).
+    """
+    lines = [f"{'k':>10}  {'epsilon':>12}  {'delta':>10}  {'gamma':>12}"]
+    for r in rows:
+        log_delta = math.log(r["delta"]) if r["delta"] > 0 else -math.inf
+        log_gamma = math.nan if r["log_gamma"] is None else r["log_gamma"]
+        lines.append(
+            f"{r['k']:>10.4g}  {r['epsilon']:>12.6g}  {_format_log10(log_delta):>10}  "
+            f"{_format_log10(log_gamma):>12}"
+        )
+    return "\n".join(lines)
+
+
+def print_sweep_tables(tables: dict) -> None:
+    """Each sweep's means over trials per ``k`` (``tables``: name -> summary rows)."""
+    cols = ("pessimistic", "private_value", "true_value", "optimistic", "cost")
+    for name, rows in tables.items():
+        print(f"\n{name}  (mean over trials; non-private optimum {rows[0]['optimal_value']:.4f})")
+        robust = "robust_true_value_mean" in rows[0]
+        extra = ("robust_pessimistic", "robust_true_value") if robust else ()
+        widths = [max(15, len(c) + 2) for c in cols + extra]
+        print("     k " + "".join(f"{c:>{w}}" for c, w in zip(cols + extra, widths, strict=True)))
+        for r in rows:
+            cells = "".join(
+                f"{r[c + '_mean']:{w}.4f}" for c, w in zip(cols + extra, widths, strict=True)
+            )
+            print(f"{r['k']:6g} {cells}   {r['covered_fraction']:7.3f}")
+
+
+def print_frontier(name: str, result, delta: float) -> None:
+    """A frontier's mean true values per target ε, its floors and its whole-MDP ε."""
+    print(
+        f"\n{name}: mean true value of the private policy (non-private optimum "
+        f"{result.optimal_value:.4f}); '-' = the mechanism cannot reach that ε"
+    )
+    print("  epsilon " + "".join(f"{m:>14}" for m in result.parameter))
+    for i, e in enumerate(result.epsilons):
+        cells = "".join(
+            f"{float(result.true_value[m][i].mean()):14.4f}"
+            if result.reachable[m][i]
+            else f"{'-':>14}"
+            for m in result.parameter
+        )
+        print(f"{e:9g}{cells}")
+    for m, floor in result.floor.items():
+        if floor > 0:
+            print(f"  {m}: smallest ε reachable at δ = {delta:g} is about {floor:.4g}")
+    print(
+        f"\nwhole MDP, when all {result.num_rows} rows may change: ε at δ = {delta:g}, "
+        "basic composition / Rényi-DP composition"
+    )
+    print("  epsilon " + "".join(f"{m:>22}" for m in result.parameter))
+    for i, e in enumerate(result.epsilons):
+        cells = "".join(
+            f"{result.all_rows[m][i, 0]:11.4g} /{result.all_rows[m][i, 1]:9.4g}"
+            if result.reachable[m][i]
+            else f"{'-':>22}"
+            for m in result.parameter
+        )
+        print(f"{e:9g}{cells}")

@@ -1,0 +1,228 @@
+"""Policy evaluation (``evaluate``): the values of a given Markov policy.
+
+Finite horizon: a reverse ``lax.scan``. Infinite horizon: the exact solution of
+``(I − γ P_π) V = r_π``, by a dense linear solve, or for successor lists (no `[S, S]` matrix)
+by iterative refinement with residuals computed to twice the working precision
+(``_error_free``), differentiable through ``lax.custom_root``.
+
+Every matrix product runs at ``precision=HIGHEST``: on GPUs the default float32 precision is
+TF32, whose 10-bit products would void every rounding bound here
+(``tests/test_precision.py`` checks the jaxprs).
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from jax.typing import ArrayLike
+
+from ..models._rows import Model, Rows, expect, successors
+from ..models._sparse import SparseMDP
+from ._error_free import exact_product, ff_sum
+from ._policies import is_deterministic, policy_rows, validate_policy, weighted_sum
+from ._rounding import summation_ulps
+
+HIGHEST = jax.lax.Precision.HIGHEST
+
+
+def _evaluate_finite(mdp: Model, policy: jax.Array) -> jax.Array:
+    def stage(v_next, decision):
+        rows, rewards, weights = policy_rows(mdp, decision)
+        v = weighted_sum(weights, rewards + mdp.discount * expect(rows, v_next))
+        return v, v
+
+    _, values = jax.lax.scan(stage, mdp.terminal_reward, policy, reverse=True)
+    return jnp.concatenate([values, mdp.terminal_reward[None]], axis=0)
+
+
+def _evaluate_infinite(mdp: Model, policy: jax.Array) -> jax.Array:
+    rows, rewards, weights = policy_rows(mdp, policy)
+    if isinstance(mdp, SparseMDP):
+        return _evaluate_by_iteration(mdp, rows, rewards, weights, is_deterministic(policy))
+    used = weights > 0
+    p_pi = jnp.einsum(
+        "sa,sat->st", weights, jnp.where(used[..., None], rows.probs, 0), precision=HIGHEST
+    )
+    r_pi = weighted_sum(weights, rewards)
+    lhs = jnp.eye(mdp.num_states, dtype=p_pi.dtype) - mdp.discount * p_pi
+    return jnp.linalg.solve(lhs, r_pi)
+
+
+def _accurate_residual(
+    rows: Rows, rewards, weights, gamma, v: jax.Array, deterministic: bool
+) -> jax.Array:
+    """`[S]` ``r_π + γ P_π v − v`` for successor lists, computed to about twice the working
+    precision and rounded once: every product split exactly, every sum a :func:`ff_sum`.
+
+    Rows and rewards of actions the rule does not use are dropped first (they may hold junk).
+    A ``deterministic`` rule (``weights`` `[S, 1]` ones) skips the products with ``π``.
+    """
+    S = v.shape[0]
+    vals = v[successors(rows)]
+    used = weights > 0
+    p = jnp.where(used[..., None], rows.probs, 0)
+    r = jnp.where(used, rewards, 0)
+    if deterministic:
+        pv = exact_product(p, vals)
+        wr = [r]
+    else:
+        w = jnp.where(used, weights, 0)
+        # π(a|s) p(s'|s, a) as an unevaluated pair, then times v(s'): eight exact products.
+        wp_hi, wp_lo = ff_sum(jnp.stack(exact_product(w[..., None], p), axis=-1))
+        pv = exact_product(wp_hi, vals) + exact_product(wp_lo, vals)
+        wr = exact_product(w, r)
+    e_hi, e_lo = ff_sum(jnp.stack(pv, axis=-1).reshape(S, -1))
+    g = jnp.broadcast_to(gamma, e_hi.shape)
+    discounted = exact_product(g, e_hi) + exact_product(g, e_lo)  # γ · (e_hi + e_lo)
+    terms = [
+        jnp.stack(discounted, axis=-1),
+        jnp.stack(wr, axis=-1).reshape(S, -1),  # π(a|s) r(s, a)
+        -v[:, None],
+    ]
+    hi, lo = ff_sum(jnp.concatenate(terms, axis=-1))
+    return hi + lo
+
+
+def _sweeps(rate, accuracy):
+    """A priori sweep count: iterating ``x ← b + M x`` from ``b`` with ``‖M‖ <= rate < 1``
+    leaves at most ``rate^(n + 1) ‖x*‖`` after ``n`` sweeps; ``n`` for a relative ``accuracy``.
+    """
+    ok = (rate > 0) & (rate < 1)
+    n = jnp.ceil(jnp.log(accuracy) / jnp.log(jnp.where(ok, rate, 0.5)))
+    return jnp.where(ok, n, 0).astype(jnp.int32) + 1
+
+
+def _iterate_linear(step, x0, kappa, accuracy, ulps, limit):
+    """Fixed-point iteration ``x ← step(x)`` of a κ-contraction, from ``x0``.
+
+    Stops once the contraction bound ``κδ/(1 − κ)`` is within ``accuracy`` of ``max|x|``, once
+    ``κδ`` is below the rounding of a sweep (``ulps`` eps of ``max|x0| + max|x|``), or after
+    ``limit`` sweeps.
+    """
+    eps = jnp.finfo(x0.dtype).eps
+    base = jnp.max(jnp.abs(x0))
+
+    def cond(carry):
+        x, delta, it = carry
+        size = jnp.max(jnp.abs(x))
+        target = jnp.maximum(accuracy * (1 - kappa) * size, ulps * eps * (base + size))
+        return (kappa * delta > target) & (it < limit)
+
+    def body(carry):
+        x, _, it = carry
+        new = step(x)
+        return new, jnp.max(jnp.abs(new - x)), it + 1
+
+    big = jnp.asarray(jnp.finfo(x0.dtype).max, x0.dtype)
+    x, *_ = jax.lax.while_loop(cond, body, (x0, big, 0))
+    return x
+
+
+_MAX_REFINEMENTS = 6  # rounds of refinement (2 or 3 suffice unless γ is within ~1e-5 of 1)
+
+
+def _evaluate_by_iteration(
+    mdp: Model, rows: Rows, rewards, weights, deterministic: bool
+) -> jax.Array:
+    """``V = r_π + γ P_π V`` for successor lists (no `[S, S]` matrix), to float precision.
+
+    Iterative refinement: each round computes the residual ``r_π + γ P_π V − V`` to twice the
+    working precision (:func:`_accurate_residual`), solves ``(I − γ P_π) d = residual`` by
+    fixed-point iteration to the relative accuracy the round needs (at most ``√eps``, at
+    least the rounding floor of that iteration), and adds ``d``; until ``d`` is below an ulp
+    of ``max|V|``. Plain iteration would stall at a fixed point of the rounded operator, up
+    to ``ρ/(1 − γ)`` away; refinement removes that floor: the result is within a few ulps of
+    ``max|V|`` of the exact solution for ``γ`` up to about ``1 − 100 eps`` (the dense linear
+    solve loses about ``1/(1 − γ)`` ulps), for about the sweeps that plain iteration to
+    ``eps`` takes (1.2 times in the runs measured).
+
+    Differentiable (forward and reverse mode) by the implicit function theorem
+    (``lax.custom_root``), the tangent systems solved by the same iteration.
+    """
+    dtype = mdp.rewards.dtype
+    eps = float(jnp.finfo(dtype).eps)
+    eta = math.sqrt(eps)
+    gamma = mdp.discount
+    r_pi = weighted_sum(weights, rewards)
+    used = weights > 0
+    sums = jnp.sum(jnp.where(used[..., None], rows.probs, 0), axis=-1)
+    kappa = gamma * jnp.maximum(jnp.max(weighted_sum(weights, sums)), 1)
+    rate = jnp.where(kappa < 1, kappa, gamma)  # κ >= 1 (rows summing above 1/γ): no bound
+    terms = rows.probs.shape[1] * rows.probs.shape[-1]
+    ulps = min((terms + 3) / 2, summation_ulps(terms))
+    # The relative accuracy a sweep's rounding allows a solve: 2ρ/(1 − κ) of the solution.
+    floor = jnp.where(kappa < 1, 2 * ulps * eps / (1 - kappa), jnp.inf)
+
+    def apply(x):  # γ P_π x
+        return gamma * weighted_sum(weights, expect(rows, x))
+
+    def residual(v):
+        return r_pi + apply(v) - v
+
+    def refine(_, v0):
+        def cond(carry):
+            *_, done, k = carry
+            return ~done & (k < _MAX_REFINEMENTS)
+
+        def body(carry):
+            v, expected, _, k = carry
+            res = _accurate_residual(rows, rewards, weights, gamma, v, deterministic)
+            # The accuracy that brings v within an ulp, given the correction expected from
+            # the last round: √eps at first, often far less in the last round.
+            need = jnp.clip(eps * jnp.max(jnp.abs(v)) / expected, eta, 0.5)
+            d = _iterate_linear(
+                lambda x: res + apply(x), res, kappa, need, ulps, _sweeps(rate, need)
+            )
+            v = v + d
+            left = jnp.maximum(need, floor) * jnp.max(jnp.abs(d))  # error left, about
+            return v, left, left <= eps * jnp.max(jnp.abs(v)), k + 1
+
+        inf = jnp.asarray(jnp.inf, dtype)
+        v, *_ = jax.lax.while_loop(cond, body, (v0, inf, jnp.asarray(False), 0))
+        return v
+
+    def tangent_solve(g, y):
+        # g(x) = γ P_π x − x: solve g(x) = y by x ← x + g(x) − y (= γ P_π x − y), and the
+        # transposed system likewise (‖γ P_πᵀ‖₁ = ‖γ P_π‖∞ <= κ), for reverse mode.
+        def run(matvec, b):
+            step = lambda x: x + matvec(x) - b  # noqa: E731
+            return _iterate_linear(step, -b, kappa, eps, ulps, _sweeps(rate, eps))
+
+        return jax.lax.custom_linear_solve(g, y, run, run)
+
+    return jax.lax.custom_root(residual, jnp.zeros_like(r_pi), refine, tangent_solve)
+
+
+@jax.jit
+def evaluate_core(mdp: Model, policy: jax.Array) -> jax.Array:
+    """:func:`evaluate` on a validated policy: pure, jit/vmap/grad-friendly."""
+    if mdp.is_finite_horizon:
+        return _evaluate_finite(mdp, policy)
+    return _evaluate_infinite(mdp, policy)
+
+
+def evaluate(mdp: Model, policy: ArrayLike) -> jax.Array:
+    """Values of a Markov policy on ``mdp``.
+
+    Finite horizon: ``V_t(s) = Σ_a π_t(a|s) (r(s, a) + γ Σ_s' P(s, a, s') V_{t+1}(s'))`` by a
+    reverse ``lax.scan``. Infinite horizon: the exact solution of ``(I − γ P_π) V = r_π``, by
+    a linear solve (dense rows) or by iterative refinement (successor lists: no `[S, S]`
+    matrix; to a few ulps of ``max|V|``, see ``_evaluate_by_iteration``).
+
+    Works under ``jax.jit``, ``jax.vmap`` and ``jax.grad`` (with respect to the model's
+    arrays or a stochastic policy).
+
+    Args:
+      mdp: the MDP to evaluate on (e.g. the true one, for a policy synthesized privately).
+      policy: deterministic `[T, S]` / `[S]` ints, or stochastic `[T, S, A]` / `[S, A]`
+        probabilities.
+
+    Returns:
+      `[T + 1, S]` values per stage (``V_T = R_T``), or `[S]` for an infinite horizon.
+
+    Raises:
+      ValueError: for a policy of the wrong shape or one using masked actions.
+    """
+    return evaluate_core(mdp, validate_policy(mdp, policy))
