@@ -1,61 +1,80 @@
 """The command line's ``--mdp``: reading and validating the user's model.
 
-Dense ``.npz`` files are read here with the flag in every message; sparse ``.npz`` files and
-PRISM ``.tra`` files go through :func:`jaxprivmdp.load_mdp`.
+``.npz`` files (dense or sparse, and releases with the scalars they store) are read here with
+the flag in every message; PRISM/Storm ``.tra`` files go through :func:`jaxprivmdp.load_mdp`.
+
+The planning horizon is never guessed (one rule for every command that plans): ``--horizon
+T`` (γ = 1 unless ``--discount``) or ``--discount γ < 1`` (an infinite horizon), each taken
+from the ``.npz`` when it records them (a release does) and the flag is not given.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
-from ..io._files import read_npz
-from ..io._load import RELEASE_METADATA
+from ..io._load import model_from_arrays, read_model_npz, stored_scalars
 from ._args import ONE_OVER_N_RTOL
 
 
-def _read_mdp_arrays(path: Path) -> dict:
-    return read_npz(
-        path,
-        required=("transitions", "rewards"),
-        optional=("terminal_reward", "action_mask", "support"),
-        ignored=RELEASE_METADATA,
-    )
+class UserModel(NamedTuple):
+    """The ``--mdp`` model.
+
+    Attributes:
+      mdp: the validated model.
+      arrays: an ``.npz``'s arrays as stored (None for a ``.tra``).
+      horizon, discount: what the flags or the file declare (None where neither does); a
+        command that only privatizes validates the model with placeholders for them.
+    """
+
+    mdp: object
+    arrays: dict | None
+    horizon: int | None
+    discount: float | None
+
+
+def _where(path: Path) -> str:
+    return f"--mdp {str(path)!r}"
+
+
+def _num_states(arrays: dict) -> int:
+    for name in ("transitions", "next_states", "rewards"):
+        if name in arrays and arrays[name].ndim:
+            return arrays[name].shape[0]
+    return 0
 
 
 def load_npz_mdp(path: Path, *, horizon, discount, initial_state, dtype, arrays=None):
-    """Reads an MDP from ``.npz`` and validates it with :func:`jaxprivmdp.make_mdp`.
+    """Reads an MDP from ``.npz`` and validates it with :func:`jaxprivmdp.make_mdp` (or
+    :func:`jaxprivmdp.make_sparse_mdp` for successor lists).
 
     Args:
-      path: the file, with arrays ``transitions`` `[S, A, S]`, ``rewards`` `[S, A]` and
-        optionally ``terminal_reward`` `[S]`, ``action_mask`` `[S, A]` (and the metadata
-        that ``privatize`` writes, which is ignored).
-      horizon, discount, initial_state, dtype: as in :func:`jaxprivmdp.make_mdp`.
-      arrays: the arrays of ``path`` if already read by :func:`read_npz`.
+      path: the file, with arrays ``transitions`` `[S, A, S]` (or ``next_states`` and
+        ``probs`` `[S, A, K]`), ``rewards`` `[S, A]` and optionally ``terminal_reward``
+        `[S]`, ``action_mask`` `[S, A]`, ``support``, and the scalars and metadata that
+        ``privatize`` writes.
+      horizon, discount, initial_state, dtype: resolved, as in :func:`jaxprivmdp.make_mdp`.
+      arrays: the arrays of ``path`` if already read.
 
     Returns:
-      The validated :class:`jaxprivmdp.TabularMDP`.
+      The validated model.
 
     Raises:
-      ValueError: one line naming ``--mdp`` and the file (see :func:`jaxprivmdp.io._files.read_npz`
-        for the file checks), or the problem :func:`jaxprivmdp.make_mdp` found.
+      ValueError: one line naming ``--mdp`` and the file (see
+        :func:`jaxprivmdp.io._files.read_npz` for the file checks), or the problem the model's
+        constructor found.
     """
-    from ..models import make_mdp
-
     if arrays is None:
-        arrays = _read_mdp_arrays(path)
-    where = f"--mdp {str(path)!r}"
-    num_states = arrays["transitions"].shape[0] if arrays["transitions"].ndim else 0
+        arrays = read_model_npz(path, "--mdp")
+    num_states = _num_states(arrays)
     if initial_state >= num_states > 0:
         raise ValueError(
-            f"--initial-state {initial_state} is not a state of {where} (S = {num_states})"
+            f"--initial-state {initial_state} is not a state of {_where(path)} (S = {num_states})"
         )
     try:
-        return make_mdp(
-            arrays["transitions"],
-            arrays["rewards"],
-            terminal_reward=arrays.get("terminal_reward"),
-            action_mask=arrays.get("action_mask"),
-            support=arrays.get("support"),
+        return model_from_arrays(
+            arrays,
+            _where(path),
             horizon=horizon,
             discount=discount,
             initial_state=initial_state,
@@ -65,18 +84,7 @@ def load_npz_mdp(path: Path, *, horizon, discount, initial_state, dtype, arrays=
         # float16 keeps about 3 significant digits: the likely cause of a row sum that is off.
         half = sorted(n for n, a in arrays.items() if a.dtype.name == "float16")
         note = f" (note: {', '.join(half)} stored as float16)" if half else ""
-        raise ValueError(f"{where}: {e}{note}") from None
-
-
-def _holds_successor_lists(path: Path) -> bool:
-    """An ``.npz`` whose members include ``next_states`` (a sparse model)."""
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(path) as zf:
-            return "next_states.npy" in zf.namelist()
-    except (OSError, zipfile.BadZipFile):
-        return False  # the dense reader reports what is wrong with the file
+        raise ValueError(f"{e}{note}") from None
 
 
 def _structure(value: str | None) -> int | str | None:
@@ -84,23 +92,17 @@ def _structure(value: str | None) -> int | str | None:
     return int(value) if value is not None and value.isdigit() else value
 
 
-def _load_sparse_mdp(args, horizon, discount, validation_only):
-    """A sparse model (PRISM/Storm ``.tra`` or successor lists in ``.npz``)."""
+def _load_tra(args, horizon, discount, validation_only):
+    """A PRISM/Storm ``.tra`` (its ``.lab``'s init is ``s0`` unless ``--initial-state``)."""
     from ..io import load_mdp
 
-    is_tra = args.mdp.suffix == ".tra"
-    if validation_only and (args.support is not None or args.smoothing is not None):
-        raise ValueError(
-            "a sparse --mdp is privatized over its listed successors: --support and "
-            "--smoothing do not apply"
-        )
     try:
         return load_mdp(
             args.mdp,
             horizon=horizon,
             discount=discount,
             initial_state=args.initial_state,
-            reward_structure=_structure(args.reward_structure) if is_tra else None,
+            reward_structure=_structure(args.reward_structure),
             deadlocks=args.deadlocks,
             dtype=getattr(args, "dtype", None),
         )
@@ -108,32 +110,69 @@ def _load_sparse_mdp(args, horizon, discount, validation_only):
         raise ValueError(f"--mdp: {e}") from None
 
 
-def load_user_mdp(args, *, validation_only: bool = False):
-    """``--mdp`` as an MDP; with ``validation_only`` no horizon is needed.
+def _planning_horizon(args, horizon, discount) -> None:
+    """The one rule: a command that plans needs a declared horizon or a discount < 1."""
+    if horizon is None and discount is None:
+        raise ValueError(
+            f"give --horizon T (a finite horizon; γ = 1 unless --discount) or --discount γ < 1 "
+            f"(an infinite horizon): --mdp {str(args.mdp)!r} records neither"
+        )
+    if horizon is None and discount >= 1:
+        raise ValueError(
+            f"--mdp {str(args.mdp)!r} records discount {discount:g} without a horizon: give "
+            "--horizon T, or --discount γ < 1"
+        )
 
-    ``privacy`` and ``privatize`` only privatize transitions: there, without ``--horizon``
-    the file is validated as a one-stage MDP, which accepts every terminal reward and
-    discount an MDP of any horizon could have.
+
+def load_user_mdp(args, *, validation_only: bool = False) -> UserModel:
+    """``--mdp`` as a :class:`UserModel`; with ``validation_only`` no horizon is needed.
+
+    ``privacy`` and ``privatize`` only privatize transitions: there, without a declared
+    horizon the file is validated as a one-stage MDP, which accepts every terminal reward
+    and discount an MDP of any horizon could have.
+
+    Raises:
+      ValueError: one line naming the flag: the file's problems, an ``--initial-state`` out
+        of range, no declared horizon or discount (commands that plan), a ``--smoothing``
+        above ``1/S``.
     """
-    horizon = args.horizon
-    if validation_only and horizon is None:
-        horizon = 1
-    discount = args.discount if args.discount is not None else (1.0 if horizon else 0.95)
-    if args.mdp.suffix == ".tra" or _holds_successor_lists(args.mdp):
-        return _load_sparse_mdp(args, horizon, discount, validation_only), None
-    arrays = _read_mdp_arrays(args.mdp)
-    mdp = load_npz_mdp(
-        args.mdp,
-        horizon=horizon,
-        discount=discount,
-        initial_state=0 if args.initial_state is None else args.initial_state,
-        dtype=getattr(args, "dtype", None),
-        arrays=arrays,
-    )
+    path = args.mdp
+    arrays, stored = None, {}
+    if path.suffix != ".tra":
+        arrays = read_model_npz(path, "--mdp")
+        stored = stored_scalars(arrays, _where(path))
+    sparse = arrays is None or "next_states" in arrays
+    options = (getattr(args, "support", None), getattr(args, "smoothing", None))
+    if validation_only and sparse and options != (None, None):
+        raise ValueError(
+            "a sparse --mdp is privatized over its listed successors: --support and "
+            "--smoothing do not apply"
+        )
+    horizon = args.horizon if args.horizon is not None else stored.get("horizon")
+    discount = args.discount if args.discount is not None else stored.get("discount")
+    declared = UserModel(None, arrays, horizon, discount)
+    if validation_only:
+        horizon = 1 if horizon is None else horizon
+    else:
+        _planning_horizon(args, horizon, discount)
+    if discount is None:
+        discount = 1.0  # with a horizon (the rule above): undiscounted
+    if arrays is None:
+        mdp = _load_tra(args, horizon, discount, validation_only)
+    else:
+        s0 = args.initial_state if args.initial_state is not None else stored.get("initial_state")
+        mdp = load_npz_mdp(
+            path,
+            horizon=horizon,
+            discount=discount,
+            initial_state=0 if s0 is None else s0,
+            dtype=getattr(args, "dtype", None),
+            arrays=arrays,
+        )
     smoothing = getattr(args, "smoothing", None)
     if smoothing is not None and smoothing * mdp.num_states > 1 + ONE_OVER_N_RTOL:
         raise ValueError(
             f"--smoothing {smoothing:g} exceeds 1/S = {1 / mdp.num_states:.6g} for the "
-            f"S = {mdp.num_states} states of --mdp {str(args.mdp)!r}"
+            f"S = {mdp.num_states} states of --mdp {str(path)!r}"
         )
-    return mdp, arrays
+    return declared._replace(mdp=mdp)

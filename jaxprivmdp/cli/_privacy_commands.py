@@ -59,7 +59,7 @@ def cmd_privacy(args) -> list[Path]:
     """The (ε, δ) each k buys: a table on the terminal, a plot and a JSON in --out."""
     extra = {}
     if args.mdp is not None:
-        mdp, _ = load_user_mdp(args, validation_only=True)
+        mdp = load_user_mdp(args, validation_only=True).mdp
         rows = []
         for k in args.k:
             g = command_guarantee(args, mdp, k)
@@ -101,6 +101,27 @@ def _plot_epsilon(rows, path: Path, title: str) -> Path:
     return path
 
 
+def _public_fields(user, mdp) -> dict:
+    """Everything public a release carries beside the privatized rows, exactly as given:
+    rewards, terminal reward, action mask, initial state, and the horizon and discount the
+    flags or the file declared (a model without them is released without them)."""
+    import numpy as np
+
+    arrays = user.arrays or {}
+    public = {"action_mask": np.asarray(mdp.action_mask), "initial_state": mdp.initial_state}
+    # An .npz's own rewards are kept bit for bit; a PRISM model's were read from its files.
+    public["rewards"] = arrays.get("rewards", np.asarray(mdp.rewards))
+    if "terminal_reward" in arrays:
+        public["terminal_reward"] = arrays["terminal_reward"]
+    elif user.horizon is not None:
+        public["terminal_reward"] = np.asarray(mdp.terminal_reward)
+    if user.horizon is not None:
+        public["horizon"] = user.horizon
+    if user.horizon is not None or user.discount is not None:
+        public["discount"] = float(mdp.discount)
+    return public
+
+
 def cmd_privatize(args) -> list[Path]:
     """A release: privatize a user's MDP with OS-entropy randomness; never write the input."""
     import numpy as np
@@ -108,8 +129,10 @@ def cmd_privatize(args) -> list[Path]:
     from ..mechanisms import dirichlet_mechanism, secure_key
     from ..models import SparseMDP
 
-    mdp, arrays = load_user_mdp(args, validation_only=True)
+    user = load_user_mdp(args, validation_only=True)
+    mdp = user.mdp
     g = command_guarantee(args, mdp, args.k)
+    public = _public_fields(user, mdp)
     if isinstance(mdp, SparseMDP):
         private = dirichlet_mechanism(secure_key(), mdp, args.k)
         rows = {
@@ -118,22 +141,20 @@ def cmd_privatize(args) -> list[Path]:
             # The lists are the public support: a listed entry the noise set to 0 stays.
             "support": np.asarray(mdp.next_states) >= 0,
         }
-        # A PRISM model's rewards were read from its reward file: they are public.
-        public = {"rewards": np.asarray(mdp.rewards)}
-        if mdp.is_finite_horizon:
-            public["terminal_reward"] = np.asarray(mdp.terminal_reward)
-        return _write_release(args, g, rows, np.asarray(mdp.action_mask), public)
-    private = dirichlet_mechanism(
-        secure_key(), mdp, args.k, support=args.support, smoothing=args.smoothing
-    )
-    # Rewards and terminal reward are public and kept exactly as given.
-    public = {n: arrays[n] for n in ("rewards", "terminal_reward") if n in arrays}
-    # The support it was privatized over is public structure: the support-aware sets need it.
-    rows = {"transitions": np.asarray(private.transitions), "support": np.asarray(private.support)}
-    return _write_release(args, g, rows, np.asarray(mdp.action_mask), public)
+    else:
+        private = dirichlet_mechanism(
+            secure_key(), mdp, args.k, support=args.support, smoothing=args.smoothing
+        )
+        # The support it was privatized over is public structure: the support-aware sets
+        # need it.
+        rows = {
+            "transitions": np.asarray(private.transitions),
+            "support": np.asarray(private.support),
+        }
+    return _write_release(args, g, rows, public)
 
 
-def _write_release(args, g, rows: dict, action_mask, public: dict) -> list[Path]:
+def _write_release(args, g, rows: dict, public: dict) -> list[Path]:
     """The release file: the privatized rows, the public parts and the guarantee."""
     import numpy as np
 
@@ -141,8 +162,8 @@ def _write_release(args, g, rows: dict, action_mask, public: dict) -> list[Path]
         np.savez(
             f,
             **rows,
-            action_mask=action_mask,
             **public,
+            mechanism="dirichlet",
             k=args.k,
             epsilon=g.epsilon,
             delta=g.delta,

@@ -59,6 +59,7 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
         "support_aware": args.support_aware,
         "bound": args.bound,
         "robust": args.robust,
+        "models": {name: model_fields(mdp) for name, mdp in mdps.items()},
         "wall_time_s": None,
         "wall_time_per_sweep_s": timings,
         "environment": _report.environment(),
@@ -77,6 +78,17 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
         files = _report.write_tables(stem_path, tables, meta, stage=stage) + figs
     print_sweep_tables(tables)
     return files
+
+
+def model_fields(mdp) -> dict:
+    """What a model's numbers are about, resolved: recorded in every output JSON."""
+    return {
+        "num_states": mdp.num_states,
+        "num_actions": mdp.num_actions,
+        "horizon": mdp.horizon,
+        "discount": float(mdp.discount),
+        "initial_state": mdp.initial_state,
+    }
 
 
 def cmd_reproduce(args) -> list[Path]:
@@ -103,7 +115,7 @@ def cmd_reproduce(args) -> list[Path]:
 
 def cmd_sweep(args) -> list[Path]:
     """The same sweep, figure and table on a user's MDP."""
-    mdp, _ = load_user_mdp(args)
+    mdp = load_user_mdp(args).mdp
     name = args.mdp.stem
     options = {name: {"support": args.support, "smoothing": args.smoothing}}
     return _run_sweeps(args, {name: mdp}, options, "sweep", {"mdp": str(args.mdp)})
@@ -116,7 +128,7 @@ def _frontier_mdp(args):
     from ..models import examples
 
     if args.mdp is not None:
-        mdp, _ = load_user_mdp(args)
+        mdp = load_user_mdp(args).mdp
         return args.mdp.stem, mdp, args.support
     if args.example == "1":
         return "Example 1 (investment)", examples.investment(dtype=args.dtype), "nonzero"

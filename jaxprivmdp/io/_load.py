@@ -50,11 +50,26 @@ from ._rewards import pick_structure, read_rewards
 from ._text import where
 from ._transitions import deadlock_states, fix_deadlocks, make_layout, read_transitions
 
-# Arrays a release of `jaxprivmdp privatize` stores beside the model.
-RELEASE_METADATA = ("k", "epsilon", "delta", "b", "adjacency", "eta")
+# Arrays a release of `jaxprivmdp privatize` stores beside the model: its mechanism, the
+# mechanism's parameter (under its own name) and guarantee. Checked, never loaded.
+RELEASE_METADATA = (
+    "mechanism",
+    "k",
+    "sigma",
+    "scale",
+    "epsilon",
+    "delta",
+    "b",
+    "adjacency",
+    "eta",
+    "target_epsilon",
+)
 DENSE = ("transitions",)
 SPARSE = ("next_states", "probs")
 COMMON = ("rewards", "terminal_reward", "action_mask", "support")
+# The model's public scalars (a release stores them): defaults that arguments override.
+MODEL_SCALARS = ("horizon", "discount", "initial_state")
+NPZ_ARRAYS = DENSE + SPARSE + COMMON + MODEL_SCALARS
 DEADLOCKS = ("error", "self-loop")
 
 
@@ -89,10 +104,12 @@ def load_mdp(
       deadlocks: ``.tra`` only: what to do with a state that has no transition: ``"error"``
         (a ValueError naming them) or ``"self-loop"`` (one action that stays, as PRISM's and
         Storm's importers do; it earns the state's reward).
-      horizon: ``T``, or None for an infinite discounted horizon.
-      discount: ``γ`` (default 1 with a horizon, else 0.95).
-      initial_state: ``s0`` (default: 0, or for a ``.tra`` the state labelled ``init`` in the
-        ``.lab`` file beside it).
+      horizon: ``T``, or None for an infinite discounted horizon (default: an ``.npz``'s
+        own ``horizon`` array, as a release of ``jaxprivmdp privatize`` stores it).
+      discount: ``γ`` (default: an ``.npz``'s ``discount`` array, else 1 with a horizon,
+        else 0.95).
+      initial_state: ``s0`` (default: an ``.npz``'s ``initial_state`` array, or for a
+        ``.tra`` the state labelled ``init`` in the ``.lab`` file beside it; else 0).
       dtype: float dtype. The files are parsed in float64 (rationals exactly, then rounded
         once), then cast.
 
@@ -107,9 +124,9 @@ def load_mdp(
         :func:`make_mdp` / :func:`make_sparse_mdp`.
     """
     path = Path(path)
-    if discount is None:
-        discount = 1.0 if horizon is not None else 0.95
     if path.suffix == ".tra":
+        if discount is None:
+            discount = 1.0 if horizon is not None else 0.95
         if deadlocks not in DEADLOCKS:
             raise ValueError(f"deadlocks must be one of {DEADLOCKS}, got {deadlocks!r}")
         return _load_explicit(
@@ -169,33 +186,88 @@ def load_labels(path, *, num_states: int | None = None) -> dict[str, np.ndarray]
     return labels
 
 
-def _load_npz(path: Path, horizon, discount, initial_state, dtype) -> TabularMDP | SparseMDP:
-    """A dense (``transitions``) or sparse (``next_states``, ``probs``) model in an ``.npz``."""
-    arrays = read_npz(
-        path, required=(), optional=DENSE + SPARSE + COMMON, ignored=RELEASE_METADATA, flag="path"
-    )
+def read_model_npz(path: Path, flag: str = "path") -> dict[str, np.ndarray]:
+    """The model arrays of an ``.npz`` (release metadata is checked, not loaded)."""
+    return read_npz(path, required=(), optional=NPZ_ARRAYS, ignored=RELEASE_METADATA, flag=flag)
+
+
+def stored_scalars(arrays: dict, where_: str) -> dict:
+    """The ``horizon``, ``discount`` and ``initial_state`` an ``.npz`` stores, as Python
+    numbers (only those present).
+
+    Raises:
+      ValueError: one that is not a scalar, or an integer field that is not an integer.
+    """
+    out = {}
+    for name in MODEL_SCALARS:
+        if name not in arrays:
+            continue
+        a = arrays[name]
+        kinds = "iuf" if name == "discount" else "iu"
+        if a.ndim != 0 or a.dtype.kind not in kinds:
+            what = "a number" if name == "discount" else "an integer"
+            raise ValueError(
+                f"{where_}: array {name!r} must be {what} (a 0-d array), got {a.dtype.name} of "
+                f"shape {a.shape}"
+            )
+        out[name] = float(a) if name == "discount" else int(a)
+    return out
+
+
+def resolve_scalars(stored: dict, *, horizon, discount, initial_state) -> dict:
+    """The model's ``horizon``, ``discount`` and ``initial_state``: each argument that is
+    given, else the file's, else the default (no horizon; γ = 1 with a horizon, else 0.95;
+    state 0)."""
+    if horizon is None:
+        horizon = stored.get("horizon")
+    if discount is None:
+        discount = stored.get("discount", 1.0 if horizon is not None else 0.95)
+    if initial_state is None:
+        initial_state = stored.get("initial_state", 0)
+    return dict(horizon=horizon, discount=discount, initial_state=initial_state)
+
+
+def model_from_arrays(arrays: dict, where_: str, **fields) -> TabularMDP | SparseMDP:
+    """A dense (``transitions``) or sparse (``next_states``, ``probs``) model from the
+    arrays of an ``.npz``; ``fields``: ``horizon``, ``discount``, ``initial_state``,
+    ``dtype`` (resolved). Errors start with ``where_``."""
+    sparse = bool(set(SPARSE) & set(arrays))
+    if sparse and "transitions" in arrays:
+        raise ValueError(
+            f"{where_} must hold either 'transitions' (dense) or 'next_states' and 'probs' "
+            f"(sparse), got {sorted(arrays)}"
+        )
+    need = {"rewards", *(SPARSE if sparse else DENSE)}
+    missing = need - set(arrays)
+    if missing:
+        raise ValueError(
+            f"{where_} lacks array(s) {sorted(missing)}; it has {sorted(arrays)} (a model needs "
+            "'transitions' and 'rewards', or 'next_states', 'probs' and 'rewards')"
+        )
     kw = dict(
         terminal_reward=arrays.get("terminal_reward"),
         action_mask=arrays.get("action_mask"),
         support=arrays.get("support"),
+        **fields,
+    )
+    try:
+        if sparse:
+            return make_sparse_mdp(arrays["next_states"], arrays["probs"], arrays["rewards"], **kw)
+        return make_mdp(arrays["transitions"], arrays["rewards"], **kw)
+    except ValueError as e:
+        raise ValueError(f"{where_}: {e}") from None
+
+
+def _load_npz(path: Path, horizon, discount, initial_state, dtype) -> TabularMDP | SparseMDP:
+    """A dense or sparse model in an ``.npz``, with the scalars it stores as defaults."""
+    arrays = read_model_npz(path)
+    fields = resolve_scalars(
+        stored_scalars(arrays, where(path)),
         horizon=horizon,
         discount=discount,
-        initial_state=0 if initial_state is None else initial_state,
-        dtype=dtype,
+        initial_state=initial_state,
     )
-    if "rewards" not in arrays:
-        raise ValueError(f"{where(path)} has no 'rewards' array")
-    try:
-        if "transitions" in arrays and not set(SPARSE) & set(arrays):
-            return make_mdp(arrays["transitions"], arrays["rewards"], **kw)
-        if set(SPARSE) <= set(arrays) and "transitions" not in arrays:
-            return make_sparse_mdp(arrays["next_states"], arrays["probs"], arrays["rewards"], **kw)
-    except ValueError as e:
-        raise ValueError(f"{where(path)}: {e}") from None
-    raise ValueError(
-        f"{where(path)} must hold either 'transitions' (dense) or 'next_states' and 'probs' "
-        f"(sparse), got {sorted(arrays)}"
-    )
+    return model_from_arrays(arrays, where(path), dtype=dtype, **fields)
 
 
 def _load_explicit(

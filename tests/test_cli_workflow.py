@@ -1,0 +1,116 @@
+"""The command line's release workflow (issue 18): releases that round-trip, outputs that
+are checked before computing and never overwritten silently, mechanisms, synthesis and
+evaluation of released models, interrupts, help, figures and progress."""
+
+import json
+
+import numpy as np
+import pytest
+
+import jaxprivmdp as jp
+from jaxprivmdp.cli import main
+
+# A 3-state MDP in PRISM's explicit format (written here): the .lab's init is state 1, which
+# earns 10 per step; state 0 chooses between a fair coin over {1, 2} and staying.
+TRA = """3 4 5
+0 0 1 0.5
+0 0 2 0.5
+1 0 1 1
+2 0 2 1
+0 1 0 1
+"""
+SREW = """3 2
+1 10
+2 1
+"""
+LAB = """0="init" 1="goal"
+1: 0
+"""
+
+
+def _prism_model(tmp_path):
+    for name, text in (("m.tra", TRA), ("m.srew", SREW), ("m.lab", LAB)):
+        (tmp_path / name).write_text(text)
+    return tmp_path / "m.tra"
+
+
+def _dense_npz(tmp_path, name="dense.npz", **extra):
+    """A 3-state, 2-action dense model whose rows are all positive (no --support needed)."""
+    P = np.array(
+        [
+            [[0.2, 0.5, 0.3], [0.6, 0.2, 0.2]],
+            [[0.3, 0.3, 0.4], [0.25, 0.25, 0.5]],
+            [[0.4, 0.4, 0.2], [0.1, 0.1, 0.8]],
+        ]
+    )
+    R = np.array([[1.0, 0.0], [0.0, 2.0], [0.5, 0.5]])
+    path = tmp_path / name
+    np.savez(path, transitions=P, rewards=R, **extra)
+    return path
+
+
+def _one_line_error(capsys, command: str) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.endswith("\n")
+    last = err.splitlines()[-1]
+    assert last.startswith(f"jaxprivmdp {command}: error: "), err
+    return last
+
+
+# --------------------------------------------------------------------------- item 2
+
+
+def test_a_release_carries_every_public_field_and_round_trips(tmp_path):
+    path = _prism_model(tmp_path)
+    rel = tmp_path / "rel.npz"
+    rc = main(
+        ["privatize", "--mdp", str(path), "--k", "5", "--eta", "0.2", "--horizon", "2"]
+        + ["--out", str(rel)]
+    )
+    assert rc == 0
+    src, got = jp.load_mdp(path, horizon=2), jp.load_mdp(rel)  # no arguments: from the file
+    assert (got.initial_state, got.horizon, float(got.discount)) == (1, 2, 1.0)
+    for name in ("next_states", "rewards", "terminal_reward", "action_mask"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(src, name), err_msg=name)
+    with np.load(rel) as f:
+        np.testing.assert_array_equal(f["support"], np.asarray(src.next_states) >= 0)
+    # `sweep --mdp rel.npz` plans from the release's own s0 (state 1: 10 per step) and T.
+    out = tmp_path / "s"
+    assert main(["sweep", "--mdp", str(rel), "--ks", "40", "--trials", "2", "--out", str(out)]) == 0
+    meta = json.loads((out / "sweep.json").read_text())
+    assert meta["models"]["rel"] == {
+        "num_states": 3,
+        "num_actions": 2,
+        "horizon": 2,
+        "discount": 1.0,
+        "initial_state": 1,
+    }
+    assert meta["results"]["rel"][0]["optimal_value"] == 20.0
+
+
+def test_a_dense_release_round_trips_an_infinite_horizon(tmp_path):
+    src = _dense_npz(tmp_path)
+    rel = tmp_path / "rel.npz"
+    rc = main(
+        ["privatize", "--mdp", str(src), "--k", "50", "--eta", "0.1", "--discount", "0.9"]
+        + ["--initial-state", "2", "--out", str(rel)]
+    )
+    assert rc == 0
+    got = jp.load_mdp(rel)
+    assert (got.initial_state, got.horizon) == (2, None)
+    assert float(got.discount) == pytest.approx(0.9)
+    with np.load(src) as f:
+        np.testing.assert_array_equal(got.rewards, f["rewards"])
+    np.testing.assert_array_equal(got.support, np.ones((3, 2, 3), bool))
+    # Arguments override what the file stores.
+    assert jp.load_mdp(rel, horizon=3, initial_state=0).initial_state == 0
+    # The reader takes the release's metadata but still refuses what it does not know.
+    with np.load(rel) as f:
+        arrays = dict(f)
+    assert {"k", "epsilon", "delta", "b", "adjacency", "eta", "mechanism"} <= set(arrays)
+    np.savez(tmp_path / "extra.npz", **arrays, policy=np.zeros(3))
+    with pytest.raises(ValueError, match=r"unknown array\(s\) \['policy.npy'\]"):
+        jp.load_mdp(tmp_path / "extra.npz")
+    np.savez(tmp_path / "bad.npz", **{**arrays, "horizon": np.float64(2.5)})
+    with pytest.raises(ValueError, match="'horizon' must be an integer"):
+        jp.load_mdp(tmp_path / "bad.npz")
