@@ -114,3 +114,46 @@ def test_a_dense_release_round_trips_an_infinite_horizon(tmp_path):
     np.savez(tmp_path / "bad.npz", **{**arrays, "horizon": np.float64(2.5)})
     with pytest.raises(ValueError, match="'horizon' must be an integer"):
         jp.load_mdp(tmp_path / "bad.npz")
+
+
+# --------------------------------------------------------------------------- item 8
+
+
+def _sys_is_read_only() -> bool:
+    import tempfile
+
+    try:
+        __import__("os").rmdir(tempfile.mkdtemp(dir="/sys"))
+    except OSError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("where", ["read-only mount", "refused creation"])
+def test_an_unwritable_out_is_found_before_computing(tmp_path, capsys, monkeypatch, where):
+    from jaxprivmdp.cli import _sweep_commands
+    from jaxprivmdp.io import _files
+
+    def no_sweep(*args, **kwargs):
+        raise AssertionError("the command computed before checking --out")
+
+    monkeypatch.setattr(_sweep_commands, "_run_sweeps", no_sweep)
+    monkeypatch.setattr(_sweep_commands, "sweep_guarantees", no_sweep)
+    if where == "read-only mount":  # /sys: root's os.access says yes, creating a file fails
+        if not _sys_is_read_only():
+            pytest.skip("no read-only /sys here")
+        out = "/sys/jaxprivmdp-results"
+    else:
+
+        def refuse(*args, **kwargs):
+            raise PermissionError(13, "Permission denied")
+
+        monkeypatch.setattr(_files.tempfile, "mkdtemp", refuse)
+        monkeypatch.setattr(_files.tempfile, "mkstemp", refuse)
+        out = str(tmp_path / "new" / "results")
+    assert main(["reproduce", "--out", out]) == 2
+    err = _one_line_error(capsys, "reproduce")
+    assert "--out" in err and "is not writable" in err
+    src = _dense_npz(tmp_path)
+    assert main(["privatize", "--mdp", str(src), "--k", "5", "--eta", "0.1", "--out", out]) == 2
+    assert "--out" in _one_line_error(capsys, "privatize")

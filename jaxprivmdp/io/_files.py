@@ -256,6 +256,18 @@ def _same_file(a: Path, b: Path) -> bool:
         return a.resolve() == b.resolve()
 
 
+def _probe(folder: Path, *, make_folder: bool) -> None:
+    """Creates and removes a file in ``folder`` (or a folder, where ``--out`` still has to
+    be made): the only reliable test. ``os.access`` answers yes to root everywhere, also on
+    read-only mounts such as ``/sys``, where the outputs would fail after the computation."""
+    if make_folder:
+        os.rmdir(tempfile.mkdtemp(dir=folder, prefix=".jaxprivmdp-probe."))
+    else:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".jaxprivmdp-probe.")
+        os.close(fd)
+        os.unlink(tmp)
+
+
 def _check_writable_folder(folder: Path, flag: str, shown: Path) -> None:
     """Checks that files can be created in ``folder`` or in the folders it would need."""
     existing = folder
@@ -267,6 +279,11 @@ def _check_writable_folder(folder: Path, flag: str, shown: Path) -> None:
         raise ValueError(f"{flag}: {str(existing)!r} is a file, so {str(shown)!r} cannot be made")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise ValueError(f"{flag}: {str(existing)!r} is not writable")
+    try:
+        _probe(existing, make_folder=existing != folder)
+    except OSError as e:
+        why = e.strerror or _reason(e)
+        raise ValueError(f"{flag}: {str(existing)!r} is not writable ({why})") from None
 
 
 def check_output_file(
