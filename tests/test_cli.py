@@ -246,7 +246,7 @@ def test_ctrl_c_exits_130_and_leaves_the_old_outputs(tmp_path, capsys, monkeypat
         raise KeyboardInterrupt
 
     monkeypatch.setattr(_privacy_commands, "_plot_epsilon", interrupted_plot)
-    assert main(_privacy_args(tmp_path)) == 130
+    assert main([*_privacy_args(tmp_path), "--force"]) == 130
     assert capsys.readouterr().err == "jaxprivmdp privacy: interrupted\n"
     # privacy.json was complete, but it is not renamed without its plot; no temporaries.
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == old
@@ -439,7 +439,7 @@ def test_privacy_one_row_with_smoothing(tmp_path, capsys):
     assert data["guarantees"][0]["epsilon"] == pytest.approx(mdp_g.epsilon, rel=1e-12)
     capsys.readouterr()
     args = ["privacy", "--k", "1", "10", "--n", "4", "--smoothing", "0.25", "--out", str(tmp_path)]
-    assert main(args) == 0
+    assert main([*args, "--force"]) == 0
     assert "does not depend on the data" in capsys.readouterr().err
     data = json.loads((tmp_path / "privacy.json").read_text())
     assert [g["epsilon"] for g in data["guarantees"]] == [0.0, 0.0]

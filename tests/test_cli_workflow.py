@@ -157,3 +157,28 @@ def test_an_unwritable_out_is_found_before_computing(tmp_path, capsys, monkeypat
     src = _dense_npz(tmp_path)
     assert main(["privatize", "--mdp", str(src), "--k", "5", "--eta", "0.1", "--out", out]) == 2
     assert "--out" in _one_line_error(capsys, "privatize")
+
+
+# --------------------------------------------------------------------------- item 12
+
+
+def test_earlier_results_are_not_overwritten_without_force(tmp_path, capsys):
+    out = tmp_path / "res"
+    run = ["privacy", "--k", "1", "--n", "2", "--eta", "0.1", "--out", str(out)]
+    assert main(run) == 0
+    before = (out / "privacy.json").read_bytes()
+    capsys.readouterr()
+    for command in (
+        run,
+        ["reproduce", "--out", str(out)],
+        ["sweep", "--mdp", "m.npz", "--horizon", "2", "--out", str(out)],
+        ["frontier", "--example", "1", "--epsilons", "1", "--out", str(out)],
+    ):
+        (out / f"{command[0]}.json").touch()  # an earlier run's table
+        (out / "figure1.json").touch()
+        assert main(command) == 2
+        err = _one_line_error(capsys, command[0])
+        assert "already holds" in err and "--force" in err and str(out) in err
+    assert (out / "privacy.json").read_bytes() == before
+    assert main([*run[:-2], "--k", "2", "--out", str(out), "--force"]) == 0
+    assert (out / "privacy.json").read_bytes() != before

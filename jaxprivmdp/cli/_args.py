@@ -157,7 +157,13 @@ def _check_out(args: argparse.Namespace) -> None:
     if args.command == "privatize":
         check_output_file(args.out, flag="--out", force=args.force, inputs=[mdp])
     else:
-        check_output_folder(args.out, flag="--out", names=OUTPUT_FILES[args.command], inputs=[mdp])
+        check_output_folder(
+            args.out,
+            flag="--out",
+            names=OUTPUT_FILES[args.command],
+            inputs=[mdp],
+            force=args.force,
+        )
 
 
 # --------------------------------------------------------------------------- parser
@@ -165,8 +171,15 @@ def _check_out(args: argparse.Namespace) -> None:
 _NOT_NEEDED = "only checked; not needed"
 
 
-def _sweep_options(p: argparse.ArgumentParser) -> None:
+def _out_folder(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=Path("results"), help="output folder")
+    p.add_argument(
+        "--force", action="store_true", help="overwrite the results of an earlier run in --out"
+    )
+
+
+def _sweep_options(p: argparse.ArgumentParser) -> None:
+    _out_folder(p)
     p.add_argument("--seed", type=int, default=0, help="PRNG seed in [0, 2**63) (experiments)")
     p.add_argument("--trials", type=int, default=50, help="trials per k (>= 2)")
     p.add_argument("--ks", type=float, nargs="+", default=list(PAPER_KS), help="grid of k > 0")
@@ -290,7 +303,7 @@ def _frontier_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--support-aware", action="store_true", help="bounds over each support")
     p.add_argument("--seed", type=int, default=0, help="PRNG seed in [0, 2**63)")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
-    p.add_argument("--out", type=Path, default=Path("results"), help="output folder")
+    _out_folder(p)
 
 
 def _smoothing_option(p: argparse.ArgumentParser) -> None:
@@ -337,7 +350,7 @@ def build_parser() -> argparse.ArgumentParser:
     _smoothing_option(p)
     p.add_argument("--n", type=int, default=None, help="row dimension (one row, no --mdp)")
     _mdp_options(p, planning=False, required=False)
-    p.add_argument("--out", type=Path, default=Path("results"), help="output folder")
+    _out_folder(p)
     p = sub.add_parser("privatize", help="release a privatized MDP (OS-entropy randomness)", **fmt)
     _mdp_options(p, planning=False)
     _privacy_options(p, many_k=False)

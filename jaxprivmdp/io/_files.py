@@ -309,18 +309,23 @@ def check_output_file(
 
 
 def check_output_folder(
-    folder: Path, *, flag: str, names: Sequence[str], inputs: Sequence[Path | None] = ()
+    folder: Path,
+    *,
+    flag: str,
+    names: Sequence[str],
+    inputs: Sequence[Path | None] = (),
+    force: bool = True,
 ) -> None:
     """Refuses an output folder that cannot take the files ``names`` without harm.
 
     Raises:
       ValueError: ``folder`` is a file or not writable (nor the nearest folder above it that
-        exists), one of the output files is a folder, or is one of ``inputs``.
+        exists), one of the output files is a folder, is one of ``inputs`` (even with
+        ``force``), or exists (an earlier run's result) without ``force``.
     """
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"{flag}: {str(folder)!r} is a file; give a folder")
-    _check_writable_folder(folder, flag, folder)
     for name in names:
         out = folder / name
         if out.is_dir():
@@ -330,3 +335,10 @@ def check_output_folder(
                 raise ValueError(
                     f"{flag}: {str(out)!r} would overwrite the input file; use another folder"
                 )
+    earlier = [name for name in names if (folder / name).exists()]
+    if earlier and not force:
+        raise ValueError(
+            f"{flag} {str(folder)!r} already holds {', '.join(earlier)} (an earlier run): pass "
+            "--force to overwrite, or give another --out"
+        )
+    _check_writable_folder(folder, flag, folder)
