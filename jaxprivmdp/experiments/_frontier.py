@@ -25,10 +25,10 @@ import numpy as np
 from .._checks import check_count, check_probability, check_range
 from ..mechanisms._registry import mechanism_class
 from ..models._rows import Model, check_model, transition_rows
+from ..models._support import MechanismInput, host_mechanism_input, private_rows
 from ..planning._bellman import solve_core
 from ..planning._evaluation import evaluate_core
 from ..privacy import compose_rows
-from ..sets._boxes import row_count
 from ..sets._sets import Bound
 from ._sweep import sweep
 
@@ -49,9 +49,12 @@ class FrontierResult(NamedTuple):
       n: the row dimension used for calibration; eta: the public lower bound used; b: the
         adjacency bound.
       all_rows: ``{mechanism: [E, 2]}`` the whole-MDP ε at ``delta`` when every one of the
-        ``num_rows`` allowed rows may change: basic composition and Rényi-DP composition
-        (:func:`jaxprivmdp.privacy.compose_rows`), NaN where unreachable.
-      num_rows: the allowed rows.
+        ``num_rows`` private rows may change: basic composition and Rényi-DP composition
+        (:func:`jaxprivmdp.privacy.compose_rows`), NaN where unreachable (0 with no private
+        row).
+      num_rows: the private rows: allowed rows with at least two entries on the support the
+        mechanism privatizes over (a deterministic row is returned unchanged and costs
+        nothing), the count of ``privacy.mdp_guarantee(..., adjacency="all")``.
     """
 
     epsilons: np.ndarray
@@ -122,14 +125,10 @@ def public_eta(mdp: Model) -> float:
     return max(value - max(value * float(info.eps), float(info.smallest_subnormal)), value / 2)
 
 
-def row_dimension(mdp: Model, support) -> int:
-    """The largest number of entries a privatized row has (its support with ``"nonzero"``)."""
-    rows = transition_rows(mdp)
-    mask = np.asarray(mdp.action_mask)
-    if rows.next_states is not None or support == "nonzero":
-        listed = np.asarray(rows.probs) > 0
-        return max(int(listed.sum(-1)[mask].max()), 2)
-    return mdp.num_states
+def row_dimension(inp: MechanismInput) -> int:
+    """The largest number of entries a privatized row has (at least 2)."""
+    sizes = np.asarray(inp.support).sum(-1)[np.asarray(inp.action_mask)]
+    return max(int(sizes.max()), 2)
 
 
 def _calibrate(cls, eps, delta, b, eta, n, num_rows):
@@ -143,6 +142,9 @@ def _calibrate(cls, eps, delta, b, eta, n, num_rows):
             pass  # unreachable: kept as NaN
     composed = np.full((eps.size, 2), np.nan)
     for i in np.flatnonzero(np.isfinite(params)):
+        if num_rows == 0:  # nothing is privatized: nothing to compose
+            composed[i] = 0.0
+            continue
         c = compose_rows(cls.name, params[i], num_rows=num_rows, delta=delta, b=b, eta=eta, n=n)
         composed[i] = c.basic_epsilon, c.rdp_epsilon
     return params, composed
@@ -227,9 +229,11 @@ def frontier(
     if isinstance(mechanisms, str) or not mechanisms:
         raise ValueError(f"mechanisms must be a non-empty list, got {mechanisms!r}")
     classes = [mechanism_class(m) for m in mechanisms]
-    n = row_dimension(mdp, support)
+    # What the mechanisms privatize: one count of private rows and of their entries.
+    inp = host_mechanism_input(mdp, support=support, interior=False)
+    n = row_dimension(inp)
     eta = public_eta(mdp) if eta is None else float(eta)
-    num_rows = row_count(mdp)
+    num_rows = int(private_rows(inp).sum())
     sweep_options = dict(bound=bound, beta=beta, support=support, support_aware=support_aware)
     fields = ("all_rows", "parameter", "reachable", "floor", "parameter_name", *_QUANTITIES)
     out = {q: {} for q in fields}

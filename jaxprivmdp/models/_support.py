@@ -19,7 +19,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from .._checks import check_range, check_shape, is_concrete
-from ._dense import validate_transitions
+from ._dense import TabularMDP, validate_transitions
 from ._sparse import SparseMDP
 
 Support = Literal["nonzero"] | None
@@ -81,6 +81,7 @@ def prepare_mechanism_input(
     action_mask: ArrayLike | None = None,
     support: Support = None,
     smoothing: float | None = None,
+    interior: bool = True,
 ) -> MechanismInput:
     """Validates concrete rows on the host and resolves their zero entries (float64 NumPy).
 
@@ -88,6 +89,8 @@ def prepare_mechanism_input(
     unless ``support="nonzero"`` (the zero pattern is public structure, rows are privatized
     over their nonzero entries) or ``smoothing=η`` (rows are mixed with the uniform
     distribution, ``p ← (1 − nη) p + η``, which changes the data).
+
+    ``interior=False`` (additive mechanisms): zero entries are allowed without ``support``.
 
     Raises:
       ValueError: for invalid transitions, or zero entries without an option to handle them
@@ -98,7 +101,7 @@ def prepare_mechanism_input(
     if smoothing is not None:
         check_range("smoothing", smoothing, low=0.0, high=1.0 / P.shape[-1], low_open=True)
     inp = resolve_rows(np, P, mask, support, smoothing)
-    if support is None:
+    if interior and support is None:
         zeros = np.argwhere((inp.rows <= 0) & mask[:, :, None])
         if zeros.size:
             rows = sorted({(int(s), int(a)) for s, a, _ in zeros})
@@ -180,3 +183,56 @@ def model_mechanism_input(
             smoothing=smoothing,
         )
     return inp
+
+
+def host_mechanism_input(
+    model: ArrayLike | TabularMDP | SparseMDP,
+    *,
+    action_mask: ArrayLike | None = None,
+    support: Support = None,
+    smoothing: float | None = None,
+    interior: bool = True,
+) -> MechanismInput:
+    """What a mechanism privatizes, on the host in float64 NumPy: for the accounting.
+
+    ``model`` is a :class:`TabularMDP` or :class:`SparseMDP` (its own action mask; another
+    is refused) or a concrete `[S, A, S]` array. The same rules as the mechanisms'
+    (:func:`model_mechanism_input`, :func:`prepare_mechanism_input`): a sparse model's rows
+    over their listed successors with positive probability (no ``smoothing``), a dense
+    one's over all entries, its nonzero ones (``support="nonzero"``) or smoothed.
+    ``interior``: as :func:`prepare_mechanism_input`.
+
+    Raises:
+      ValueError: as :func:`prepare_mechanism_input`; an ``action_mask`` beside a model;
+        ``smoothing`` for a sparse model.
+    """
+    if isinstance(model, TabularMDP | SparseMDP) and action_mask is not None:
+        raise ValueError("a model carries its own action_mask; do not pass another")
+    if isinstance(model, SparseMDP):
+        check_options(support, smoothing)
+        if smoothing is not None:
+            raise ValueError(
+                "smoothing needs dense rows over all S states; a SparseMDP's rows are "
+                "privatized over their listed successors"
+            )
+        P = np.asarray(model.probs, np.float64)
+        supp = (P > 0) & (np.asarray(model.next_states) >= 0)
+        return MechanismInput(P, supp, np.asarray(model.action_mask))
+    if isinstance(model, TabularMDP):
+        action_mask = np.asarray(model.action_mask)
+        model = np.asarray(model.transitions)
+    return prepare_mechanism_input(
+        model, action_mask=action_mask, support=support, smoothing=smoothing, interior=interior
+    )
+
+
+def private_rows(inp: MechanismInput) -> np.ndarray:
+    """`[S, A]` bool: the rows the mechanism changes, the only ones the accounting counts.
+
+    An allowed row with at least two entries on its support. A row with one is
+    deterministic: every mechanism returns it unchanged (all its mass on that entry), so it
+    reveals nothing beyond the public support and costs no privacy. Masked rows are never
+    privatized.
+    """
+    allowed = np.asarray(inp.action_mask, bool)
+    return allowed & (np.asarray(inp.support, bool).sum(-1) >= 2)

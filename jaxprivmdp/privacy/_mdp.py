@@ -10,8 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._checks import ETA_RELATIVE_TOLERANCE, real
-from ..models._sparse import SparseMDP
-from ..models._support import prepare_mechanism_input
+from ..models._support import host_mechanism_input, private_rows
 from ._row import Guarantee, check_b, check_k, check_target_delta, guarantee
 
 Adjacency = Literal["row", "all"]
@@ -113,7 +112,9 @@ def mdp_guarantee(
     the same ``action_mask``, ``support`` and ``smoothing``: every allowed row ``(s, a)``, of
     dimension ``n = S``, or with ``support="nonzero"`` ``n =`` the size of its nonzero support.
     Rows whose support has one entry are deterministic, not privatized and cost nothing: they
-    reveal nothing beyond the support structure, which is public.
+    reveal nothing beyond the support structure, which is public. The rows counted are
+    :func:`jaxprivmdp.models._support.private_rows`, the same count as
+    :func:`jaxprivmdp.frontier`'s whole-MDP composition.
 
     Adjacency of two MDPs (same states, actions, action mask and zero pattern):
 
@@ -141,13 +142,16 @@ def mdp_guarantee(
 
     Args:
       k: the mechanism's parameter, ``> 0``.
-      transitions: `[S, A, S]` the non-private transition probabilities, or a
-        :class:`SparseMDP` (each row over its listed successors, ``n`` = their number).
+      transitions: the non-private model: a :class:`TabularMDP` (its own action mask;
+        ``support`` and ``smoothing`` as for an array), a :class:`SparseMDP` (each row over
+        its listed successors, ``n`` = their number; no ``smoothing``), or its `[S, A, S]`
+        transition probabilities.
       b: the per-row adjacency bound, in ``(0, 1]``.
       eta: the public lower bound on every (smoothed) entry on the support; None means
         ``smoothing`` when it is given, else each row's minimum (see the caveat above).
       target_delta: the MDP-level δ to meet, in ``(0, 1)``.
-      action_mask: `[S, A]` bool, True = allowed; masked rows are not privatized.
+      action_mask: `[S, A]` bool, True = allowed; masked rows are not privatized. Only
+        with an array (a model carries its own).
       support: None (rows must be strictly positive) or ``"nonzero"`` (the zero pattern is
         public, rows are privatized over their nonzero entries).
       smoothing: ``η_s`` in ``(0, 1/S]``, as in the mechanism; not with ``support``.
@@ -168,12 +172,14 @@ def mdp_guarantee(
     target_delta = check_target_delta(target_delta)
     if adjacency not in ("row", "all"):
         raise ValueError(f"adjacency must be 'row' or 'all', got {adjacency!r}")
-    P, supp, mask = _model_rows(transitions, action_mask, support, smoothing)
+    inp = host_mechanism_input(
+        transitions, action_mask=action_mask, support=support, smoothing=smoothing
+    )
     if eta is None and smoothing is not None:
         eta = smoothing  # the public bound that smoothing guarantees
     if eta is not None:
         eta = real("eta", eta, low=0.0, low_open=True)
-    rows = _privatized_rows(P, supp, mask, b=b, eta=eta, smoothing=smoothing)
+    rows = _privatized_rows(inp, b=b, eta=eta, smoothing=smoothing)
     row_delta = target_delta if adjacency == "row" else target_delta / max(len(rows), 1)
     per_row = _per_row_guarantees(rows, k, row_delta)
     if not per_row:
@@ -190,39 +196,19 @@ def mdp_guarantee(
 _Row = tuple[tuple[int, int], int, float, float]
 
 
-def _model_rows(transitions, action_mask, support, smoothing):
-    """``(P, support, action_mask)``: the rows the mechanism privatizes, and over which entries.
-
-    Successor lists: each row over its listed successors. Dense: the same validation,
-    smoothing and support rules as the mechanism itself.
-    """
-    if isinstance(transitions, SparseMDP):
-        if smoothing is not None or action_mask is not None:
-            raise ValueError("a SparseMDP takes neither smoothing nor another action_mask")
-        P = np.asarray(transitions.probs, np.float64)
-        mask = np.asarray(transitions.action_mask)
-        supp = (P > 0) & (np.asarray(transitions.next_states) >= 0)
-        return P, supp, mask
-    inp = prepare_mechanism_input(
-        transitions, action_mask=action_mask, support=support, smoothing=smoothing
-    )
-    return inp.rows, inp.support, inp.action_mask
-
-
-def _privatized_rows(P, supp, mask, *, b, eta, smoothing) -> list[_Row]:
-    """Every allowed row with more than one entry on its support, with its ``n``, ``b``, ``η``.
+def _privatized_rows(inp, *, b, eta, smoothing) -> list[_Row]:
+    """Every row the mechanism changes (:func:`jaxprivmdp.models._support.private_rows`),
+    with its ``n``, ``b``, ``η``.
 
     Raises:
       ValueError: for a row with an entry below a given ``eta``.
     """
+    P, supp = inp.rows, np.asarray(inp.support, bool)
     rows: list[_Row] = []
-    for s, a in zip(*np.nonzero(mask), strict=True):
+    for s, a in zip(*np.nonzero(private_rows(inp)), strict=True):
         s, a = int(s), int(a)
-        p = P[s, a]
-        entries = p[supp[s, a]]
+        entries = P[s, a][supp[s, a]]
         n = entries.size
-        if n == 1:
-            continue  # deterministic row: nothing to hide beyond the public support.
         row_min = float(entries.min())
         # Entries a rounding below η count as η (1 − 0.9 is 0.09999999999999998).
         if eta is not None and row_min < eta * (1 - ETA_RELATIVE_TOLERANCE):

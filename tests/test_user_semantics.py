@@ -1,0 +1,67 @@
+"""What a new user hits (issue 18): one count of private rows, sets under jit and vmap on
+both model kinds, sizes checked before allocating, one rule for horizon and discount,
+``mdp_guarantee`` of any model, and dense and sparse releases drawn from the same key."""
+
+import jax
+import numpy as np
+import pytest
+
+import jaxprivmdp as jp
+from jaxprivmdp.experiments._frontier import frontier
+from jaxprivmdp.models._support import host_mechanism_input, private_rows
+
+# ------------------------------------------------------------- item 4: the private rows
+
+
+def test_private_rows_of_example_1_are_its_four_two_entry_rows():
+    mdp = jp.examples.investment()
+    rows = private_rows(host_mechanism_input(mdp, support="nonzero"))
+    assert rows.sum() == 4 and rows[0].all() and not rows[1:].any()  # Hit, Miss: self-loops
+    # Over every entry (the additive mechanisms without support) the self-loops change too.
+    assert private_rows(host_mechanism_input(mdp, interior=False)).sum() == 6
+    # A sparse model: its listed successors; the gridworld's absorbing goal is deterministic.
+    grid = jp.examples.gridworld(3, 3, horizon=4)
+    assert private_rows(host_mechanism_input(grid)).sum() == 9 * 4 - 4
+
+
+def test_frontier_composes_only_the_private_rows():
+    mdp = jp.examples.investment()
+    res = frontier(
+        jax.random.key(0), mdp, epsilons=[4.0], delta=1e-3, num_trials=2, support="nonzero"
+    )
+    assert res.num_rows == 4
+    # Laplace is pure ε: basic composition of 4 rows at ε = 4 is 16 (it counted 6: 24).
+    assert res.all_rows["laplace"][0, 0] == pytest.approx(16.0)
+    # The Dirichlet mechanism's whole-MDP ε is mdp_guarantee's for every row at once.
+    k = float(res.parameter["dirichlet"][0])
+    g = jp.privacy.mdp_guarantee(
+        k, mdp, b=res.b, eta=res.eta, target_delta=1e-3, support="nonzero", adjacency="all"
+    )
+    assert g.num_rows == res.num_rows
+    assert res.all_rows["dirichlet"][0, 0] == pytest.approx(g.epsilon, rel=1e-12)
+
+
+# ------------------------------------------------------------ item 11: any kind of model
+
+
+def test_mdp_guarantee_takes_a_dense_model_like_its_arrays():
+    mdp = jp.examples.investment()
+    kw = dict(b=0.1, eta=0.1, target_delta=1e-3, support="nonzero")
+    for adjacency in ("row", "all"):
+        of_model = jp.privacy.mdp_guarantee(10.0, mdp, adjacency=adjacency, **kw)
+        of_arrays = jp.privacy.mdp_guarantee(
+            10.0,
+            np.asarray(mdp.transitions),
+            action_mask=np.asarray(mdp.action_mask),
+            adjacency=adjacency,
+            **kw,
+        )
+        assert of_model.epsilon == of_arrays.epsilon and of_model.num_rows == 4
+        of_sparse = jp.privacy.mdp_guarantee(
+            10.0, jp.to_sparse(mdp), adjacency=adjacency, b=0.1, eta=0.1, target_delta=1e-3
+        )
+        assert of_sparse.epsilon == pytest.approx(of_model.epsilon, rel=1e-12)
+    with pytest.raises(ValueError, match="own action_mask"):
+        jp.privacy.mdp_guarantee(10.0, mdp, action_mask=mdp.action_mask, **kw)
+    with pytest.raises(ValueError, match="zero entries"):  # as the mechanism refuses it
+        jp.privacy.mdp_guarantee(10.0, mdp, b=0.1, eta=0.1, target_delta=1e-3)
