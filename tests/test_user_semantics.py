@@ -8,6 +8,7 @@ import pytest
 
 import jaxprivmdp as jp
 from jaxprivmdp.experiments._frontier import frontier
+from jaxprivmdp.models._dense import DEFAULT_DISCOUNT
 from jaxprivmdp.models._support import host_mechanism_input, private_rows
 
 # ------------------------------------------------------------- item 4: the private rows
@@ -65,3 +66,42 @@ def test_mdp_guarantee_takes_a_dense_model_like_its_arrays():
         jp.privacy.mdp_guarantee(10.0, mdp, action_mask=mdp.action_mask, **kw)
     with pytest.raises(ValueError, match="zero entries"):  # as the mechanism refuses it
         jp.privacy.mdp_guarantee(10.0, mdp, b=0.1, eta=0.1, target_delta=1e-3)
+
+
+# ------------------------------------------------------- item 10: one rule for defaults
+
+
+def _arrays():
+    P = np.full((2, 1, 2), 0.5)
+    return P, np.ones((2, 1))
+
+
+def test_a_horizon_means_undiscounted_and_none_means_the_documented_default():
+    P, R = _arrays()
+    idx, probs = np.array([[[0, 1]], [[0, 1]]]), P
+    models = {
+        "make_mdp": lambda **kw: jp.make_mdp(P, R, **kw),
+        "make_sparse_mdp": lambda **kw: jp.make_sparse_mdp(idx, probs, R, **kw),
+        "gridworld": lambda **kw: jp.examples.gridworld(2, 2, **kw),
+        "random_mdp": lambda **kw: jp.examples.random_mdp(jax.random.key(0), 3, 2, **kw),
+    }
+    for name, build in models.items():
+        finite = build(horizon=30)
+        assert finite.horizon == 30 and float(finite.discount) == 1.0, name
+        infinite = build(horizon=None)  # make_mdp(P, R) raised about "discount 1.0"
+        assert infinite.horizon is None, name
+        assert float(infinite.discount) == pytest.approx(DEFAULT_DISCOUNT)
+        given = build(horizon=30, discount=0.9)
+        assert float(given.discount) == pytest.approx(0.9), name
+        with pytest.raises(ValueError, match="discount"):
+            build(horizon=None, discount=1.0)  # an explicit 1 still needs a horizon
+
+
+def test_load_mdp_follows_the_same_rule(tmp_path):
+    P, R = _arrays()
+    path = tmp_path / "m.npz"
+    np.savez(path, transitions=P, rewards=R)
+    assert float(jp.load_mdp(path, horizon=30).discount) == 1.0
+    infinite = jp.load_mdp(path)
+    assert infinite.horizon is None
+    assert float(infinite.discount) == pytest.approx(DEFAULT_DISCOUNT)

@@ -60,6 +60,20 @@ class ModelFields:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(ModelFields)}
 
 
+#: ``γ`` of an infinite-horizon model whose discount is not given (:func:`resolve_discount`).
+DEFAULT_DISCOUNT = 0.95
+
+
+def resolve_discount(horizon: int | None, discount: float | None) -> float:
+    """The one rule for ``discount`` in every constructor (``make_mdp``, ``make_sparse_mdp``,
+    ``load_mdp``, the examples): a given discount is kept; otherwise a finite horizon
+    ``T`` means the undiscounted ``T``-step problem (``γ = 1``), and no horizon the
+    infinite-horizon discounted problem with ``γ =`` :data:`DEFAULT_DISCOUNT` (0.95)."""
+    if discount is not None:
+        return discount
+    return 1.0 if horizon is not None else DEFAULT_DISCOUNT
+
+
 MODEL_DATA_FIELDS = ["rewards", "terminal_reward", "discount", "action_mask"]
 MODEL_META_FIELDS = ["horizon", "initial_state"]
 
@@ -164,7 +178,7 @@ def make_mdp(
     *,
     terminal_reward: ArrayLike | None = None,
     horizon: int | None = None,
-    discount: float = 1.0,
+    discount: float | None = None,
     action_mask: ArrayLike | None = None,
     initial_state: int = 0,
     support: ArrayLike | None = None,
@@ -179,7 +193,8 @@ def make_mdp(
       rewards: `[S, A]` rewards ``r(s, a)``.
       terminal_reward: `[S]` terminal reward ``R_T`` (default zeros). Finite horizon only.
       horizon: ``T >= 1`` for a finite horizon, or None for an infinite discounted horizon.
-      discount: ``γ`` in ``[0, 1]``; must be ``< 1`` when ``horizon`` is None.
+      discount: ``γ`` in ``[0, 1]``, ``< 1`` when ``horizon`` is None. Default
+        (:func:`resolve_discount`): 1 with a horizon, 0.95 without.
       action_mask: `[S, A]` bool, True = allowed (default all True). Every state needs one.
       initial_state: index of ``s_0``.
       support: optional `[S, A, S]` bool, the rows' *public* support (entries that may be
@@ -245,6 +260,7 @@ def validate_model_fields(
         RT = float_array("terminal_reward", terminal_reward, dtype)
         if RT.shape != (S,):
             raise ValueError(f"terminal_reward must have shape [S] = {(S,)}, got {RT.shape}")
+    discount = resolve_discount(horizon, discount)
     if horizon is not None:
         if isinstance(horizon, bool) or not isinstance(horizon, int | np.integer):
             raise ValueError(f"horizon must be an int >= 1 or None, got {horizon!r}")

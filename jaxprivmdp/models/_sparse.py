@@ -126,7 +126,7 @@ def make_sparse_mdp(
     rewards: ArrayLike,
     *,
     terminal_reward: ArrayLike | None = None,
-    discount: float = 1.0,
+    discount: float | None = None,
     action_mask: ArrayLike | None = None,
     horizon: int | None = None,
     initial_state: int = 0,
@@ -141,7 +141,8 @@ def make_sparse_mdp(
         summing to 1 (within 3.1e-5; nothing is renormalized).
       rewards: `[S, A]` rewards ``r(s, a)``.
       terminal_reward: `[S]` terminal reward ``R_T`` (default zeros). Finite horizon only.
-      discount: ``γ`` in ``[0, 1]``; ``< 1`` when ``horizon`` is None.
+      discount: ``γ`` in ``[0, 1]``, ``< 1`` when ``horizon`` is None. Default
+        (:func:`~jaxprivmdp.models._dense.resolve_discount`): 1 with a horizon, 0.95 without.
       action_mask: `[S, A]` bool, True = allowed (default all True).
       horizon: ``T >= 1``, or None for an infinite discounted horizon.
       initial_state: index of ``s_0``.

@@ -6,7 +6,7 @@ import jax
 import numpy as np
 
 from .._checks import check_count, check_key, check_range
-from ._dense import TabularMDP, make_mdp
+from ._dense import TabularMDP, make_mdp, resolve_discount
 from ._sparse import PADDING, SparseMDP, make_sparse_mdp
 
 HIT_PROBABILITIES = (0.9, 0.2, 0.8, 0.3)
@@ -66,7 +66,7 @@ def random_mdp(
       num_actions: ``A`` (paper: 5).
       horizon: ``T`` (paper: 10), or None for an infinite horizon (then ``discount < 1`` and
         rewards are ``U[0, 1]``, no terminal reward).
-      discount: ``γ`` (default 1 for a finite horizon, 0.95 for an infinite one).
+      discount: ``γ`` (default, as everywhere: 1 with a horizon, 0.95 without).
       dtype: float dtype of the arrays.
 
     Raises:
@@ -78,8 +78,7 @@ def random_mdp(
     rng = np.random.default_rng(seed)
     P = rng.dirichlet(np.ones(S), size=(S, A))
     P /= P.sum(-1, keepdims=True)  # exact rounding of the float64 draws
-    if discount is None:
-        discount = 1.0 if horizon is not None else 0.95
+    discount = resolve_discount(horizon, discount)
     if horizon is None:
         rewards = rng.uniform(0, 1, size=(S, A))
         return make_mdp(P, rewards, discount=discount, dtype=dtype)
@@ -101,7 +100,7 @@ def gridworld(
     slip: float = 0.1,
     obstacles=None,
     horizon: int | None = None,
-    discount: float = 0.95,
+    discount: float | None = None,
     dtype=None,
 ) -> SparseMDP:
     """A robot on a ``height × width`` map: walls, a goal, slip to the perpendicular moves.
@@ -123,7 +122,8 @@ def gridworld(
       obstacles: None, or a bool array `[height, width]` (True = wall), or an iterable of
         ``(row, column)`` cells. Neither the start nor the goal may be an obstacle.
       horizon: ``T`` for a finite horizon, or None for an infinite discounted one.
-      discount: ``γ`` (``< 1`` for an infinite horizon).
+      discount: ``γ`` (``< 1`` for an infinite horizon). Default, as everywhere: 1 with a
+        horizon (the ``T``-step problem), 0.95 without.
       dtype: float dtype.
 
     Returns:
