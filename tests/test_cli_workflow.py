@@ -182,3 +182,63 @@ def test_earlier_results_are_not_overwritten_without_force(tmp_path, capsys):
     assert (out / "privacy.json").read_bytes() == before
     assert main([*run[:-2], "--k", "2", "--out", str(out), "--force"]) == 0
     assert (out / "privacy.json").read_bytes() != before
+
+
+# --------------------------------------------------------------------------- item 18
+
+
+def _release(path):
+    with np.load(path) as f:
+        return {name: f[name] for name in f.files}
+
+
+def test_privatize_with_any_mechanism_given_or_calibrated(tmp_path, capsys):
+    src = _dense_npz(tmp_path)
+    out = tmp_path / "rel.npz"
+    base = ["privatize", "--mdp", str(src), "--out", str(out), "--force"]
+    # Calibrated to a target as `frontier` calibrates (per row, b-adjacency).
+    assert main([*base, "--mechanism", "gaussian", "--epsilon", "1", "--delta", "1e-3"]) == 0
+    rel = _release(out)
+    assert str(rel["mechanism"]) == "gaussian" and float(rel["target_epsilon"]) == 1.0
+    want = jp.Gaussian.calibrate(1.0, 1e-3, b=0.1)
+    assert float(rel["sigma"]) == pytest.approx(float(want.sigma), rel=1e-12)
+    assert float(rel["epsilon"]) == pytest.approx(1.0, rel=1e-6)
+    np.testing.assert_allclose(rel["transitions"].sum(-1), 1, rtol=1e-5)
+    assert "eta" not in rel and "k" not in rel  # the additive ones need no η
+    # A parameter flag names its mechanism; Laplace is pure ε = b/λ, composed over rows.
+    assert main([*base, "--scale", "0.5", "--adjacency", "all"]) == 0
+    rel = _release(out)
+    assert str(rel["mechanism"]) == "laplace" and float(rel["scale"]) == 0.5
+    assert float(rel["epsilon"]) == pytest.approx(6 * 0.1 / 0.5) and float(rel["delta"]) == 0
+    # The Dirichlet mechanism calibrated: the largest k meeting ε (needs the public η).
+    assert main([*base, "--epsilon", "5", "--eta", "0.1"]) == 0
+    rel = _release(out)
+    k = float(rel["k"])
+    assert k == pytest.approx(float(jp.Dirichlet.calibrate(5, 1e-3, b=0.1, eta=0.1, n=3).k))
+    assert float(rel["epsilon"]) <= 5 * (1 + 1e-9)
+    capsys.readouterr()
+    # Refused, on one line: another mechanism's flag, an unreachable target, no η.
+    assert main([*base, "--mechanism", "gaussian", "--k", "3"]) == 2
+    assert "--k is the dirichlet mechanism's parameter" in _one_line_error(capsys, "privatize")
+    assert main([*base, "--epsilon", "0.01", "--eta", "0.1"]) == 2
+    assert "cannot be reached by the dirichlet" in _one_line_error(capsys, "privatize")
+    assert main([*base, "--epsilon", "1"]) == 2
+    assert "--eta" in _one_line_error(capsys, "privatize")
+    with pytest.raises(SystemExit) as exc:
+        main([*base, "--sigma", "0.1", "--epsilon", "1"])  # one parameter or a target
+    assert exc.value.code == 2
+
+
+def test_sweep_takes_a_mechanism(tmp_path):
+    src = _dense_npz(tmp_path)
+    out = tmp_path / "s"
+    rc = main(
+        ["sweep", "--mdp", str(src), "--horizon", "2", "--mechanism", "laplace"]
+        + ["--ks", "0.05", "0.5", "--trials", "2", "--out", str(out)]
+    )
+    assert rc == 0
+    meta = json.loads((out / "sweep.json").read_text())
+    assert meta["mechanism"] == "laplace" and meta["ks"] == [0.05, 0.5]
+    rows = meta["results"]["dense"]
+    # More Laplace noise, a wider set: the cost of privacy grows with λ.
+    assert rows[0]["cost_mean"] < rows[1]["cost_mean"]

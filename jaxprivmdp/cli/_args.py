@@ -1,4 +1,5 @@
-"""The command line's arguments: the parser and the checks that run before anything else.
+"""The command line's arguments: the checks that run before anything else (the parser is
+``_parser``'s).
 
 :func:`check_args` runs before any file is read or anything is computed, so a typo costs
 nothing and never leaves an output behind. Every message names a flag.
@@ -7,14 +8,14 @@ nothing and never leaves an output behind. Every message names a flag.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 import numpy as np
 
 from .._checks import check_int, check_range
 from ..io._files import check_output_file, check_output_folder
+from ._parser import PARAMETER_FLAGS
+from ._parser import build_parser as build_parser
 
-PAPER_KS = (1, 5, 10, 15, 20, 25, 30, 35, 40)
 # Counts become int32 shapes and loop bounds inside JAX; beyond this they overflow.
 MAX_COUNT = 2**31 - 1
 # `jax.random.key` takes a seed that fits a signed 64-bit integer.
@@ -115,8 +116,10 @@ def check_args(args: argparse.Namespace) -> None:
         args.epsilons = sorted_grid("--epsilons", args.epsilons, high=dtype_max)
     if isinstance(get("k"), list):
         args.k = sorted_grid("--k", args.k, high=dtype_max)
-    elif get("k") is not None:
-        check_number("--k", args.k, low=0.0, high=dtype_max, low_open=True)
+    for flag in ("--k", "--sigma", "--scale", "--epsilon"):
+        value = get(flag[2:])
+        if value is not None and not isinstance(value, list):
+            check_number(flag, value, low=0.0, high=dtype_max, low_open=True)
     if get("beta") is not None:
         check_number("--beta", args.beta, low=0.0, high=1.0, low_open=True, high_open=True)
     if get("discount") is not None:
@@ -143,13 +146,34 @@ def check_args(args: argparse.Namespace) -> None:
             raise ValueError("--n is for one row; with --mdp the rows come from the file")
         if args.mdp is None and (args.n is None or (args.eta is None and args.smoothing is None)):
             raise ValueError("give --n and --eta (or --smoothing) for one row, or --mdp FILE.npz")
-    if args.command in ("privatize", "privacy") and args.eta is None and args.smoothing is None:
+    if args.command == "privatize":
+        _release_mechanism(args)
+    needs_eta = args.command == "privacy" or get("mechanism") == "dirichlet"
+    if (
+        args.command in ("privatize", "privacy")
+        and needs_eta
+        and args.eta is None
+        and (args.smoothing is None)
+    ):
         # One rule for both: an ε computed from a data-derived η is not a guarantee.
         raise ValueError(
             "a guarantee needs a public lower bound on the rows: pass --eta (or --smoothing, "
             "which implies it); an eta derived from the data would leak the data"
         )
     _check_out(args)
+
+
+def _release_mechanism(args: argparse.Namespace) -> None:
+    """Resolves ``privatize --mechanism`` (default: the one whose parameter flag is given,
+    else the Dirichlet) and refuses a parameter flag of another mechanism."""
+    given = [(m, f) for m, f in PARAMETER_FLAGS.items() if getattr(args, f[2:]) is not None]
+    if args.mechanism is None:
+        args.mechanism = given[0][0] if given else "dirichlet"
+    elif given and given[0][0] != args.mechanism:
+        raise ValueError(
+            f"{given[0][1]} is the {given[0][0]} mechanism's parameter; --mechanism "
+            f"{args.mechanism} takes {PARAMETER_FLAGS[args.mechanism]} (or --epsilon)"
+        )
 
 
 def _check_out(args: argparse.Namespace) -> None:
@@ -164,198 +188,3 @@ def _check_out(args: argparse.Namespace) -> None:
             inputs=[mdp],
             force=args.force,
         )
-
-
-# --------------------------------------------------------------------------- parser
-
-_NOT_NEEDED = "only checked; not needed"
-
-
-def _out_folder(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", type=Path, default=Path("results"), help="output folder")
-    p.add_argument(
-        "--force", action="store_true", help="overwrite the results of an earlier run in --out"
-    )
-
-
-def _sweep_options(p: argparse.ArgumentParser) -> None:
-    _out_folder(p)
-    p.add_argument("--seed", type=int, default=0, help="PRNG seed in [0, 2**63) (experiments)")
-    p.add_argument("--trials", type=int, default=50, help="trials per k (>= 2)")
-    p.add_argument("--ks", type=float, nargs="+", default=list(PAPER_KS), help="grid of k > 0")
-    p.add_argument("--beta", type=float, default=0.1, help="β of Lemma 1, in (0, 1)")
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
-    p.add_argument("--sampler", choices=("fast", "jax"), default="fast", help="gamma sampler")
-    p.add_argument("--batch-size", type=int, default=None, help="runs per chunk (memory)")
-    p.add_argument(
-        "--coordinator",
-        default=None,
-        help="HOST:PORT of process 0 to run one sweep across processes (jax.distributed); "
-        "with --num-processes and --process-id; process 0 writes the outputs",
-    )
-    p.add_argument("--num-processes", type=int, default=None, help="processes of the job")
-    p.add_argument("--process-id", type=int, default=None, help="this process, 0 .. N-1")
-    p.add_argument(
-        "--support-aware",
-        action="store_true",
-        help="bounds over each row's support only (valid when the zero pattern is public, "
-        "e.g. with --support nonzero); default: the paper's set over the whole simplex",
-    )
-    p.add_argument(
-        "--bound",
-        choices=("paper", "exact", "certified"),
-        default="paper",
-        help="uncertainty set of the bounds: the paper's (Lemma 1), exact Beta marginals "
-        "(same statement), or certified bounds on the true value w.p. >= 1 - beta",
-    )
-    p.add_argument(
-        "--robust",
-        action="store_true",
-        help="also synthesize the robust private policy (maximizes the pessimistic value)",
-    )
-
-
-def _mdp_options(
-    p, *, planning: bool, required: bool = True, group: argparse.ArgumentParser | None = None
-) -> None:
-    """``--mdp`` and the MDP's options; without ``planning`` they are only checked.
-
-    ``group``: the parser for the options besides ``--mdp`` when ``p`` is a mutually
-    exclusive group (``--mdp`` or ``--example``).
-    """
-    help_t = "T (omit for infinite horizon)" if planning else _NOT_NEEDED
-    help_gamma = "γ in [0, 1] (None: 1 with --horizon, else 0.95)" if planning else _NOT_NEEDED
-    mdp_parser, p = p, group or p
-    mdp_parser.add_argument(
-        "--mdp",
-        type=Path,
-        required=required,
-        default=None,
-        help=".npz (transitions, rewards; or next_states, probs, rewards for a sparse model) "
-        "or a PRISM/Storm explicit .tra file with its reward files (and .lab) beside it",
-    )
-    p.add_argument(
-        "--reward-structure",
-        default=None,
-        help="PRISM/Storm: the reward structure to use, by name or index (needed with several)",
-    )
-    p.add_argument(
-        "--deadlocks",
-        choices=("error", "self-loop"),
-        default="error",
-        help="PRISM/Storm: states without transitions are an error, or get a self-loop",
-    )
-    p.add_argument("--horizon", type=int, default=None, help=help_t)
-    p.add_argument("--discount", type=float, default=None, help=help_gamma)
-    p.add_argument(
-        "--initial-state",
-        type=int,
-        default=None,
-        help="index of s0 (default: 0, or a PRISM model's state labelled init)",
-    )
-    p.add_argument(
-        "--support", choices=("nonzero",), default=None, help="privatize nonzero entries only"
-    )
-
-
-def _privacy_options(p: argparse.ArgumentParser, *, many_k: bool) -> None:
-    if many_k:
-        p.add_argument("--k", type=float, nargs="+", required=True, help="values of k > 0")
-    else:
-        p.add_argument("--k", type=float, required=True, help="the mechanism's k > 0")
-    p.add_argument("--b", type=float, default=0.1, help="adjacency bound b in (0, 1]")
-    p.add_argument("--eta", type=float, default=None, help="public lower bound on row entries")
-    p.add_argument("--delta", type=float, default=1e-3, help="target delta in (0, 1)")
-    p.add_argument("--adjacency", choices=("row", "all"), default="row", help="rows that differ")
-
-
-def _frontier_options(p: argparse.ArgumentParser) -> None:
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument(
-        "--example",
-        choices=("1", "2", "gridworld"),
-        default=None,
-        help="the paper's Example 1 or 2, or the 20x20 gridworld (T = 60)",
-    )
-    _mdp_options(which, planning=True, required=False, group=p)
-    p.add_argument("--epsilons", type=float, nargs="+", required=True, help="target ε values (> 0)")
-    p.add_argument("--delta", type=float, default=1e-3, help="target δ in (0, 1)")
-    p.add_argument(
-        "--mechanisms",
-        nargs="+",
-        choices=("dirichlet", "gaussian", "laplace"),
-        default=["dirichlet", "gaussian", "laplace"],
-        help="mechanisms to compare",
-    )
-    p.add_argument("--trials", type=int, default=50, help="releases per (mechanism, ε) (>= 2)")
-    p.add_argument("--beta", type=float, default=0.1, help="β of the bounds, in (0, 1)")
-    p.add_argument("--b", type=float, default=0.1, help="adjacency bound b in (0, 1]")
-    p.add_argument(
-        "--eta",
-        type=float,
-        default=None,
-        help="public lower bound on row entries (Dirichlet accounting; default: the "
-        "smallest positive entry, then treated as public)",
-    )
-    p.add_argument(
-        "--bound", choices=("paper", "exact", "certified"), default="paper", help="bounds' set"
-    )
-    p.add_argument("--support-aware", action="store_true", help="bounds over each support")
-    p.add_argument("--seed", type=int, default=0, help="PRNG seed in [0, 2**63)")
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
-    _out_folder(p)
-
-
-def _smoothing_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--smoothing", type=float, default=None, help="mix rows with uniform: (1-nη)p + η"
-    )
-
-
-class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows every default, except where there is none to show (None, a required flag)."""
-
-    def _get_help_string(self, action):
-        if action.default is None or action.required or isinstance(action.default, bool):
-            return action.help
-        return super()._get_help_string(action)
-
-
-class _Parser(argparse.ArgumentParser):
-    """Reports a bad command line on one line, as the commands report their errors."""
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The ``jaxprivmdp`` parser; ``args.command`` names the command to run."""
-    fmt = {"formatter_class": _HelpFormatter}
-    parser = _Parser(
-        prog="jaxprivmdp", description="Privacy-preserving policy synthesis in MDPs (JAX).", **fmt
-    )
-    sub = parser.add_subparsers(dest="command", required=True)  # of the same _Parser class
-    p = sub.add_parser("reproduce", help="reproduce the paper's Figure 1 into --out", **fmt)
-    _sweep_options(p)
-    p = sub.add_parser("sweep", help="Figure-1-style sweep on your own MDP (.npz)", **fmt)
-    _mdp_options(p, planning=True)
-    _smoothing_option(p)
-    _sweep_options(p)
-    p = sub.add_parser(
-        "frontier", help="value against epsilon: every mechanism at the same (ε, δ)", **fmt
-    )
-    _frontier_options(p)
-    p = sub.add_parser("privacy", help="(epsilon, delta) per k: table, plot, JSON", **fmt)
-    _privacy_options(p, many_k=True)
-    _smoothing_option(p)
-    p.add_argument("--n", type=int, default=None, help="row dimension (one row, no --mdp)")
-    _mdp_options(p, planning=False, required=False)
-    _out_folder(p)
-    p = sub.add_parser("privatize", help="release a privatized MDP (OS-entropy randomness)", **fmt)
-    _mdp_options(p, planning=False)
-    _privacy_options(p, many_k=False)
-    _smoothing_option(p)
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
-    p.add_argument("--out", type=Path, required=True, help="output .npz (private data only)")
-    p.add_argument("--force", action="store_true", help="overwrite --out")
-    return parser

@@ -11,7 +11,8 @@ from __future__ import annotations
 import sys
 
 from ._args import build_parser, check_args
-from ._privacy_commands import cmd_privacy, cmd_privatize
+from ._privacy_commands import cmd_privacy
+from ._release import cmd_privatize
 from ._sweep_commands import cmd_frontier, cmd_reproduce, cmd_sweep
 from ._terminal import note
 

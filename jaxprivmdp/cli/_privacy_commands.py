@@ -1,5 +1,5 @@
-"""The privacy commands: ``privacy`` (the (ε, δ) each k buys: a table, a plot, a JSON) and
-``privatize`` (a release of a user's MDP with its guarantee).
+"""The ``privacy`` command: the (ε, δ) each k buys (a table, a plot, a JSON); the release
+command ``privatize`` lives in ``_release``.
 """
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..io._files import atomic_outputs, atomic_path
+from ..io._files import atomic_outputs
 from ._accounting import accounting, command_guarantee
 from ._args import ONE_OVER_N_RTOL
 from ._mdp_files import load_user_mdp
@@ -99,80 +99,3 @@ def _plot_epsilon(rows, path: Path, title: str) -> Path:
     finally:
         plt.close(fig)
     return path
-
-
-def _public_fields(user, mdp) -> dict:
-    """Everything public a release carries beside the privatized rows, exactly as given:
-    rewards, terminal reward, action mask, initial state, and the horizon and discount the
-    flags or the file declared (a model without them is released without them)."""
-    import numpy as np
-
-    arrays = user.arrays or {}
-    public = {"action_mask": np.asarray(mdp.action_mask), "initial_state": mdp.initial_state}
-    # An .npz's own rewards are kept bit for bit; a PRISM model's were read from its files.
-    public["rewards"] = arrays.get("rewards", np.asarray(mdp.rewards))
-    if "terminal_reward" in arrays:
-        public["terminal_reward"] = arrays["terminal_reward"]
-    elif user.horizon is not None:
-        public["terminal_reward"] = np.asarray(mdp.terminal_reward)
-    if user.horizon is not None:
-        public["horizon"] = user.horizon
-    if user.horizon is not None or user.discount is not None:
-        public["discount"] = float(mdp.discount)
-    return public
-
-
-def cmd_privatize(args) -> list[Path]:
-    """A release: privatize a user's MDP with OS-entropy randomness; never write the input."""
-    import numpy as np
-
-    from ..mechanisms import dirichlet_mechanism, secure_key
-    from ..models import SparseMDP
-
-    user = load_user_mdp(args, validation_only=True)
-    mdp = user.mdp
-    g = command_guarantee(args, mdp, args.k)
-    public = _public_fields(user, mdp)
-    if isinstance(mdp, SparseMDP):
-        private = dirichlet_mechanism(secure_key(), mdp, args.k)
-        rows = {
-            "next_states": np.asarray(mdp.next_states),
-            "probs": np.asarray(private.probs),
-            # The lists are the public support: a listed entry the noise set to 0 stays.
-            "support": np.asarray(mdp.next_states) >= 0,
-        }
-    else:
-        private = dirichlet_mechanism(
-            secure_key(), mdp, args.k, support=args.support, smoothing=args.smoothing
-        )
-        # The support it was privatized over is public structure: the support-aware sets
-        # need it.
-        rows = {
-            "transitions": np.asarray(private.transitions),
-            "support": np.asarray(private.support),
-        }
-    return _write_release(args, g, rows, public)
-
-
-def _write_release(args, g, rows: dict, public: dict) -> list[Path]:
-    """The release file: the privatized rows, the public parts and the guarantee."""
-    import numpy as np
-
-    with atomic_path(args.out) as tmp, tmp.open("wb") as f:
-        np.savez(
-            f,
-            **rows,
-            **public,
-            mechanism="dirichlet",
-            k=args.k,
-            epsilon=g.epsilon,
-            delta=g.delta,
-            b=args.b,
-            adjacency=args.adjacency,
-            eta=args.eta if args.eta is not None else args.smoothing,
-        )
-    print(
-        f"privatized {g.num_rows} rows with k = {args.k}: ({g.epsilon:.6g}, {g.delta:.3g})-DP "
-        f"for {args.adjacency} adjacency, b = {args.b}"
-    )
-    return [args.out]

@@ -30,6 +30,7 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
             jax.random.fold_in(key, i),
             mdp,
             ks=args.ks,
+            mechanism=args.mechanism,
             num_trials=args.trials,
             beta=args.beta,
             batch_size=args.batch_size,
@@ -52,6 +53,7 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
         "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
         "seed": args.seed,
         "trials": args.trials,
+        "mechanism": args.mechanism,
         "ks": list(args.ks),
         "beta": args.beta,
         "dtype": args.dtype,
@@ -72,7 +74,12 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
     # All four files are staged and renamed together: never a figure without its table.
     with atomic_outputs() as stage:
         figs = _report.plot_sweeps(
-            tables, stem_path, beta=args.beta, trials=args.trials, stage=stage
+            tables,
+            stem_path,
+            beta=args.beta,
+            trials=args.trials,
+            stage=stage,
+            mechanism=args.mechanism,
         )
         meta["wall_time_s"] = round(time.perf_counter() - start, 3)
         files = _report.write_tables(stem_path, tables, meta, stage=stage) + figs
@@ -106,7 +113,7 @@ def cmd_reproduce(args) -> list[Path]:
     meta = {
         "examples": {"Example 2": "examples.random_mdp(jax.random.key(0))"},
         "privacy": {
-            name: sweep_guarantees(mdp, args.ks, **options.get(name, {}))
+            name: sweep_guarantees(mdp, args.ks, mechanism=args.mechanism, **options.get(name, {}))
             for name, mdp in mdps.items()
         },
     }

@@ -126,7 +126,15 @@ def write_tables(
     return [csv_path, json_path]
 
 
-def _value_panel(ax, rows: Sequence[dict], title: str) -> None:
+K_LABEL = "$k$ (larger = weaker privacy)"
+PARAMETER_LABELS = {
+    "dirichlet": K_LABEL,
+    "gaussian": r"$\sigma$ (larger = stronger privacy)",
+    "laplace": r"$\lambda$ (larger = stronger privacy)",
+}
+
+
+def _value_panel(ax, rows: Sequence[dict], title: str, xlabel: str = K_LABEL) -> None:
     ks = np.array([r["k"] for r in rows])
     styles = {
         "optimistic": dict(color="#5fa8d3", marker="v"),
@@ -144,7 +152,7 @@ def _value_panel(ax, rows: Sequence[dict], title: str) -> None:
     ax.axhline(
         rows[0]["optimal_value"], color="#e63946", linestyle=":", label=LABELS["optimal_value"]
     )
-    ax.set_xlabel("$k$ (larger = weaker privacy)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("value at $s_0$")
     ax.set_title(title)
     ax.grid(alpha=0.3)
@@ -157,6 +165,7 @@ def plot_sweeps(
     beta: float,
     trials: int,
     stage: Stage | None = None,
+    mechanism: str = "dirichlet",
 ) -> list[Path]:
     """A value panel per sweep and a cost-of-privacy panel for all; PNG and PDF.
 
@@ -171,6 +180,7 @@ def plot_sweeps(
       beta: ``β`` of the sweeps, for the title.
       trials: trials per ``k``, for the title.
       stage: as in :func:`write_tables`.
+      mechanism: the mechanism whose parameter the x axis shows.
 
     Returns:
       The PNG and PDF paths.
@@ -185,7 +195,7 @@ def plot_sweeps(
     n = len(tables)
     fig, axes = plt.subplots(1, n + 1, figsize=(5.2 * (n + 1), 4.2), constrained_layout=True)
     for ax, (name, rows) in zip(axes, tables.items(), strict=False):
-        _value_panel(ax, rows, name)
+        _value_panel(ax, rows, name, PARAMETER_LABELS.get(mechanism, "parameter"))
     axes[0].legend(fontsize=7, loc="lower right")
     ax = axes[-1]
     for name, rows in tables.items():
@@ -199,7 +209,7 @@ def plot_sweeps(
             markersize=4,
             label=name,
         )
-    ax.set_xlabel("$k$ (larger = weaker privacy)")
+    ax.set_xlabel(PARAMETER_LABELS.get(mechanism, "parameter"))
     ax.set_ylabel(r"cost of privacy $\bar v_0(s_0) - \underline{v}_0(s_0)$")
     ax.set_title("Cost of privacy")
     ax.set_ylim(bottom=0)

@@ -1,0 +1,89 @@
+"""The ``privatize`` command: a release of a user's MDP with any mechanism, its parameter
+given or calibrated to a target (ε, δ), written with every public field and its guarantee.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..io._files import atomic_path
+from ._accounting import release_guarantee, release_mechanism
+from ._mdp_files import load_user_mdp
+
+
+def _public_fields(user, mdp) -> dict:
+    """Everything public a release carries beside the privatized rows, exactly as given:
+    rewards, terminal reward, action mask, initial state, and the horizon and discount the
+    flags or the file declared (a model without them is released without them)."""
+    import numpy as np
+
+    arrays = user.arrays or {}
+    public = {"action_mask": np.asarray(mdp.action_mask), "initial_state": mdp.initial_state}
+    # An .npz's own rewards are kept bit for bit; a PRISM model's were read from its files.
+    public["rewards"] = arrays.get("rewards", np.asarray(mdp.rewards))
+    if "terminal_reward" in arrays:
+        public["terminal_reward"] = arrays["terminal_reward"]
+    elif user.horizon is not None:
+        public["terminal_reward"] = np.asarray(mdp.terminal_reward)
+    if user.horizon is not None:
+        public["horizon"] = user.horizon
+    if user.horizon is not None or user.discount is not None:
+        public["discount"] = float(mdp.discount)
+    return public
+
+
+def _private_rows(args, mdp, mech) -> dict:
+    """The privatized rows (OS-entropy key) and the public support they were privatized over."""
+    import numpy as np
+
+    from ..mechanisms import privatize, secure_key
+    from ..models import SparseMDP
+
+    if isinstance(mdp, SparseMDP):
+        private = privatize(secure_key(), mdp, mech)
+        return {
+            "next_states": np.asarray(mdp.next_states),
+            "probs": np.asarray(private.probs),
+            # The lists are the public support: a listed entry the noise set to 0 stays.
+            "support": np.asarray(mdp.next_states) >= 0,
+        }
+    private = privatize(secure_key(), mdp, mech, support=args.support, smoothing=args.smoothing)
+    # The support it was privatized over is public structure: the support-aware sets need it.
+    return {"transitions": np.asarray(private.transitions), "support": np.asarray(private.support)}
+
+
+def cmd_privatize(args) -> list[Path]:
+    """A release: privatize a user's MDP with OS-entropy randomness; never write the input."""
+    user = load_user_mdp(args, validation_only=True)
+    mdp = user.mdp
+    mech = release_mechanism(args, mdp)
+    g = release_guarantee(args, mdp, mech)
+    rows = _private_rows(args, mdp, mech)
+    return _write_release(args, g, mech, rows, _public_fields(user, mdp))
+
+
+def _write_release(args, g, mech, rows: dict, public: dict) -> list[Path]:
+    """The release file: the privatized rows, the public parts and the guarantee."""
+    import numpy as np
+
+    meta = {
+        "mechanism": mech.name,
+        mech.parameter_name(): float(mech.parameter),
+        "epsilon": g.epsilon,
+        "delta": g.delta,
+        "b": args.b,
+        "adjacency": args.adjacency,
+    }
+    eta = args.eta if args.eta is not None else args.smoothing
+    if eta is not None:
+        meta["eta"] = eta
+    if args.epsilon is not None:
+        meta["target_epsilon"] = args.epsilon
+    with atomic_path(args.out) as tmp, tmp.open("wb") as f:
+        np.savez(f, **rows, **public, **meta)
+    print(
+        f"privatized {g.num_rows} rows with the {mech.name} mechanism, "
+        f"{mech.parameter_name()} = {float(mech.parameter):.6g}: ({g.epsilon:.6g}, "
+        f"{g.delta:.3g})-DP for {args.adjacency} adjacency, b = {args.b}"
+    )
+    return [args.out]
