@@ -105,3 +105,18 @@ def test_load_mdp_follows_the_same_rule(tmp_path):
     infinite = jp.load_mdp(path)
     assert infinite.horizon is None
     assert float(infinite.discount) == pytest.approx(DEFAULT_DISCOUNT)
+
+
+# ------------------------------------------------- item 9: sizes checked before allocating
+
+
+def test_to_dense_of_a_huge_model_says_what_it_needs_and_what_to_use():
+    grid = jp.examples.gridworld(1000, 1000)  # 10⁶ states: built sparse in O(S)
+    with pytest.raises(ValueError, match=r"needs 18\.2 TiB, more than .*keep the model sparse"):
+        jp.to_dense(grid)
+    assert jp.to_dense(jp.examples.gridworld(3, 3)).transitions.shape == (9, 4, 9)
+
+
+def test_random_mdp_of_a_huge_size_is_refused_before_drawing():
+    with pytest.raises(ValueError, match=r"random_mdp\(num_states=1000000.*TiB.*sparse model"):
+        jp.examples.random_mdp(jax.random.key(0), 10**6)

@@ -4,7 +4,8 @@ A :class:`TabularMDP` holds dense ``[S, A, S]`` transitions; a :class:`SparseMDP
 successor lists ``[S, A, K]``; both carry rewards, horizon, discount, the action mask and the
 public support a release keeps. ``_rows`` is what every layer above needs of either kind (the
 rows a policy picks, their support, expectations); ``_support`` decides which rows and entries
-a mechanism privatizes; ``examples`` builds the paper's models and test problems.
+a mechanism privatizes; ``examples`` builds the paper's models and test problems;
+``_memory`` checks that dense arrays fit before they are allocated.
 
 Imports: only ``jaxprivmdp._checks``. Everything else imports this.
 """

@@ -29,6 +29,7 @@ from ._dense import (
     check_support,
     validate_model_fields,
 )
+from ._memory import check_fits, device_memory
 
 PADDING = -1
 
@@ -212,10 +213,25 @@ def to_sparse(mdp: TabularMDP, max_successors: int | None = None) -> SparseMDP:
 
 def to_dense(mdp: SparseMDP) -> TabularMDP:
     """The `[S, A, S]` model of a sparse one (for small models: tests, comparisons); its
-    successor lists become the recorded support."""
+    successor lists become the recorded support.
+
+    Raises:
+      ValueError: for a model whose dense arrays (``S·A·S`` probabilities and support flags)
+        do not fit in the device's memory, checked before anything is allocated.
+    """
     if not isinstance(mdp, SparseMDP):
         raise ValueError(f"mdp must be a SparseMDP, got {type(mdp).__name__}")
     S, A, _ = mdp.next_states.shape
+    dtype = np.dtype(mdp.probs.dtype)
+    check_fits(
+        f"to_dense of a SparseMDP with S = {S}, A = {A}: [S, A, S] = {S * A * S:.3g} "
+        f"{dtype.name} probabilities and bool support",
+        S * A * S * (dtype.itemsize + 1),
+        device_memory(),
+        "this device's memory",
+        "keep the model sparse (solve, evaluate, synthesize, sweep, cost_of_privacy and "
+        "privacy.mdp_guarantee take a SparseMDP as it is, in O(S·A·K) per stage)",
+    )
     idx = jnp.where(mdp.next_states >= 0, mdp.next_states, 0)
     P = jnp.zeros((S, A, S), mdp.probs.dtype)
     s, a = jnp.meshgrid(jnp.arange(S), jnp.arange(A), indexing="ij")

@@ -5,8 +5,9 @@ from __future__ import annotations
 import jax
 import numpy as np
 
-from .._checks import check_count, check_key, check_range
+from .._checks import check_count, check_key, check_range, working_dtype
 from ._dense import TabularMDP, make_mdp, resolve_discount
+from ._memory import check_fits, device_memory, host_memory
 from ._sparse import PADDING, SparseMDP, make_sparse_mdp
 
 HIT_PROBABILITIES = (0.9, 0.2, 0.8, 0.3)
@@ -70,10 +71,12 @@ def random_mdp(
       dtype: float dtype of the arrays.
 
     Raises:
-      ValueError: for a key that is not a PRNG key (an int seed included) or sizes < 1.
+      ValueError: for a key that is not a PRNG key (an int seed included), sizes < 1, or a
+        size whose dense arrays do not fit in memory (checked before anything is drawn).
     """
     key = check_key(key)
     S, A = check_count("num_states", num_states), check_count("num_actions", num_actions)
+    _check_random_mdp_size(S, A, working_dtype(dtype))
     seed = np.asarray(jax.random.key_data(key)).astype(np.uint64).ravel().tolist()
     rng = np.random.default_rng(seed)
     P = rng.dirichlet(np.ones(S), size=(S, A))
@@ -87,6 +90,20 @@ def random_mdp(
     return make_mdp(
         P, rewards, terminal_reward=terminal, horizon=horizon, discount=discount, dtype=dtype
     )
+
+
+def _check_random_mdp_size(S: int, A: int, dtype) -> None:
+    """Refuses a random MDP the machine cannot hold. Its rows are dense (every entry is
+    positive): drawn in float64 on the host and validated in a float64 copy (16 bytes per
+    entry at the peak), then moved to the device in ``dtype``."""
+    entries = S * A * S
+    what = f"random_mdp(num_states={S}, num_actions={A}): [S, A, S] = {entries:.3g} entries"
+    instead = (
+        "use fewer states, or a sparse model for large S (jp.make_sparse_mdp with successor "
+        "lists, or jp.examples.gridworld)"
+    )
+    check_fits(what, entries * 16, host_memory(), "this machine's memory", instead)
+    check_fits(what, entries * dtype.itemsize, device_memory(), "this device's memory", instead)
 
 
 # Actions of the gridworld: (row, column) moves.
