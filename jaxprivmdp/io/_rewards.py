@@ -303,14 +303,15 @@ def _find_transitions(path: Path, ex: Explicit, layout: Layout, src, choice, tgt
     # (source, choice, target) must be in range and in the model.
     inside = (src >= 0) & (src < S) & (choice >= 0) & (choice < A) & (tgt >= 0) & (tgt < S)
     keys = np.where(inside, (src * A + choice) * S + tgt, -1)
-    pos = np.minimum(np.searchsorted(layout.keys, keys), layout.keys.size - 1)
-    missing = np.flatnonzero(~inside | (layout.keys[pos] != keys))
+    model_keys, order = layout.lookup
+    pos = np.minimum(np.searchsorted(model_keys, keys), model_keys.size - 1)
+    missing = np.flatnonzero(~inside | (model_keys[pos] != keys))
     if missing.size:
         i = missing[0]
         mdp = ex.kind == "mdp"
         what = f"({src[i]}, {choice[i]}, {tgt[i]})" if mdp else f"({src[i]}, {tgt[i]})"
         raise ValueError(f"{where(path)} line {line[i]}: {what} is not a transition of the model")
-    flat = layout.order[pos]  # index of each line's transition in the flat arrays
+    flat = pos if order is None else order[pos]  # each line's transition in the flat arrays
     twice = np.flatnonzero(np.bincount(flat, minlength=ex.src.size)[flat] > 1)
     if twice.size:
         i = twice[-1]

@@ -9,6 +9,8 @@ models that are no DTMC or MDP; :func:`fix_deadlocks` handles states without a t
 from __future__ import annotations
 
 import dataclasses
+import functools
+import itertools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..models._sparse import PADDING
+from ._columns import head_lines, read_columns
 from ._text import (
     data_lines,
     is_rows,
@@ -88,13 +91,19 @@ def read_transitions(path: Path) -> Explicit:
         choice out of range, a header that disagrees with the body.
     """
     declared = _declared_type(path)
-    lines = data_lines(path)
-    try:
-        number, fields = next(lines)
-    except StopIteration:
-        raise ValueError(f"{where(path)} is empty") from None
+    head = head_lines(path, 1)
+    if head is None:  # not plain ASCII: Python's own line splitting decides
+        head = list(itertools.islice(data_lines(path), 1))
+    if not head:
+        raise ValueError(f"{where(path)} is empty")
+    number, fields = head[0]
     flavor, kind, counts = _read_header(path, number, fields, declared)
-    ex = Explicit(path, flavor, kind, 0, *_read_body(path, lines, flavor, kind))
+    body = _read_columns(path, flavor, kind)
+    if body is None:  # not the plain form: line by line, naming the line that fails
+        lines = data_lines(path)
+        next(lines)
+        body = _read_body(path, lines, flavor, kind)
+    ex = Explicit(path, flavor, kind, 0, *body)
     if ex.src.size == 0:
         raise ValueError(f"{where(path)} lists no transitions")
     if counts is None:
@@ -126,6 +135,19 @@ def _read_header(
             f"the {declared.upper()} its '# Transitions' comment declares"
         )
     return "prism", kind, counts
+
+
+def _read_columns(path: Path, flavor: str, kind: str):
+    """The body in plain form, vectorized (:mod:`._columns`): as :func:`_read_body`, or None."""
+    mdp = kind == "mdp"
+    # Trailing fields: PRISM's action name; Storm reads the first four of an MDP's fields.
+    extra = 1 if flavor == "prism" or not mdp else 1 << 16
+    cols = read_columns(path, "iiif" if mdp else "iif", skip=1, extra=extra)
+    if cols is None:
+        return None
+    src, *rest, prob = cols.values
+    choice, tgt = rest if mdp else (np.zeros_like(src), rest[0])
+    return src, choice, tgt, prob, cols.line
 
 
 def _read_body(path: Path, lines: Iterator[tuple[int, list[str]]], flavor: str, kind: str):
@@ -175,9 +197,9 @@ def _transition_fields(path: Path, number: int, fields: list[str], flavor: str, 
 def _check_body(ex: Explicit, counts: list[int] | None) -> None:
     """Ranges, a DTMC's probabilities, and the header's counts against the body."""
     S = ex.num_states
-    bad = np.flatnonzero(
-        (ex.src < 0) | (ex.src >= S) | (ex.tgt < 0) | (ex.tgt >= S) | (ex.choice < 0)
-    )
+    # As unsigned integers a negative index is out of range too.
+    out = (ex.src.view(np.uint64) >= S) | (ex.tgt.view(np.uint64) >= S) | (ex.choice < 0)
+    bad = np.flatnonzero(out)
     if bad.size:
         raise ValueError(
             f"{where(ex.path)} line {ex.line[bad[0]]}: a state or choice is out of range"
@@ -197,11 +219,29 @@ def _check_body(ex: Explicit, counts: list[int] | None) -> None:
             f"{where(ex.path)}: the header declares {T} transitions, the body has {ex.src.size}"
         )
     if ex.kind == "mdp":
-        n = np.unique(ex.src * (ex.choice.max() + 1) + ex.choice).size
+        n = _Rows(ex).starts.size
         if n != counts[1]:
             raise ValueError(
                 f"{where(ex.path)}: the header declares {counts[1]} choices, the body has {n}"
             )
+
+
+class _Rows:
+    """The transitions grouped by row ``(source, choice)``: ``row = source · A + choice``,
+    ``order`` (None where the file lists them row by row already, as PRISM and Storm write
+    them; else a stable sort), each row's first position in that order and the rows."""
+
+    def __init__(self, ex: Explicit):
+        self.A = int(ex.choice.max()) + 1
+        self.row = ex.src * self.A + ex.choice
+        self.order = None if _nondecreasing(self.row) else np.argsort(self.row, kind="stable")
+        ordered = self.row if self.order is None else self.row[self.order]
+        self.starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+        self.pairs = ordered[self.starts]
+
+
+def _nondecreasing(x: np.ndarray) -> bool:
+    return bool((x[1:] >= x[:-1]).all())
 
 
 def deadlock_states(ex: Explicit) -> np.ndarray:
@@ -236,45 +276,53 @@ def fix_deadlocks(ex: Explicit, deadlocks: str) -> Explicit:
 
 @dataclasses.dataclass
 class Layout:
-    """Where each flat transition goes in the padded `[S, A, K]` arrays."""
+    """The padded `[S, A, K]` arrays, and where each flat transition went."""
 
+    ex: Explicit
     next_states: np.ndarray
     probs: np.ndarray
     mask: np.ndarray
-    slot: np.ndarray  # per flat transition
-    keys: np.ndarray  # sorted (source, choice, target) keys of the flat transitions
-    order: np.ndarray  # flat index of each sorted key
+
+    @functools.cached_property
+    def lookup(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """``(keys, order)``: the sorted ``(source · A + choice) · S + target`` keys of the
+        flat transitions and the flat index of each (None: the identity)."""
+        ex, A = self.ex, self.mask.shape[1]
+        keys = (ex.src * A + ex.choice) * ex.num_states + ex.tgt
+        if _nondecreasing(keys):
+            return keys, None
+        order = np.argsort(keys, kind="stable")
+        return keys[order], order
 
 
 def make_layout(ex: Explicit) -> Layout:
     """The padded arrays; a state's choices must be ``0 .. n_s − 1``."""
     S = ex.num_states
-    A = int(ex.choice.max()) + 1
-    row = ex.src * A + ex.choice
-    # Each state's choices must be 0 .. n_s - 1.
-    pairs = np.unique(row)
-    n_choices = np.bincount(pairs // A, minlength=S)
+    rows = _Rows(ex)
+    A = rows.A
+    state = rows.pairs // A
+    n_choices = np.bincount(state, minlength=S)
+    # The pairs are sorted: a state's last one has its largest choice.
+    last = np.flatnonzero(np.concatenate([state[1:] != state[:-1], [True]]))
     top = np.full(S, -1)
-    np.maximum.at(top, pairs // A, pairs % A)
+    top[state[last]] = rows.pairs[last] - state[last] * A
     bad = np.flatnonzero((n_choices > 0) & (top != n_choices - 1))
     if bad.size:
         s = int(bad[0])
         raise ValueError(
             f"{where(ex.path)}: the choices of state {s} are not 0..{n_choices[s] - 1}"
         )
-    order = np.argsort(row, kind="stable")
-    sorted_rows = row[order]
-    starts = np.flatnonzero(np.r_[True, sorted_rows[1:] != sorted_rows[:-1]])
-    counts = np.diff(np.r_[starts, row.size])
-    slot = np.empty(row.size, np.int64)
-    slot[order] = np.arange(row.size) - np.repeat(starts, counts)
+    counts = np.diff(np.append(rows.starts, ex.src.size))
     K = int(counts.max())
-    next_states = np.full((S, A, K), PADDING, np.int64)
-    probs = np.zeros((S, A, K))
-    next_states[ex.src, ex.choice, slot] = ex.tgt
-    probs[ex.src, ex.choice, slot] = ex.prob
-    mask = np.zeros((S, A), bool)
-    mask[ex.src, ex.choice] = True
-    keys = row * S + ex.tgt
-    key_order = np.argsort(keys, kind="stable")
-    return Layout(next_states, probs, mask, slot, keys[key_order], key_order)
+    slot = np.arange(ex.src.size) - np.repeat(rows.starts, counts)  # in row order
+    flat = np.repeat(rows.pairs * K, counts) + slot  # each transition's place in [S, A, K]
+    if rows.order is not None:
+        flat[rows.order] = flat.copy()
+    index = np.int32 if S <= np.iinfo(np.int32).max else np.int64
+    next_states = np.full(S * A * K, PADDING, index)
+    probs = np.zeros(S * A * K)
+    next_states[flat] = ex.tgt
+    probs[flat] = ex.prob
+    mask = np.zeros(S * A, bool)
+    mask[rows.pairs] = True
+    return Layout(ex, next_states.reshape(S, A, K), probs.reshape(S, A, K), mask.reshape(S, A))

@@ -1,0 +1,235 @@
+"""Decimal numbers to float64 with array operations, rounded as Python's ``float`` rounds.
+
+:func:`decimal_column` converts the fields ``b[s:e]`` of a byte array, each a decimal number
+``[+-]digits[.digits][(e|E)[+-]digits]`` (at least one digit before the exponent), or returns
+None if one is not. A number is ``M · 10^q`` (``M`` its digits as an integer, ``q`` its
+exponent less its fraction digits); it is converted exactly where that is cheap:
+
+- ``M ≤ 2^53`` and ``|q| ≤ 22``: ``M`` and ``10^|q|`` are doubles exactly, so one product or
+  quotient is correctly rounded (Clinger 1990, the "fast path" of every exact reader).
+- ``2^53 < M < 10^19`` and ``−22 ≤ q ≤ 0`` (the 17 digits of a shortest round-trip double such
+  as ``0.16272744065985467``): the quotient in double-double arithmetic (Dekker's exact
+  product), accurate to far better than 2^-30 of a unit in the last place, rounded once.
+
+A result that close to a rounding boundary (or a power of two), and every other number, goes
+through NumPy's string-to-float cast (David Gay's correctly rounded conversion, as Python's
+``float``), which is exact but several times slower. Plain fields (digits and at most one
+point, at most 19 digits, the common case) have their digits read eight at a time from 64-bit
+words (the SWAR conversion of simdjson and fast_float); the others digit by digit.
+
+References:
+  W. D. Clinger, "How to read floating point numbers accurately", PLDI 1990.
+  T. J. Dekker, "A floating-point technique for extending the available precision",
+  Numerische Mathematik 18, 1971.
+  D. Lemire, "Number parsing at a gigabyte per second", Software: Practice and Experience
+  51(8), 2021 (the eight-digit conversion).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+# Character kinds (rows of ``parse_decimals``' input).
+DIGIT, DOT, EXP, SIGN, AFTER = 1, 2, 3, 4, 5  # 0: any other character; AFTER: past the field
+KINDS = np.zeros(256, np.uint8)
+KINDS[ord("0") : ord("9") + 1] = DIGIT
+KINDS[ord(".")] = DOT
+KINDS[[ord("e"), ord("E")]] = EXP
+KINDS[[ord("+"), ord("-")]] = SIGN
+
+_POW10 = 10.0 ** np.arange(23)  # exact doubles
+_TWO53 = np.uint64(1 << 53)
+_SPLIT = 134217729.0  # 2^27 + 1 (Veltkamp)
+_MAX_DIGITS = 19  # below 2^64
+_MAX_EXPONENT_DIGITS = 4
+MAX_CHARS = 40  # a longer field goes to the caller's line-by-line reader
+_U = np.uint64
+_POW10_INT = 10 ** np.arange(20, dtype=np.uint64)
+_ZEROS = _U(0x3030303030303030)  # eight '0'
+_ONES = _U(2**64 - 1)
+
+
+def windows(b: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
+    """``b[at[i] : at[i] + width]`` for each i: `[n, width]` (rows copied, no index matrix)."""
+    return np.lib.stride_tricks.sliding_window_view(b, width)[at]
+
+
+def decimal_column(b: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray | None:
+    """float64 values of the fields ``b[s[i]:e[i]]``, or None if one is no decimal number.
+
+    ``b`` must hold ``MAX_CHARS`` bytes before the first field and after the last.
+    """
+    out = np.full(s.size, np.nan)
+    _plain(b, s, e, out)
+    rest = np.flatnonzero(np.isnan(out))  # not plain, or not exact in :func:`_scale`
+    if rest.size:
+        values = _general(b, s[rest], e[rest])
+        if values is None:
+            return None
+        out[rest] = values
+    return out
+
+
+def _plain(b: np.ndarray, s: np.ndarray, e: np.ndarray, out: np.ndarray) -> None:
+    """Converts the plain fields (digits, at most one point, at most 19 digits) into ``out``
+    (NaN where :func:`_scale` is not exact, and for the others)."""
+    points = np.concatenate([[-1], np.flatnonzero(b == ord("."))])  # -1: before any field
+    after = np.searchsorted(points, e)
+    n_points = after - np.searchsorted(points, s)
+    point = np.where(n_points == 1, points[after - 1], e)
+    whole, fraction = point - s, np.where(n_points == 1, e - point - 1, 0)
+    plain = (n_points <= 1) & (whole + fraction >= 1) & (whole + fraction <= _MAX_DIGITS)
+    rows = np.flatnonzero(plain)
+    whole, fraction = whole[rows], fraction[rows]
+    high, ok_high = digit_runs(b, point[rows], whole)
+    low, ok_low = digit_runs(b, e[rows], fraction)
+    M = high * _POW10_INT[fraction] + low
+    out[rows] = np.where(ok_high & ok_low, _scale(M, -fraction), np.nan)
+
+
+def digit_runs(b: np.ndarray, end: np.ndarray, length: np.ndarray):
+    """``(value, ok)``: the integers written in ``b[end − length : end]`` (``length ≤ 19``;
+    ``b`` holds 24 bytes before ``end``), and whether those bytes are all ASCII digits.
+
+    Eight digits at a time, from 64-bit words read at any byte offset (a strided view, no
+    copy of the text): each word's bytes before the run become ``'0'``."""
+    words = max(1, -(-int(length.max(initial=1)) // 8))
+    at = np.ndarray((b.size - 7,), "<u8", buffer=b, strides=(1,))  # at[i]: b[i : i + 8]
+    value = np.zeros(end.size, np.uint64)
+    high = np.zeros(end.size, np.uint64)  # a byte's high bit: not a digit
+    for k in range(words):  # k-th word from the right
+        x = at[end - 8 * (k + 1)]
+        outside = np.clip(8 * (k + 1) - length, 0, 8).astype(np.uint64)  # its first bytes
+        keep = _ONES << (outside * _U(8))  # 0 for a shift by 64
+        x = (x & keep) | (_ZEROS & ~keep)
+        high |= (x + _U(0x4646464646464646)) | (x - _ZEROS)
+        value += _eight_digits(x) * _POW10_INT[8 * k]
+    return value, (high & _U(0x8080808080808080)) == 0
+
+
+def _eight_digits(words: np.ndarray) -> np.ndarray:
+    """The 8-digit integers of little-endian words of eight ASCII digits (Lemire 2021)."""
+    x = words - _U(0x3030303030303030)
+    x = x * _U(10) + (x >> _U(8))
+    low = (x & _U(0x000000FF000000FF)) * _U(0x000F424000000064)
+    high = ((x >> _U(16)) & _U(0x000000FF000000FF)) * _U(0x0000271000000001)
+    return (low + high) >> _U(32)
+
+
+def _scale(M: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``M · 10^q`` where the conversion is exact (see the module), NaN elsewhere."""
+    small = (M <= _TWO53) & (np.abs(q) <= 22)
+    long = (M > _TWO53) & (q <= 0) & (q >= -22)
+    p = _POW10[np.clip(np.abs(q), 0, 22)]
+    m = M.astype(np.float64)  # exact where small
+    out = np.where(small, np.where(q >= 0, m * p, m / p), np.nan)
+    if long.any():
+        out[long] = _quotient(M[long], p[long])
+    return out
+
+
+def _general(b: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray | None:
+    """The other fields: digit by digit, and NumPy's exact cast where :func:`_scale` is not."""
+    width = int((e - s).max())
+    if width > MAX_CHARS:
+        return None
+    chars = windows(b, s, width)
+    inside = np.arange(width) < (e - s)[:, None]
+    kind = np.where(inside, KINDS[chars], np.uint8(AFTER))
+    shape = parse_decimals(kind)
+    if shape is None:
+        return None
+    out = decimal_values(chars, kind, shape)
+    slow = np.isnan(out)
+    if slow.any():
+        text = np.where(inside[slow], chars[slow], np.uint8(0))
+        with np.errstate(over="ignore"):  # "1e999" is inf, as for Python's float
+            out[slow] = text.view(f"S{width}").ravel().astype(np.float64)
+    return out
+
+
+class Shape(NamedTuple):
+    """Where each number's parts are: `[n, 1]` columns of its exponent mark (its length if
+    none) and of its point (the exponent's column if none)."""
+
+    exp_at: np.ndarray
+    dot_at: np.ndarray
+
+
+def parse_decimals(kind: np.ndarray) -> Shape | None:
+    """The shape of each row of character kinds `[n, W]`, or None if a row is no decimal."""
+    if (kind == 0).any():
+        return None
+    cols = np.arange(kind.shape[1])
+    is_exp, is_dot = kind == EXP, kind == DOT
+    n_exp = is_exp.sum(1)
+    length = (kind != AFTER).sum(1)
+    exp_at = np.where(n_exp > 0, is_exp.argmax(1), length)[:, None]
+    dot_at = np.where(is_dot.any(1), is_dot.argmax(1), exp_at[:, 0])[:, None]
+    digit = kind == DIGIT
+    ok = (
+        (n_exp <= 1).all()
+        and (is_dot.sum(1) <= 1).all()
+        and (dot_at <= exp_at).all()
+        and ((kind != SIGN) | (cols == 0) | (cols == exp_at + 1)).all()
+        and (digit & (cols < exp_at)).any(1).all()
+        and ((n_exp == 0) | (digit & (cols > exp_at)).any(1)).all()
+    )
+    return Shape(exp_at, dot_at) if ok else None
+
+
+def decimal_values(chars: np.ndarray, kind: np.ndarray, shape: Shape) -> np.ndarray:
+    """float64 values of the rows of ``chars`` `[n, W]` (their ``kind`` and ``shape`` from
+    :func:`parse_decimals`); NaN where the exact conversion is left to the caller."""
+    cols = np.arange(chars.shape[1])
+    digit = kind == DIGIT
+    mantissa = digit & (cols < shape.exp_at)
+    exponent = digit & (cols > shape.exp_at)
+    M = _horner(chars, mantissa, np.uint64)
+    E = _horner(chars, exponent, np.int64)
+    rows = np.arange(chars.shape[0])
+    after_mark = chars[rows, np.minimum(shape.exp_at[:, 0] + 1, chars.shape[1] - 1)]
+    E = np.where(after_mark == ord("-"), -E, E)
+    q = E - (mantissa & (cols > shape.dot_at)).sum(1)
+    easy = (mantissa.sum(1) <= _MAX_DIGITS) & (exponent.sum(1) <= _MAX_EXPONENT_DIGITS)
+    out = np.where(easy, _scale(M, q), np.nan)
+    return np.where(chars[:, 0] == ord("-"), -out, out)
+
+
+def _horner(chars: np.ndarray, which: np.ndarray, dtype) -> np.ndarray:
+    """The integer of each row's digits where ``which`` (wraps past the dtype: not used)."""
+    value = np.zeros(chars.shape[0], dtype)
+    ten = dtype(10)
+    digits = (chars - np.uint8(ord("0"))).T.astype(dtype)
+    for column, use in zip(digits, which.T, strict=True):
+        if use.any():
+            value = np.where(use, value * ten + column, value)
+    return value
+
+
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a · b = hi + lo`` exactly (Dekker; no overflow in this range)."""
+    hi = a * b
+    a1 = a * _SPLIT - (a * _SPLIT - a)
+    b1 = b * _SPLIT - (b * _SPLIT - b)
+    a2, b2 = a - a1, b - b1
+    return hi, ((a1 * b1 - hi) + a1 * b2 + a2 * b1) + a2 * b2
+
+
+def _quotient(M: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """``M / p`` correctly rounded for ``2^53 < M < 2^64`` and ``p = 10^k``, ``k ≤ 22``;
+    NaN within 2^-30 units in the last place of a rounding boundary."""
+    high = (M & ~np.uint64(2047)).astype(np.float64)  # at most 53 significant bits: exact
+    low = (M & np.uint64(2047)).astype(np.float64)
+    q = high / p
+    ph, pl = _two_product(q, p)
+    remainder = ((high - ph) - pl) + low  # M − q·p, to a relative 2^-52
+    correction = remainder / p
+    out = q + correction
+    error = correction - (out - q)  # (q + correction) − out, exactly (Fast2Sum)
+    half = np.spacing(out) / 2
+    near_tie = np.abs(np.abs(error) - half) <= half * 2.0**-30
+    power_of_two = np.frexp(out)[0] == 0.5  # the boundary below is a quarter unit away
+    return np.where(near_tie | power_of_two, np.nan, out)
