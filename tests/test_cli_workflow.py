@@ -242,3 +242,89 @@ def test_sweep_takes_a_mechanism(tmp_path):
     rows = meta["results"]["dense"]
     # More Laplace noise, a wider set: the cost of privacy grows with λ.
     assert rows[0]["cost_mean"] < rows[1]["cost_mean"]
+
+
+# --------------------------------------------------------------------------- item 19
+
+
+def test_synthesize_writes_policies_and_chains_that_model_check(tmp_path, capsys):
+    """A release's private and robust policies as tables and PRISM chains: the chain read
+    back (as PRISM or Storm would) gives the policy's value; `evaluate` scores the table on
+    the true model."""
+    src = _dense_npz(tmp_path)
+    rel = tmp_path / "rel.npz"
+    args = ["--mdp", str(src), "--k", "20", "--eta", "0.1", "--horizon", "2", "--out", str(rel)]
+    assert main(["privatize", *args]) == 0
+    out = tmp_path / "pol"
+    assert main(["synthesize", "--mdp", str(rel), "--robust", "--out", str(out)]) == 0
+    meta = json.loads((out / "synthesize.json").read_text())
+    assert meta["model"]["horizon"] == 2 and meta["release"]["mechanism"] == "dirichlet"
+    assert meta["release"]["k"] == 20.0
+    robust = meta["robust"]
+    assert robust["robust_policy_pessimistic"] >= robust["private_policy_pessimistic"] - 1e-6
+    release = jp.load_mdp(rel)
+    policy = np.asarray(jp.solve(release).policy)
+    for name in ("policy", "robust_policy"):
+        table = (out / f"{name}.csv").read_text().splitlines()
+        assert table[0] == "stage,state,action" and len(table) == 1 + 2 * 3
+    first = (out / "policy.csv").read_text().splitlines()[1:]
+    assert [tuple(map(int, r.split(","))) for r in first] == [
+        (t, s, int(policy[t, s])) for t in range(2) for s in range(3)
+    ]
+    # The chain, unrolled over the 2 stages plus a "done" state: R=? [F "done"] is the value.
+    chain = jp.load_mdp(out / "policy.tra", horizon=3)
+    assert chain.num_states == 3 * 3 + 1 and chain.initial_state == 0
+    labels = jp.load_labels(out / "policy.tra")
+    res = jp.check(chain, 'R=? [F "done"]', labels=labels)
+    assert res.value_at_initial == pytest.approx(meta["private_value"], rel=1e-5)
+    # `evaluate`: the private policy on the true model, as jp.evaluate scores it.
+    ev = tmp_path / "ev"
+    assert (
+        main(
+            ["evaluate", "--mdp", str(src), "--policy", str(out / "policy.csv")]
+            + ["--out", str(ev)]
+        )
+        == 0
+    )
+    got = json.loads((ev / "evaluate.json").read_text())
+    true = jp.load_mdp(src, horizon=2)
+    want = float(jp.evaluate(true, policy)[0, 0])
+    assert got["value_at_initial_state"] == pytest.approx(want, rel=1e-6)
+    assert got["model"] == {**meta["model"], "horizon": 2}
+
+
+def test_synthesize_an_infinite_horizon_sparse_release(tmp_path, capsys):
+    path = _prism_model(tmp_path)
+    rel = tmp_path / "rel.npz"
+    rc = main(
+        ["privatize", "--mdp", str(path), "--k", "5", "--eta", "0.2", "--discount", "0.9"]
+        + ["--initial-state", "0", "--out", str(rel)]
+    )
+    assert rc == 0
+    out = tmp_path / "pol"
+    assert main(["synthesize", "--mdp", str(rel), "--out", str(out)]) == 0
+    meta = json.loads((out / "synthesize.json").read_text())
+    assert meta["model"]["horizon"] is None and meta["model"]["discount"] == pytest.approx(0.9)
+    assert (out / "policy.csv").read_text().splitlines()[0] == "state,action"
+    chain = jp.load_mdp(out / "policy.tra", discount=0.9)  # the chain itself: S states
+    assert chain.num_states == 3 and chain.initial_state == 0
+    v = jp.evaluate(chain, np.zeros(3, np.int32))
+    assert float(v[0]) == pytest.approx(meta["private_value"], rel=1e-4)
+    capsys.readouterr()
+    # Bad tables are one-line errors that name --policy and the line.
+    bad = tmp_path / "bad.csv"
+    bad.write_text("state,action\n0,1\n1,0\n1,0\n2,0\n")
+    ev = tmp_path / "e"
+    ev_args = ["evaluate", "--mdp", str(path), "--discount", "0.9", "--out", str(ev)]
+    assert main([*ev_args, "--policy", str(bad)]) == 2
+    err = _one_line_error(capsys, "evaluate")
+    assert "--policy" in err and "line 4" in err and "twice" in err
+    bad.write_text("state,action\n0,1\n1,1\n2,0\n")  # state 1 has one action
+    assert main([*ev_args, "--policy", str(bad)]) == 2
+    assert "--policy" in _one_line_error(capsys, "evaluate")
+    # --robust needs the mechanism a release records.
+    plain = tmp_path / "plain.npz"
+    np.savez(plain, transitions=np.full((2, 1, 2), 0.5), rewards=np.ones((2, 1)))
+    rc = main(["synthesize", "--mdp", str(plain), "--horizon", "2", "--robust", "--out", str(ev)])
+    assert rc == 2
+    assert "--robust needs the mechanism" in _one_line_error(capsys, "synthesize")

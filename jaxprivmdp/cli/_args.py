@@ -26,6 +26,13 @@ OUTPUT_FILES = {
     "sweep": ("sweep.png", "sweep.pdf", "sweep.csv", "sweep.json"),
     "privacy": ("privacy.json", "privacy_epsilon.png"),
     "frontier": ("frontier.png", "frontier.pdf", "frontier.csv", "frontier.json"),
+    "synthesize": tuple(
+        f"{name}{suffix}"
+        for name in ("policy", "robust_policy")
+        for suffix in (".csv", ".tra", ".lab", ".srew")
+    )
+    + ("synthesize.json",),
+    "evaluate": ("evaluate.json",),
 }
 # Relative slack for "eta = 1/n" and "smoothing = 1/n" typed as decimals (0.333...).
 ONE_OVER_N_RTOL = 1e-12
@@ -124,7 +131,7 @@ def check_args(args: argparse.Namespace) -> None:
         check_number("--beta", args.beta, low=0.0, high=1.0, low_open=True, high_open=True)
     if get("discount") is not None:
         check_number("--discount", args.discount, low=0.0, high=1.0)
-        if args.command == "sweep" and args.horizon is None and args.discount == 1:
+        if args.command in ("sweep", "synthesize") and args.horizon is None and args.discount == 1:
             raise ValueError("--discount 1 needs --horizon: an infinite horizon needs γ < 1")
     if get("b") is not None:
         check_number("--b", args.b, low=0.0, high=1.0, low_open=True)
@@ -185,6 +192,6 @@ def _check_out(args: argparse.Namespace) -> None:
             args.out,
             flag="--out",
             names=OUTPUT_FILES[args.command],
-            inputs=[mdp],
+            inputs=[mdp, vars(args).get("policy")],
             force=args.force,
         )

@@ -1,4 +1,5 @@
-"""The entry point ``jaxprivmdp reproduce | sweep | frontier | privacy | privatize``.
+"""The entry point ``jaxprivmdp reproduce | sweep | frontier | privacy | privatize |
+synthesize | evaluate``.
 
 :func:`main` parses and checks the arguments before it reads or computes anything, runs the
 command (``_sweep_commands``, ``_privacy_commands``), and reports a bad argument or file as a
@@ -11,6 +12,7 @@ from __future__ import annotations
 import sys
 
 from ._args import build_parser, check_args
+from ._policy_commands import cmd_evaluate, cmd_synthesize
 from ._privacy_commands import cmd_privacy
 from ._release import cmd_privatize
 from ._sweep_commands import cmd_frontier, cmd_reproduce, cmd_sweep
@@ -47,6 +49,8 @@ COMMANDS = {
     "privacy": cmd_privacy,
     "privatize": cmd_privatize,
     "frontier": cmd_frontier,
+    "synthesize": cmd_synthesize,
+    "evaluate": cmd_evaluate,
 }
 
 

@@ -124,12 +124,13 @@ def _planning_horizon(args, horizon, discount) -> None:
         )
 
 
-def load_user_mdp(args, *, validation_only: bool = False) -> UserModel:
+def load_user_mdp(args, *, validation_only: bool = False, metadata: bool = False) -> UserModel:
     """``--mdp`` as a :class:`UserModel`; with ``validation_only`` no horizon is needed.
 
     ``privacy`` and ``privatize`` only privatize transitions: there, without a declared
     horizon the file is validated as a one-stage MDP, which accepts every terminal reward
-    and discount an MDP of any horizon could have.
+    and discount an MDP of any horizon could have. With ``metadata``, an ``.npz``'s arrays
+    include a release's record of its mechanism and guarantee.
 
     Raises:
       ValueError: one line naming the flag: the file's problems, an ``--initial-state`` out
@@ -139,7 +140,7 @@ def load_user_mdp(args, *, validation_only: bool = False) -> UserModel:
     path = args.mdp
     arrays, stored = None, {}
     if path.suffix != ".tra":
-        arrays = read_model_npz(path, "--mdp")
+        arrays = read_model_npz(path, "--mdp", metadata=metadata)
         stored = stored_scalars(arrays, _where(path))
     sparse = arrays is None or "next_states" in arrays
     options = (getattr(args, "support", None), getattr(args, "smoothing", None))
@@ -176,3 +177,14 @@ def load_user_mdp(args, *, validation_only: bool = False) -> UserModel:
             f"S = {mdp.num_states} states of --mdp {str(path)!r}"
         )
     return declared._replace(mdp=mdp)
+
+
+def model_fields(mdp) -> dict:
+    """What a model's numbers are about, resolved: recorded in every output JSON."""
+    return {
+        "num_states": mdp.num_states,
+        "num_actions": mdp.num_actions,
+        "horizon": mdp.horizon,
+        "discount": float(mdp.discount),
+        "initial_state": mdp.initial_state,
+    }

@@ -73,7 +73,12 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
 
 
 def _mdp_options(
-    p, *, planning: bool, required: bool = True, group: argparse.ArgumentParser | None = None
+    p,
+    *,
+    planning: bool,
+    required: bool = True,
+    group: argparse.ArgumentParser | None = None,
+    privatizes: bool = True,
 ) -> None:
     """``--mdp`` and the MDP's options; without ``planning`` they are only checked.
 
@@ -110,9 +115,10 @@ def _mdp_options(
         default=None,
         help="index of s0 (default: 0, or a PRISM model's state labelled init)",
     )
-    p.add_argument(
-        "--support", choices=("nonzero",), default=None, help="privatize nonzero entries only"
-    )
+    if privatizes:
+        p.add_argument(
+            "--support", choices=("nonzero",), default=None, help="privatize nonzero entries only"
+        )
 
 
 def _privacy_options(p: argparse.ArgumentParser) -> None:
@@ -240,4 +246,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
     p.add_argument("--out", type=Path, required=True, help="output .npz (private data only)")
     p.add_argument("--force", action="store_true", help="overwrite --out")
+    _policy_parsers(sub, fmt)
     return parser
+
+
+def _set_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--robust",
+        action="store_true",
+        help="also the robust private policy, over the set of the release's mechanism",
+    )
+    p.add_argument(
+        "--bound", choices=("paper", "exact", "certified"), default="paper", help="robust set"
+    )
+    p.add_argument("--beta", type=float, default=0.1, help="β of the set, in (0, 1)")
+    p.add_argument("--support-aware", action="store_true", help="the set over each support")
+
+
+def _policy_parsers(sub, fmt: dict) -> None:
+    p = sub.add_parser(
+        "synthesize",
+        help="the private (and robust) policy of a release: CSV table and PRISM chain",
+        **fmt,
+    )
+    _mdp_options(p, planning=True, privatizes=False)
+    _set_options(p)
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
+    _out_folder(p)
+    p = sub.add_parser(
+        "evaluate", help="a policy table's value on a model (e.g. the true one)", **fmt
+    )
+    _mdp_options(p, planning=True, privatizes=False)
+    p.add_argument(
+        "--policy", type=Path, required=True, help="policy table (CSV) as synthesize writes it"
+    )
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
+    _out_folder(p)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..io._files import atomic_outputs
 from ._accounting import sweep_guarantees
-from ._mdp_files import load_user_mdp
+from ._mdp_files import load_user_mdp, model_fields
 from ._terminal import note, print_frontier, print_sweep_tables, progress
 
 
@@ -85,17 +85,6 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
         files = _report.write_tables(stem_path, tables, meta, stage=stage) + figs
     print_sweep_tables(tables)
     return files
-
-
-def model_fields(mdp) -> dict:
-    """What a model's numbers are about, resolved: recorded in every output JSON."""
-    return {
-        "num_states": mdp.num_states,
-        "num_actions": mdp.num_actions,
-        "horizon": mdp.horizon,
-        "discount": float(mdp.discount),
-        "initial_state": mdp.initial_state,
-    }
 
 
 def cmd_reproduce(args) -> list[Path]:

@@ -126,6 +126,7 @@ def read_npz(
     optional: Collection[str] = (),
     ignored: Collection[str] = (),
     flag: str = "--mdp",
+    load_ignored: bool = False,
 ) -> dict[str, np.ndarray]:
     """Reads the named numeric arrays of an untrusted ``.npz`` file.
 
@@ -142,9 +143,11 @@ def read_npz(
       ignored: names that may be present and are checked but not loaded (metadata; these may
         also be strings).
       flag: the command-line flag that named the file, for the messages.
+      load_ignored: load the ``ignored`` arrays too (a release's record of its mechanism).
 
     Returns:
-      ``{name: array}`` for the required and the present optional arrays.
+      ``{name: array}`` for the required and the present optional arrays (and ignored ones
+      with ``load_ignored``).
 
     Raises:
       ValueError: one line naming ``flag``, the file and, where it applies, the array: no
@@ -180,7 +183,7 @@ def read_npz(
             # exactly the members checked above (with the same allow_pickle=False).
             arrays = {}
             for name, info in members.items():
-                if name in ignored:
+                if name in ignored and not load_ignored:
                     continue
                 try:
                     with zf.open(info) as f:

@@ -186,9 +186,17 @@ def load_labels(path, *, num_states: int | None = None) -> dict[str, np.ndarray]
     return labels
 
 
-def read_model_npz(path: Path, flag: str = "path") -> dict[str, np.ndarray]:
-    """The model arrays of an ``.npz`` (release metadata is checked, not loaded)."""
-    return read_npz(path, required=(), optional=NPZ_ARRAYS, ignored=RELEASE_METADATA, flag=flag)
+def read_model_npz(path: Path, flag: str = "path", *, metadata: bool = False) -> dict:
+    """The model arrays of an ``.npz``; a release's metadata is checked, and loaded only with
+    ``metadata``."""
+    return read_npz(
+        path,
+        required=(),
+        optional=NPZ_ARRAYS,
+        ignored=RELEASE_METADATA,
+        flag=flag,
+        load_ignored=metadata,
+    )
 
 
 def stored_scalars(arrays: dict, where_: str) -> dict:

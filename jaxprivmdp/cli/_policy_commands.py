@@ -1,0 +1,151 @@
+"""The commands on a release's policies: ``synthesize`` (the private and, with ``--robust``,
+the robust policy of a released model, as tables and PRISM chains) and ``evaluate`` (a
+policy table's value on any model, e.g. the true one).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..io._files import atomic_outputs
+from ._mdp_files import load_user_mdp, model_fields
+from ._policy_files import read_policy, write_chain, write_policy
+
+
+def _release_record(arrays: dict | None) -> dict:
+    """The mechanism and guarantee a release of ``privatize`` records (empty if none)."""
+    if not arrays:
+        return {}
+    out = {}
+    for name in ("mechanism", "k", "sigma", "scale", "epsilon", "delta", "b", "adjacency", "eta"):
+        if name in arrays:
+            value = arrays[name]
+            out[name] = str(value) if value.dtype.kind == "U" else float(value)
+    if "mechanism" not in out and "k" in out:  # a release of 0.2 was Dirichlet's
+        out["mechanism"] = "dirichlet"
+    return out
+
+
+def _release_mechanism(args, record: dict):
+    """The mechanism that released ``--mdp`` (``--robust`` needs its noise)."""
+    from ..mechanisms._registry import mechanism_class
+
+    name = record.get("mechanism")
+    if name is None:
+        raise ValueError(
+            f"--robust needs the mechanism that released --mdp {str(args.mdp)!r}, which it does "
+            "not record (a release of jaxprivmdp privatize does)"
+        )
+    cls = mechanism_class(name)
+    return cls(record[cls.parameter_name()])
+
+
+def _robust_part(args, mdp, record, policy) -> tuple[dict, object]:
+    """The robust policy and both policies' pessimistic values over the ``--bound`` set."""
+    from ..planning import cost_of_privacy, robust_solve
+    from ..sets._sets import as_set
+
+    mech = _release_mechanism(args, record)
+    uset = as_set(args.bound, args.beta, args.support_aware)
+    robust = robust_solve(mdp, mech, uset)
+    s0 = mdp.initial_state
+
+    def at_s0(values):
+        return float(values[0, s0] if mdp.is_finite_horizon else values[s0])
+
+    private_bound = cost_of_privacy(mdp, policy, mech, uset)
+    return {
+        "bound": args.bound,
+        "beta": args.beta,
+        "support_aware": args.support_aware,
+        "private_policy_pessimistic": at_s0(private_bound.pessimistic),
+        "robust_policy_pessimistic": at_s0(robust.values),
+        "robust_converged": bool(robust.converged),
+    }, robust.policy
+
+
+def cmd_synthesize(args) -> list[Path]:
+    """The private policy of a released model (post-processing: no privacy cost), as a
+    table and as the PRISM chain it induces; with ``--robust`` the robust policy too."""
+    import numpy as np
+
+    from ..planning import solve
+
+    user = load_user_mdp(args, metadata=True)
+    mdp, record = user.mdp, _release_record(user.arrays)
+    solution = solve(mdp)
+    s0 = mdp.initial_state
+    values = np.asarray(solution.values)
+    meta = {
+        "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
+        "mdp": str(args.mdp),
+        "model": model_fields(mdp),
+        "release": record,
+        "private_value": float(values[0, s0] if mdp.is_finite_horizon else values[s0]),
+        "converged": bool(solution.converged),
+        "chain": 'PRISM DTMC; finite horizon: unrolled by stage, R=? [F "done"] is the value',
+    }
+    policies = {"policy": np.asarray(solution.policy)}
+    if args.robust:
+        meta["robust"], robust_policy = _robust_part(args, mdp, record, solution.policy)
+        policies["robust_policy"] = np.asarray(robust_policy)
+    files = []
+    with atomic_outputs() as stage:
+        for name, policy in policies.items():
+            path = args.out / f"{name}.csv"
+            write_policy(stage(path), policy)
+            files += [path, *write_chain(args.out / name, mdp, policy, stage)]
+        json_path = args.out / "synthesize.json"
+        stage(json_path).write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n")
+    print(f"value of the private policy on --mdp at s0 = {s0}: {meta['private_value']:.6g}")
+    if args.robust:
+        print(
+            f"pessimistic value at s0 ({args.bound} set, β = {args.beta}): private policy "
+            f"{meta['robust']['private_policy_pessimistic']:.6g}, robust policy "
+            f"{meta['robust']['robust_policy_pessimistic']:.6g}"
+        )
+    return files + [json_path]
+
+
+def cmd_evaluate(args) -> list[Path]:
+    """A policy table's value on ``--mdp`` (the true model, for a policy made privately)."""
+    import numpy as np
+
+    from ..planning import evaluate
+
+    policy = read_policy(args.policy)
+    if policy.ndim == 2:  # the table's stages are the horizon
+        if args.horizon is not None and args.horizon != policy.shape[0]:
+            raise ValueError(
+                f"--horizon {args.horizon} disagrees with --policy {str(args.policy)!r}, which "
+                f"has {policy.shape[0]} stages"
+            )
+        args.horizon = policy.shape[0]
+    user = load_user_mdp(args)
+    mdp = user.mdp
+    if (policy.ndim == 2) != mdp.is_finite_horizon or policy.shape[-1] != mdp.num_states:
+        raise ValueError(
+            f"--policy {str(args.policy)!r} has shape {policy.shape} (stages, states), but "
+            f"--mdp has S = {mdp.num_states} and horizon {mdp.horizon}"
+        )
+    try:
+        values = np.asarray(evaluate(mdp, policy))
+    except ValueError as e:
+        raise ValueError(f"--policy {str(args.policy)!r}: {e}") from None
+    first = values[0] if mdp.is_finite_horizon else values
+    s0 = mdp.initial_state
+    meta = {
+        "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
+        "mdp": str(args.mdp),
+        "policy": str(args.policy),
+        "model": model_fields(mdp),
+        "value_at_initial_state": float(first[s0]),
+        "values": [float(v) for v in first],
+    }
+    path = args.out / "evaluate.json"
+    with atomic_outputs() as stage:
+        stage(path).write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n")
+    print(f"value of --policy on --mdp at s0 = {s0}: {meta['value_at_initial_state']:.6g}")
+    return [path]
