@@ -38,6 +38,15 @@ def test_reproduce_small(tmp_path, capsys):
     # --ks is sorted: the figure's x axis and the table read increasing k.
     assert meta["seed"] == 0 and meta["trials"] == 3 and meta["ks"] == [1.0, 40.0]
     assert meta["wall_time_s"] > 0 and meta["environment"]["jax"]
+    # What the numbers are about, resolved (issue 18, item 10).
+    assert meta["models"]["Example 1 (investment)"]["horizon"] == 1
+    assert meta["models"]["Example 2 (random, S=20, A=5, T=10)"] == {
+        "num_states": 20,
+        "num_actions": 5,
+        "horizon": 10,
+        "discount": 1.0,
+        "initial_state": 0,
+    }
     ex1 = meta["results"]["Example 1 (investment)"]
     assert [r["k"] for r in ex1] == [1.0, 40.0]
     assert all(r["optimal_value"] == pytest.approx(0.9) for r in ex1)
@@ -378,8 +387,11 @@ def test_help_shows_every_default(capsys):
     with pytest.raises(SystemExit):
         main(["privatize", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "--horizon HORIZON only checked; not needed" in help_text
+    assert "--horizon HORIZON T to record in the release" in help_text
     assert "--dtype {float32,float64} floats (default: float32)" in help_text
+    with pytest.raises(SystemExit):
+        main(["privacy", "--help"])
+    assert "--horizon HORIZON only checked; not needed" in " ".join(capsys.readouterr().out.split())
 
 
 # --------------------------------------------------------------------------- privacy

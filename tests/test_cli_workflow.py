@@ -328,3 +328,35 @@ def test_synthesize_an_infinite_horizon_sparse_release(tmp_path, capsys):
     rc = main(["synthesize", "--mdp", str(plain), "--horizon", "2", "--robust", "--out", str(ev)])
     assert rc == 2
     assert "--robust needs the mechanism" in _one_line_error(capsys, "synthesize")
+
+
+# --------------------------------------------------------------------------- item 10
+
+
+def test_no_silent_horizon_and_every_json_records_the_model(tmp_path, capsys):
+    src = _dense_npz(tmp_path)
+    base = ["sweep", "--mdp", str(src), "--ks", "40", "--trials", "2"]
+    # One rule: a command that plans needs --horizon (γ = 1) or --discount γ < 1.
+    assert main([*base, "--out", str(tmp_path / "a")]) == 2
+    err = _one_line_error(capsys, "sweep")
+    assert "give --horizon T" in err and "--discount" in err
+    assert not (tmp_path / "a").exists()
+    assert main([*base, "--discount", "0.8", "--out", str(tmp_path / "b")]) == 0
+    meta = json.loads((tmp_path / "b" / "sweep.json").read_text())
+    assert meta["models"]["dense"]["horizon"] is None
+    assert meta["models"]["dense"]["discount"] == pytest.approx(0.8)
+    assert meta["models"]["dense"]["initial_state"] == 0
+    rc = main(
+        ["frontier", "--mdp", str(src), "--horizon", "3", "--initial-state", "2"]
+        + ["--epsilons", "5", "--mechanisms", "laplace", "--trials", "2"]
+        + ["--out", str(tmp_path / "f")]
+    )
+    assert rc == 0
+    meta = json.loads((tmp_path / "f" / "frontier.json").read_text())
+    assert meta["models"]["dense"] == {
+        "num_states": 3,
+        "num_actions": 2,
+        "horizon": 3,
+        "discount": 1.0,
+        "initial_state": 2,
+    }

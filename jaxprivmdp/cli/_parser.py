@@ -72,21 +72,36 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+# --horizon and --discount: planned with, recorded in a release, or only checked.
+_HORIZON_HELP = {
+    "plan": (
+        "T (default: the --mdp file's, else none: an infinite horizon, which needs --discount)",
+        "γ in [0, 1] (default: the --mdp file's, else 1 with a horizon; an infinite horizon "
+        "needs γ < 1: a horizon or a discount is never guessed)",
+    ),
+    "record": (
+        "T to record in the release (default: the --mdp file's, else none)",
+        "γ to record in the release (default: the --mdp file's, else 1 with --horizon)",
+    ),
+    "check": (_NOT_NEEDED + " (default: none)",) * 2,
+}
+
+
 def _mdp_options(
     p,
     *,
-    planning: bool,
+    use: str,
     required: bool = True,
     group: argparse.ArgumentParser | None = None,
     privatizes: bool = True,
 ) -> None:
-    """``--mdp`` and the MDP's options; without ``planning`` they are only checked.
+    """``--mdp`` and the MDP's options; ``use``: what ``--horizon`` and ``--discount`` are
+    for (``"plan"``, ``"record"`` in a release, or ``"check"`` only).
 
     ``group``: the parser for the options besides ``--mdp`` when ``p`` is a mutually
     exclusive group (``--mdp`` or ``--example``).
     """
-    help_t = "T (omit for infinite horizon)" if planning else _NOT_NEEDED
-    help_gamma = "γ in [0, 1] (None: 1 with --horizon, else 0.95)" if planning else _NOT_NEEDED
+    help_t, help_gamma = _HORIZON_HELP[use]
     mdp_parser, p = p, group or p
     mdp_parser.add_argument(
         "--mdp",
@@ -165,7 +180,7 @@ def _frontier_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="the paper's Example 1 or 2, or the 20x20 gridworld (T = 60)",
     )
-    _mdp_options(which, planning=True, required=False, group=p)
+    _mdp_options(which, use="plan", required=False, group=p)
     p.add_argument("--epsilons", type=float, nargs="+", required=True, help="target ε values (> 0)")
     p.add_argument("--delta", type=float, default=1e-3, help="target δ in (0, 1)")
     p.add_argument(
@@ -226,7 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("reproduce", help="reproduce the paper's Figure 1 into --out", **fmt)
     _sweep_options(p)
     p = sub.add_parser("sweep", help="Figure-1-style sweep on your own MDP (.npz)", **fmt)
-    _mdp_options(p, planning=True)
+    _mdp_options(p, use="plan")
     _smoothing_option(p)
     _sweep_options(p)
     p = sub.add_parser(
@@ -237,10 +252,10 @@ def build_parser() -> argparse.ArgumentParser:
     _privacy_options(p)
     _smoothing_option(p)
     p.add_argument("--n", type=int, default=None, help="row dimension (one row, no --mdp)")
-    _mdp_options(p, planning=False, required=False)
+    _mdp_options(p, use="check", required=False)
     _out_folder(p)
     p = sub.add_parser("privatize", help="release a privatized MDP (OS-entropy randomness)", **fmt)
-    _mdp_options(p, planning=False)
+    _mdp_options(p, use="record")
     _release_options(p)
     _smoothing_option(p)
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
@@ -269,14 +284,14 @@ def _policy_parsers(sub, fmt: dict) -> None:
         help="the private (and robust) policy of a release: CSV table and PRISM chain",
         **fmt,
     )
-    _mdp_options(p, planning=True, privatizes=False)
+    _mdp_options(p, use="plan", privatizes=False)
     _set_options(p)
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
     _out_folder(p)
     p = sub.add_parser(
         "evaluate", help="a policy table's value on a model (e.g. the true one)", **fmt
     )
-    _mdp_options(p, planning=True, privatizes=False)
+    _mdp_options(p, use="plan", privatizes=False)
     p.add_argument(
         "--policy", type=Path, required=True, help="policy table (CSV) as synthesize writes it"
     )

@@ -164,6 +164,7 @@ def cmd_frontier(args) -> list[Path]:
     meta = {
         "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
         "model": name,
+        "models": {name: model_fields(mdp)},
         "seed": args.seed,
         "trials": args.trials,
         "delta": args.delta,
