@@ -120,3 +120,70 @@ def test_to_dense_of_a_huge_model_says_what_it_needs_and_what_to_use():
 def test_random_mdp_of_a_huge_size_is_refused_before_drawing():
     with pytest.raises(ValueError, match=r"random_mdp\(num_states=1000000.*TiB.*sparse model"):
         jp.examples.random_mdp(jax.random.key(0), 10**6)
+
+
+# ------------------------------------------------- item 7: every set under jit and vmap
+
+KEY = jax.random.key(0)
+KS, BETAS = np.array([10.0, 40.0]), np.array([0.1, 0.05])
+SETS = (jp.PaperSet, jp.ExactSet, jp.CertifiedSet)
+
+
+def _released(kind):
+    """A small gridworld released by the Dirichlet mechanism, sparse or dense (the dense
+    release records its support), and the private policy."""
+    grid = jp.examples.gridworld(2, 3, horizon=3)
+    model = grid if kind == "sparse" else jp.to_dense(grid)
+    private = jp.privatize(KEY, model, jp.Dirichlet(10.0), support="nonzero")
+    return private, jp.solve(private).policy
+
+
+def _bounds(private, policy, k, beta, cls, support_aware):
+    out = jp.cost_of_privacy(private, policy, jp.Dirichlet(k), cls(beta, support_aware))
+    return jax.numpy.stack([out.pessimistic[0], out.optimistic[0]])
+
+
+# Over the whole simplex (the paper's default) too, in CI's slow pass (a minute on 2 cores).
+@pytest.mark.parametrize("support_aware", [True, pytest.param(False, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("kind", ["sparse", "dense"])
+@pytest.mark.parametrize("cls", SETS, ids=lambda c: c.name)
+def test_every_set_under_jit_and_vmap_on_both_model_kinds(cls, kind, support_aware):
+    private, policy = _released(kind)
+    run = lambda m, k, b: _bounds(m, policy, k, b, cls, support_aware)  # noqa: E731
+    want = np.stack([run(private, k, b) for k, b in zip(KS, BETAS, strict=True)])
+    # k and β traced, the model concrete: the same sets (the level one ulp lower at most).
+    jitted = jax.jit(lambda k, b: run(private, k, b))
+    np.testing.assert_allclose(jitted(KS[0], BETAS[0]), want[0], rtol=1e-5, atol=1e-5)
+    batched = jax.vmap(lambda k, b: run(private, k, b))(KS, BETAS)
+    np.testing.assert_allclose(batched, want, rtol=1e-5, atol=1e-5)
+    # The model traced too: its support is unknown at trace time, so the union bound counts
+    # every entry of every row; the sets may only be wider.
+    wide = jax.jit(run)(private, KS[0], BETAS[0])
+    assert np.all(wide[0] <= want[0, 0] + 1e-5) and np.all(wide[1] >= want[0, 1] - 1e-5)
+
+
+def test_synthesize_with_certified_support_aware_sets_on_a_sparse_model():
+    """The issue's report: TracerArrayConversionError under jit, a callback error under vmap."""
+    grid = jp.examples.gridworld(4, 5, horizon=4)
+    uset = jp.CertifiedSet(0.1, support_aware=True)
+    cost = lambda k: jp.synthesize(KEY, grid, jp.Dirichlet(k), uset).cost  # noqa: E731
+    want = [float(cost(k)) for k in KS]
+    np.testing.assert_allclose(jax.jit(cost)(KS[0]), want[0], rtol=1e-5)
+    np.testing.assert_allclose(jax.vmap(cost)(KS), want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["sparse", "dense"])
+def test_additive_mechanisms_sets_under_vmap_over_beta(kind):
+    """The noise's radius came through a callback that had no batching rule."""
+    grid = jp.examples.gridworld(2, 3, horizon=3)
+    model = grid if kind == "sparse" else jp.to_dense(grid)
+    private = jp.privatize(KEY, model, jp.Gaussian(0.05), support="nonzero")
+    policy = jp.solve(private).policy
+    for cls in SETS:
+
+        def run(beta, cls=cls):
+            out = jp.cost_of_privacy(private, policy, jp.Gaussian(0.05), cls(beta, True))
+            return out.pessimistic[0]
+
+        want = np.stack([run(b) for b in BETAS])
+        np.testing.assert_allclose(jax.vmap(run)(BETAS), want, rtol=1e-5, atol=1e-5)

@@ -24,9 +24,8 @@ from typing import ClassVar, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.typing import ArrayLike
 
-from .._checks import check_positive, is_concrete
+from .._checks import check_positive, is_concrete, round_up
 from ..models._rows import Model
 from ..sets._boxes import SetParams, entry_count, radius_params, row_level
 from ..sets._sets import UncertaintySet
@@ -153,7 +152,7 @@ class Mechanism:
         """
         dtype = mdp.rewards.dtype
         n = entry_count(mdp, support_aware=uset.support_aware, whole_model=False)
-        unit = jnp.asarray(_host_or_callback(self.unit_radius, n, row_level(mdp, uset)), dtype)
+        unit = _host_or_callback(self.unit_radius, n, row_level(mdp, uset), dtype)
         alpha = jnp.asarray(self.parameter, dtype) * unit * (1 + 4 * jnp.finfo(dtype).eps)
         return "radius", radius_params(alpha, uset, dtype)
 
@@ -176,12 +175,14 @@ class Mechanism:
         return 0.0
 
 
-def _host_or_callback(fn, n: int, level) -> ArrayLike:
-    """``fn(n, level)`` on the host; through a callback when ``level`` is traced."""
+def _host_or_callback(fn, n: int, level, dtype) -> jax.Array:
+    """``fn(n, level)`` in ``dtype``, on the host; through a callback (one call per batch
+    member under ``vmap``; rounded up in ``dtype``) when ``level`` is traced."""
     if is_concrete(level):
-        return fn(n, float(level))
+        return jnp.asarray(fn(n, float(level)), dtype)
     return jax.pure_callback(
-        lambda lv: np.asarray(fn(n, float(lv)), np.float32),
-        jax.ShapeDtypeStruct((), jnp.float32),
+        lambda lv: round_up(fn(n, float(lv)), dtype),
+        jax.ShapeDtypeStruct((), dtype),
         jax.lax.stop_gradient(level),
+        vmap_method="sequential",
     )

@@ -118,13 +118,25 @@ def entry_level(mdp: Model, uset: UncertaintySet):
     """The per-side level ``c`` of each entry's interval: ``β / (2n)`` over a row's ``n``
     entries (scope ``"row"``) or ``β / (2N)`` over all ``N`` entries (scope ``"model"``)."""
     whole = uset.scope == "model"
-    return uset.beta / (2 * entry_count(mdp, support_aware=uset.support_aware, whole_model=whole))
+    n = entry_count(mdp, support_aware=uset.support_aware, whole_model=whole)
+    return _level(uset.beta, 2 * n)
 
 
 def row_level(mdp: Model, uset: UncertaintySet):
     """The probability a row's box may fail: ``β`` (scope ``"row"``) or ``β / R`` over the
     ``R`` allowed rows (scope ``"model"``)."""
-    return uset.beta / row_count(mdp) if uset.scope == "model" else uset.beta
+    return _level(uset.beta, row_count(mdp)) if uset.scope == "model" else uset.beta
+
+
+def _level(beta, count: int):
+    """``β / count``, never above the exact quotient of the ``β`` given (a smaller level
+    only widens a box). Concrete: in float64 on the host. Traced (a sweep over ``β`` under
+    ``jit`` or ``vmap``): in ``β``'s dtype, one ulp down (the division rounds to nearest)."""
+    if is_concrete(beta):
+        level = np.asarray(beta, np.float64) / count
+        return float(level) if level.ndim == 0 else level
+    level = jnp.asarray(beta) / count
+    return jnp.nextafter(level, jnp.zeros_like(level))
 
 
 def paper_params(alpha, beta) -> SetParams:
@@ -154,7 +166,10 @@ def beta_params(mdp: Model, k, uset: UncertaintySet) -> SetParams:
         )
         alpha = jnp.asarray(widths, dtype)
     else:
-        tables = device_tables(jnp.asarray(k, dtype), jnp.asarray(level, dtype), dtype)
+        # The level in the dtype, rounded down (a smaller level only widens the intervals).
+        level = jnp.asarray(level, dtype)
+        level = jnp.nextafter(level, jnp.zeros_like(level))
+        tables = device_tables(jnp.asarray(k, dtype), level, dtype)
         alpha = jnp.zeros(jnp.shape(k), dtype)  # no static width: the fill spans all entries
     params = radius_params(alpha, uset, dtype)
     return params._replace(tables=BetaTables(*map(jnp.asarray, tables)))
