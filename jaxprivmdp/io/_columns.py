@@ -16,6 +16,7 @@ does (both use David Gay's algorithm; tested against ``float`` on random and har
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import NamedTuple
 
@@ -37,10 +38,11 @@ _CLASS[ord("\n")] = 2
 
 
 class Columns(NamedTuple):
-    """The columns (int64 for ``"i"``, float64 for ``"f"``) and each row's line number."""
+    """The columns (int64 for ``"i"``, float64 for ``"f"``) and each row's line number (a
+    ``range`` where every line is a row)."""
 
     values: list[np.ndarray]
-    line: np.ndarray
+    line: np.ndarray | range
 
 
 def read_columns(path: Path, kinds: str, *, skip: int, extra: int = 0) -> Columns | None:
@@ -61,8 +63,8 @@ def read_columns(path: Path, kinds: str, *, skip: int, extra: int = 0) -> Column
             if start is None:
                 return None
             offset, line = start
-            rows = sum(block.count(b"\n") for block in iter(lambda: f.read(BLOCK), b"")) + 1
-            f.seek(offset)
+            # At most one row per 2 bytes per field; pages never written take no memory.
+            rows = (os.fstat(f.fileno()).st_size - offset) // (2 * len(kinds)) + 1
             return _read_blocks(f, kinds, extra, rows, line)
     except OSError as e:
         raise ValueError(f"cannot read {where(path)}: {e}") from None
@@ -103,14 +105,15 @@ def _body_start(f, skip: int, head: list | None = None) -> tuple[int, int] | Non
 def _read_blocks(f, kinds: str, extra: int, rows: int, first_line: int) -> Columns | None:
     """Fills the columns block by block (``rows`` bounds the number of lines)."""
     out = [np.empty(rows, np.int64 if k == "i" else np.float64) for k in kinds]
-    line = np.empty(rows, np.int64)
+    line = None  # while every line is a row: range(first_line + 1, ...)
     n, base, tail = 0, first_line, b""
+    buf = np.empty(0, np.uint8)
     while True:
         # PAD bytes on both sides: the windows of the first and last fields stay inside.
-        buf = np.empty(PAD + len(tail) + BLOCK + PAD, np.uint8)
-        buf[:PAD] = 0
+        if buf.size < PAD + len(tail) + BLOCK + PAD:
+            buf = np.zeros(PAD + len(tail) + BLOCK + PAD, np.uint8)
         buf[PAD : PAD + len(tail)] = np.frombuffer(tail, np.uint8)
-        got = f.readinto(memoryview(buf)[PAD + len(tail) : -PAD])
+        got = f.readinto(memoryview(buf)[PAD + len(tail) : PAD + len(tail) + BLOCK])
         size = len(tail) + got
         buf[PAD + size :] = 0
         data = buf[PAD : PAD + size]
@@ -123,11 +126,17 @@ def _read_blocks(f, kinds: str, extra: int, rows: int, first_line: int) -> Colum
             values, numbers, newlines = block
             for column, v in zip(out, values, strict=True):
                 column[n : n + v.size] = v
-            line[n : n + numbers.size] = base + numbers
+            every = not numbers.size or numbers[-1] == numbers.size  # 1, 2, ..., size
+            if line is None and not (every and base == first_line + n):
+                line = np.empty(rows, np.int64)
+                line[:n] = np.arange(first_line + 1, first_line + 1 + n)
+            if line is not None:
+                line[n : n + numbers.size] = base + numbers
             n += numbers.size
             base += newlines
         if not got:
-            return Columns([column[:n] for column in out], line[:n])
+            lines = range(first_line + 1, first_line + 1 + n) if line is None else line[:n]
+            return Columns([column[:n] for column in out], lines)
 
 
 def _after_last_newline(data: np.ndarray) -> int:
@@ -142,12 +151,11 @@ def _after_last_newline(data: np.ndarray) -> int:
 def _read_block(buf: np.ndarray, b: np.ndarray, kinds: str, extra: int):
     """The whole lines ``b = buf[PAD : PAD + len(b)]``: ``(columns, each row's 1-based line
     number within the block, the block's number of newlines)``."""
-    newlines = np.flatnonzero(b == ord("\n"))
     for split in (_single_spaced, _fields):  # the second where the first does not apply
-        fields = split(b, newlines, len(kinds), extra)
+        fields = split(b, len(kinds), extra)
         if fields is None:
             continue
-        starts, ends, used = fields
+        starts, ends, used, newlines = fields
         values = []
         for j, kind in enumerate(kinds):
             parse = _integers if kind == "i" else decimal_column
@@ -155,28 +163,32 @@ def _read_block(buf: np.ndarray, b: np.ndarray, kinds: str, extra: int):
             if values[-1] is None:
                 break
         else:
-            return values, used + 1, newlines.size
+            return values, used + 1, newlines
     return None
 
 
-def _single_spaced(b: np.ndarray, newlines: np.ndarray, n: int, extra: int):
-    """``(starts, ends, used)`` of each column's fields (as :func:`_fields`) where every line
-    has the same fields, each between single spaces (as PRISM and Storm write them); else
-    None. A field may then hold any byte: the number parsers check theirs, and the block's
-    bytes are checked here only if there are trailing fields."""
-    if not newlines.size or newlines[-1] != b.size - 1:
+def _single_spaced(b: np.ndarray, n: int, extra: int):
+    """``(starts, ends, used, newlines)`` (as :func:`_fields`) where every line has the same
+    fields, each between single spaces (as PRISM and Storm write them); else None. A field
+    may then hold any byte: the number parsers check theirs, and the block's bytes are
+    checked here only if there are trailing fields."""
+    separators = np.flatnonzero((b == ord(" ")) | (b == ord("\n")))
+    if not separators.size or separators[-1] != b.size - 1 or b[-1] != ord("\n"):
         return None
-    spaces = np.flatnonzero(b == ord(" "))
-    per = spaces.size // newlines.size  # spaces per line
-    if per * newlines.size != spaces.size or not n <= per + 1 <= n + extra:
+    newline = b[separators] == ord("\n")
+    per = int(newline.argmax()) + 1  # separators per line: the first line's
+    if separators.size % per or not n <= per <= n + extra:
         return None
-    before = np.concatenate([[-1], newlines[:-1]])  # the newline before each line
-    bounds = np.concatenate([before[:, None], spaces.reshape(-1, per), newlines[:, None]], 1)
-    if (np.diff(bounds, axis=1) < 2).any() or (b[newlines - 1] == ord("\r")).any():
-        return None  # a space on another line, an empty field, or \r\n line ends
-    if per + 1 > n and not _plain_ascii(b):
+    newline = newline.reshape(-1, per)
+    if not newline[:, -1].all() or newline[:, :-1].any():
         return None
-    return (bounds[:, :n] + 1).T, bounds[:, 1 : n + 1].T, np.arange(newlines.size)
+    if separators[0] == 0 or (np.diff(separators) < 2).any():
+        return None  # an empty field
+    at = separators.reshape(-1, per)
+    if (b[at[:, -1] - 1] == ord("\r")).any() or (per > n and not _plain_ascii(b)):
+        return None
+    starts = np.concatenate([np.concatenate([[-1], at[:-1, -1]])[None], at[:, : n - 1].T]) + 1
+    return starts, at[:, :n].T, np.arange(at.shape[0]), at.shape[0]
 
 
 def _plain_ascii(b: np.ndarray) -> bool:
@@ -184,10 +196,12 @@ def _plain_ascii(b: np.ndarray) -> bool:
     return bool((_CLASS[b] != 0).all()) and not b.tobytes().count(b"\r")
 
 
-def _fields(b: np.ndarray, newlines: np.ndarray, n: int, extra: int):
-    """``(starts, ends, used)``: the first ``n`` fields' starts and ends `[n, lines]` of each
-    non-blank line, and its index in the block; None if a line has fewer than ``n`` or more
-    than ``n + extra`` fields or a byte that Python might read otherwise."""
+def _fields(b: np.ndarray, n: int, extra: int):
+    """``(starts, ends, used, newlines)``: the first ``n`` fields' starts and ends
+    `[n, lines]` of each non-blank line, its index in the block, and the block's number of
+    newlines; None if a line has fewer than ``n`` or more than ``n + extra`` fields or a
+    byte that Python might read otherwise."""
+    newlines = np.flatnonzero(b == ord("\n"))
     cls = _CLASS[b]
     if not cls.all():
         return None
@@ -204,7 +218,7 @@ def _fields(b: np.ndarray, newlines: np.ndarray, n: int, extra: int):
         return None
     first, used = got
     index = first + np.arange(n)[:, None]
-    return starts[index], ends[index], used
+    return starts[index], ends[index], used, newlines.size
 
 
 def _lines(starts: np.ndarray, newlines: np.ndarray, size: int, n: int, extra: int):

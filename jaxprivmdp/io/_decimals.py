@@ -75,18 +75,33 @@ def decimal_column(b: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray | 
 def _plain(b: np.ndarray, s: np.ndarray, e: np.ndarray, out: np.ndarray) -> None:
     """Converts the plain fields (digits, at most one point, at most 19 digits) into ``out``
     (NaN where :func:`_scale` is not exact, and for the others)."""
+    point = s + 1  # most often the point follows one digit ("0.25")
+    single = np.ones(s.size, bool)  # at most one point
+    elsewhere = np.flatnonzero(b[point] != ord("."))
+    if elsewhere.size:
+        point[elsewhere], single[elsewhere] = _find_points(b, s[elsewhere], e[elsewhere])
+    # (A second point after the first is no digit: the fraction's check refuses it.)
+    whole, fraction = point - s, np.maximum(e - point - 1, 0)
+    plain = single & (whole + fraction >= 1) & (whole + fraction <= _MAX_DIGITS)
+    rows = None if plain.all() else np.flatnonzero(plain)
+    if rows is not None:
+        whole, fraction, point, e = whole[rows], fraction[rows], point[rows], e[rows]
+    high, ok_high = digit_runs(b, point, whole)
+    low, ok_low = digit_runs(b, e, fraction)
+    M = high * _POW10_INT[fraction] + low
+    values = np.where(ok_high & ok_low, _scale(M, -fraction), np.nan)
+    if rows is None:
+        out[:] = values
+    else:
+        out[rows] = values
+
+
+def _find_points(b: np.ndarray, s: np.ndarray, e: np.ndarray):
+    """Each field's point (``e`` if none) and whether it has at most one."""
     points = np.concatenate([[-1], np.flatnonzero(b == ord("."))])  # -1: before any field
     after = np.searchsorted(points, e)
     n_points = after - np.searchsorted(points, s)
-    point = np.where(n_points == 1, points[after - 1], e)
-    whole, fraction = point - s, np.where(n_points == 1, e - point - 1, 0)
-    plain = (n_points <= 1) & (whole + fraction >= 1) & (whole + fraction <= _MAX_DIGITS)
-    rows = np.flatnonzero(plain)
-    whole, fraction = whole[rows], fraction[rows]
-    high, ok_high = digit_runs(b, point[rows], whole)
-    low, ok_low = digit_runs(b, e[rows], fraction)
-    M = high * _POW10_INT[fraction] + low
-    out[rows] = np.where(ok_high & ok_low, _scale(M, -fraction), np.nan)
+    return np.where(n_points == 1, points[after - 1], e), n_points <= 1
 
 
 def digit_runs(b: np.ndarray, end: np.ndarray, length: np.ndarray):
@@ -95,15 +110,21 @@ def digit_runs(b: np.ndarray, end: np.ndarray, length: np.ndarray):
 
     Eight digits at a time, from 64-bit words read at any byte offset (a strided view, no
     copy of the text): each word's bytes before the run become ``'0'``."""
-    words = max(1, -(-int(length.max(initial=1)) // 8))
+    longest = int(length.max(initial=1))
+    if longest <= 1:  # one digit (or none): PRISM's choices, "0." and "0.5"'s whole part
+        digit = b[end - 1] - np.uint8(ord("0"))
+        used = length == 1
+        return np.where(used, digit, 0).astype(np.uint64), ~used | (digit <= 9)
+    shortest = int(length.min())
     at = np.ndarray((b.size - 7,), "<u8", buffer=b, strides=(1,))  # at[i]: b[i : i + 8]
     value = np.zeros(end.size, np.uint64)
     high = np.zeros(end.size, np.uint64)  # a byte's high bit: not a digit
-    for k in range(words):  # k-th word from the right
+    for k in range(-(-longest // 8)):  # k-th word from the right
         x = at[end - 8 * (k + 1)]
-        outside = np.clip(8 * (k + 1) - length, 0, 8).astype(np.uint64)  # its first bytes
-        keep = _ONES << (outside * _U(8))  # 0 for a shift by 64
-        x = (x & keep) | (_ZEROS & ~keep)
+        if shortest < 8 * (k + 1):  # some rows start inside this word
+            outside = np.clip(8 * (k + 1) - length, 0, 8).astype(np.uint64)  # its first bytes
+            keep = _ONES << (outside * _U(8))  # 0 for a shift by 64
+            x = (x & keep) | (_ZEROS & ~keep)
         high |= (x + _U(0x4646464646464646)) | (x - _ZEROS)
         value += _eight_digits(x) * _POW10_INT[8 * k]
     return value, (high & _U(0x8080808080808080)) == 0
@@ -125,7 +146,10 @@ def _scale(M: np.ndarray, q: np.ndarray) -> np.ndarray:
     p = _POW10[np.clip(np.abs(q), 0, 22)]
     m = M.astype(np.float64)  # exact where small
     out = np.where(small, np.where(q >= 0, m * p, m / p), np.nan)
-    if long.any():
+    n_long = np.count_nonzero(long)
+    if 2 * n_long > long.size:  # most: no gathers (the others' quotients are discarded)
+        out = np.where(long, _quotient(M, p), out)
+    elif n_long:
         out[long] = _quotient(M[long], p[long])
     return out
 

@@ -60,7 +60,7 @@ class Explicit:
     choice: np.ndarray
     tgt: np.ndarray
     prob: np.ndarray
-    line: np.ndarray
+    line: np.ndarray | range  # each transition's line in the file
 
 
 def _declared_type(path: Path) -> str | None:
