@@ -26,7 +26,7 @@ from ._decimals import MAX_CHARS, decimal_column, digit_runs
 from ._text import where
 
 BLOCK = 1 << 23  # bytes read per step (8 MiB): the temporaries stay a few times this
-MAX_INT_DIGITS = 18  # below 2**63 whatever the digits
+MAX_INT_DIGITS = 9  # below 2**31 whatever the digits: int32 (longer: line by line)
 PAD = MAX_CHARS + 8  # bytes before and after a block, for windows that reach past it
 
 # Byte classes: 0 refused (the line-by-line reader decides), 1 blank, 2 newline, 3 in a field.
@@ -38,7 +38,7 @@ _CLASS[ord("\n")] = 2
 
 
 class Columns(NamedTuple):
-    """The columns (int64 for ``"i"``, float64 for ``"f"``) and each row's line number (a
+    """The columns (int32 for ``"i"``, float64 for ``"f"``) and each row's line number (a
     ``range`` where every line is a row)."""
 
     values: list[np.ndarray]
@@ -104,7 +104,7 @@ def _body_start(f, skip: int, head: list | None = None) -> tuple[int, int] | Non
 
 def _read_blocks(f, kinds: str, extra: int, rows: int, first_line: int) -> Columns | None:
     """Fills the columns block by block (``rows`` bounds the number of lines)."""
-    out = [np.empty(rows, np.int64 if k == "i" else np.float64) for k in kinds]
+    out = [np.empty(rows, np.int32 if k == "i" else np.float64) for k in kinds]
     line = None  # while every line is a row: range(first_line + 1, ...)
     n, base, tail = 0, first_line, b""
     buf = np.empty(0, np.uint8)
@@ -170,25 +170,23 @@ def _read_block(buf: np.ndarray, b: np.ndarray, kinds: str, extra: int):
 def _single_spaced(b: np.ndarray, n: int, extra: int):
     """``(starts, ends, used, newlines)`` (as :func:`_fields`) where every line has the same
     fields, each between single spaces (as PRISM and Storm write them); else None. A field
-    may then hold any byte: the number parsers check theirs, and the block's bytes are
-    checked here only if there are trailing fields."""
-    separators = np.flatnonzero((b == ord(" ")) | (b == ord("\n")))
-    if not separators.size or separators[-1] != b.size - 1 or b[-1] != ord("\n"):
+    may then hold any byte: the number parsers check theirs (a ``\\r`` before the newline
+    too), and the block's bytes are checked here only if there are trailing fields."""
+    newline = b == ord("\n")
+    separator = newline | (b == ord(" "))
+    if not newline[-1] or separator[0] or (separator[1:] & separator[:-1]).any():
+        return None  # an empty field (or the block's end)
+    separators = np.flatnonzero(separator)
+    newlines = np.flatnonzero(newline)
+    per = separators.size // newlines.size  # separators per line, if the same on each
+    if per * newlines.size != separators.size or not n <= per <= n + extra:
         return None
-    newline = b[separators] == ord("\n")
-    per = int(newline.argmax()) + 1  # separators per line: the first line's
-    if separators.size % per or not n <= per <= n + extra:
-        return None
-    newline = newline.reshape(-1, per)
-    if not newline[:, -1].all() or newline[:, :-1].any():
-        return None
-    if separators[0] == 0 or (np.diff(separators) < 2).any():
-        return None  # an empty field
     at = separators.reshape(-1, per)
-    if (b[at[:, -1] - 1] == ord("\r")).any() or (per > n and not _plain_ascii(b)):
+    if (at[:, -1] != newlines).any() or (per > n and not _plain_ascii(b)):
         return None
-    starts = np.concatenate([np.concatenate([[-1], at[:-1, -1]])[None], at[:, : n - 1].T]) + 1
-    return starts, at[:, :n].T, np.arange(at.shape[0]), at.shape[0]
+    first = np.concatenate([[0], newlines[:-1] + 1])
+    starts = [first, *(at[:, j] + 1 for j in range(n - 1))]
+    return starts, [at[:, j] for j in range(n)], np.arange(newlines.size), newlines.size
 
 
 def _plain_ascii(b: np.ndarray) -> bool:
@@ -242,9 +240,9 @@ def _lines(starts: np.ndarray, newlines: np.ndarray, size: int, n: int, extra: i
 
 
 def _integers(b: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray | None:
-    """Fields of ASCII digits as int64 (None if any field is not)."""
+    """Fields of ASCII digits as int32 (None if any field is not, or is too long)."""
     length = e - s
     if length.max(initial=1) > MAX_INT_DIGITS:
         return None
     value, ok = digit_runs(b, e, length)
-    return value.astype(np.int64) if ok.all() else None
+    return value.astype(np.int32) if ok.all() else None

@@ -62,6 +62,10 @@ class Explicit:
     prob: np.ndarray
     line: np.ndarray | range  # each transition's line in the file
 
+    @functools.cached_property
+    def rows(self) -> _Rows:
+        return _Rows(self)
+
 
 def _declared_type(path: Path) -> str | None:
     """The type in a ``# Transitions (MDP)`` comment, or None; refuses other file types."""
@@ -198,7 +202,7 @@ def _check_body(ex: Explicit, counts: list[int] | None) -> None:
     """Ranges, a DTMC's probabilities, and the header's counts against the body."""
     S = ex.num_states
     # As unsigned integers a negative index is out of range too.
-    out = (ex.src.view(np.uint64) >= S) | (ex.tgt.view(np.uint64) >= S) | (ex.choice < 0)
+    out = (ex.src < 0) | (ex.src >= S) | (ex.tgt < 0) | (ex.tgt >= S) | (ex.choice < 0)
     bad = np.flatnonzero(out)
     if bad.size:
         raise ValueError(
@@ -219,7 +223,7 @@ def _check_body(ex: Explicit, counts: list[int] | None) -> None:
             f"{where(ex.path)}: the header declares {T} transitions, the body has {ex.src.size}"
         )
     if ex.kind == "mdp":
-        n = _Rows(ex).starts.size
+        n = ex.rows.starts.size
         if n != counts[1]:
             raise ValueError(
                 f"{where(ex.path)}: the header declares {counts[1]} choices, the body has {n}"
@@ -227,17 +231,26 @@ def _check_body(ex: Explicit, counts: list[int] | None) -> None:
 
 
 class _Rows:
-    """The transitions grouped by row ``(source, choice)``: ``row = source · A + choice``,
-    ``order`` (None where the file lists them row by row already, as PRISM and Storm write
-    them; else a stable sort), each row's first position in that order and the rows."""
+    """The transitions grouped by row ``(source, choice)``: ``order`` (None where the file
+    lists them row by row already, as PRISM and Storm write them; else a stable sort by
+    row), the first position of each row in that order, and its ``source · A + choice``."""
 
     def __init__(self, ex: Explicit):
-        self.A = int(ex.choice.max()) + 1
-        self.row = ex.src * self.A + ex.choice
-        self.order = None if _nondecreasing(self.row) else np.argsort(self.row, kind="stable")
-        ordered = self.row if self.order is None else self.row[self.order]
-        self.starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
-        self.pairs = ordered[self.starts]
+        src, choice = ex.src, ex.choice
+        self.A = int(choice.max()) + 1
+        same = src[1:] == src[:-1]
+        in_order = ((src[1:] > src[:-1]) | (same & (choice[1:] >= choice[:-1]))).all()
+        if in_order:
+            self.order = None
+            new = ~same | (choice[1:] != choice[:-1])
+        else:
+            row = src.astype(np.int64) * self.A + choice
+            self.order = np.argsort(row, kind="stable")
+            row = row[self.order]
+            new = row[1:] != row[:-1]
+        self.starts = np.flatnonzero(np.concatenate([[True], new]))
+        first = self.starts if self.order is None else self.order[self.starts]
+        self.pairs = src[first].astype(np.int64) * self.A + choice[first]
 
 
 def _nondecreasing(x: np.ndarray) -> bool:
@@ -288,7 +301,7 @@ class Layout:
         """``(keys, order)``: the sorted ``(source · A + choice) · S + target`` keys of the
         flat transitions and the flat index of each (None: the identity)."""
         ex, A = self.ex, self.mask.shape[1]
-        keys = (ex.src * A + ex.choice) * ex.num_states + ex.tgt
+        keys = (ex.src.astype(np.int64) * A + ex.choice) * ex.num_states + ex.tgt
         if _nondecreasing(keys):
             return keys, None
         order = np.argsort(keys, kind="stable")
@@ -298,7 +311,7 @@ class Layout:
 def make_layout(ex: Explicit) -> Layout:
     """The padded arrays; a state's choices must be ``0 .. n_s − 1``."""
     S = ex.num_states
-    rows = _Rows(ex)
+    rows = ex.rows
     A = rows.A
     state = rows.pairs // A
     n_choices = np.bincount(state, minlength=S)
@@ -314,8 +327,12 @@ def make_layout(ex: Explicit) -> Layout:
         )
     counts = np.diff(np.append(rows.starts, ex.src.size))
     K = int(counts.max())
-    slot = np.arange(ex.src.size) - np.repeat(rows.starts, counts)  # in row order
-    flat = np.repeat(rows.pairs * K, counts) + slot  # each transition's place in [S, A, K]
+    # Each transition's place in [S, A, K] (in row order): its row's, plus its rank there,
+    # as a running sum of steps (one array: fresh memory is what costs most here).
+    flat = np.ones(ex.src.size, np.int64)
+    previous = np.concatenate([[0], rows.pairs[:-1] * K + counts[:-1] - 1])  # a row's last
+    flat[rows.starts] = rows.pairs * K - previous
+    np.cumsum(flat, out=flat)
     if rows.order is not None:
         flat[rows.order] = flat.copy()
     index = np.int32 if S <= np.iinfo(np.int32).max else np.int64
