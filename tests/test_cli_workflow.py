@@ -360,3 +360,78 @@ def test_no_silent_horizon_and_every_json_records_the_model(tmp_path, capsys):
         "discount": 1.0,
         "initial_state": 2,
     }
+
+
+# --------------------------------------------------------------------------- item 6
+
+
+def _interrupt_reproduce(tmp_path, delay: float):
+    """Runs `python -m jaxprivmdp reproduce` as a user does and presses Ctrl-C ``delay`` s
+    after it starts computing; returns (exit status, stderr, output folder)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    out = tmp_path / f"res{delay}"
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jaxprivmdp", "reproduce", "--out", str(out)],
+        cwd=root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines = []
+    for line in proc.stderr:  # wait until it computes (the first model's line)
+        lines.append(line)
+        if line.startswith("Example 1"):
+            break
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    _, rest = proc.communicate(timeout=300)
+    return proc.returncode, "".join(lines) + rest, out
+
+
+@pytest.mark.parametrize("delay", [0.5, 4.0])
+def test_ctrl_c_during_reproduce_exits_130_on_one_line(tmp_path, delay):
+    """Ctrl-C while XLA compiles or runs a chunk: exit 130 and one line, never a crash (it
+    used to segfault: the interpreter shut down under running computations)."""
+    status, err, out = _interrupt_reproduce(tmp_path, delay)
+    assert status == 130, err
+    assert err.endswith("jaxprivmdp reproduce: interrupted\n"), err
+    assert "Traceback" not in err and "Fatal" not in err
+    assert not out.exists() or list(out.iterdir()) == []  # no output, no temporary
+
+
+def test_a_ctrl_c_while_computing_is_raised_at_a_safe_point():
+    import os
+    import signal
+
+    from jaxprivmdp.cli import _interrupts
+
+    calls = []
+
+    def compute():
+        os.kill(os.getpid(), signal.SIGINT)  # arrives "inside XLA": only recorded
+        calls.append("finished")
+        return jp.solve(jp.examples.investment()).values
+
+    with _interrupts.deferred_interrupts():
+        with pytest.raises(KeyboardInterrupt):
+            _interrupts.guarded(compute)
+        assert calls == ["finished"]  # raised after the call, its results ready
+
+        def twice():
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)  # a second Ctrl-C stops at once
+            calls.append("not reached")
+
+        with pytest.raises(KeyboardInterrupt):
+            _interrupts.guarded(twice)
+        assert calls == ["finished"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

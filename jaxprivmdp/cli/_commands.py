@@ -9,9 +9,13 @@ or not at all (see :func:`jaxprivmdp.io._files.atomic_outputs`).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
+import warnings
 
 from ._args import build_parser, check_args
+from ._interrupts import deferred_interrupts
 from ._policy_commands import cmd_evaluate, cmd_synthesize
 from ._privacy_commands import cmd_privacy
 from ._release import cmd_privatize
@@ -54,37 +58,65 @@ COMMANDS = {
 }
 
 
+@contextlib.contextmanager
+def _one_line_warnings(command: str):
+    """Warnings (a PRISM model without rewards, ...) as one line each on stderr."""
+    with warnings.catch_warnings():
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            note(f"jaxprivmdp {command}: warning: {' '.join(str(message).split())}")
+
+        warnings.showwarning = show
+        yield
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Runs a command; returns its exit status (0, 2 for a bad input, 130 when interrupted)."""
+    """Runs a command; returns its exit status (0, 2 for a bad input, 130 when interrupted).
+
+    Run as the program (``argv`` None), an interrupted command exits at once with 130 after
+    flushing its output: the interpreter's teardown is skipped, so nothing XLA may still
+    hold is torn down under it.
+    """
+    status = _run(argv)
+    if argv is None and status == 130:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)
+    return status
+
+
+def _run(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
-    import jax
-
-    from ..models._support import ZeroEntryError
-
-    x64 = jax.config.jax_enable_x64  # restored: callers in Python keep their setting
 
     def error(msg) -> None:
         print(f"jaxprivmdp {args.command}: error: {' '.join(str(msg).split())}", file=sys.stderr)
 
-    try:
-        check_args(args)
-        if hasattr(args, "dtype"):
-            _setup(args)
-        files = COMMANDS[args.command](args)
-    except KeyboardInterrupt:
-        print(f"jaxprivmdp {args.command}: interrupted", file=sys.stderr)
-        return 130
-    except ZeroEntryError as e:
-        error(_zero_entry_message(e))
-        return 2
-    except MemoryError:
-        error("out of memory: try a smaller --batch-size, fewer --trials or a smaller MDP")
-        return 2
-    except (ValueError, OSError) as e:
-        error(e)
-        return 2
-    finally:
-        jax.config.update("jax_enable_x64", x64)
+    with deferred_interrupts(), _one_line_warnings(args.command):
+        try:
+            import jax
+
+            from ..models._support import ZeroEntryError
+
+            x64 = jax.config.jax_enable_x64  # restored: callers in Python keep their setting
+            try:
+                check_args(args)
+                if hasattr(args, "dtype"):
+                    _setup(args)
+                files = COMMANDS[args.command](args)
+            except ZeroEntryError as e:
+                error(_zero_entry_message(e))
+                return 2
+            except MemoryError:
+                error("out of memory: try a smaller --batch-size, fewer --trials or a smaller MDP")
+                return 2
+            except (ValueError, OSError) as e:
+                error(e)
+                return 2
+            finally:
+                jax.config.update("jax_enable_x64", x64)
+        except KeyboardInterrupt:
+            print(f"jaxprivmdp {args.command}: interrupted", file=sys.stderr)
+            return 130
     for f in files:
         note(f"wrote {f}")
     return 0

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from ..io._files import atomic_outputs
+from ._interrupts import guarded
 from ._mdp_files import load_user_mdp, model_fields
 from ._policy_files import read_policy, write_chain, write_policy
 
@@ -49,13 +50,13 @@ def _robust_part(args, mdp, record, policy) -> tuple[dict, object]:
 
     mech = _release_mechanism(args, record)
     uset = as_set(args.bound, args.beta, args.support_aware)
-    robust = robust_solve(mdp, mech, uset)
+    robust = guarded(robust_solve, mdp, mech, uset)
     s0 = mdp.initial_state
 
     def at_s0(values):
         return float(values[0, s0] if mdp.is_finite_horizon else values[s0])
 
-    private_bound = cost_of_privacy(mdp, policy, mech, uset)
+    private_bound = guarded(cost_of_privacy, mdp, policy, mech, uset)
     return {
         "bound": args.bound,
         "beta": args.beta,
@@ -75,7 +76,7 @@ def cmd_synthesize(args) -> list[Path]:
 
     user = load_user_mdp(args, metadata=True)
     mdp, record = user.mdp, _release_record(user.arrays)
-    solution = solve(mdp)
+    solution = guarded(solve, mdp)
     s0 = mdp.initial_state
     values = np.asarray(solution.values)
     meta = {
@@ -131,7 +132,7 @@ def cmd_evaluate(args) -> list[Path]:
             f"--mdp has S = {mdp.num_states} and horizon {mdp.horizon}"
         )
     try:
-        values = np.asarray(evaluate(mdp, policy))
+        values = np.asarray(guarded(evaluate, mdp, policy))
     except ValueError as e:
         raise ValueError(f"--policy {str(args.policy)!r}: {e}") from None
     first = values[0] if mdp.is_finite_horizon else values

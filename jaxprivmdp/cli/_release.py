@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..io._files import atomic_path
 from ._accounting import release_guarantee, release_mechanism
+from ._interrupts import guarded
 from ._mdp_files import load_user_mdp
 
 
@@ -40,14 +41,16 @@ def _private_rows(args, mdp, mech) -> dict:
     from ..models import SparseMDP
 
     if isinstance(mdp, SparseMDP):
-        private = privatize(secure_key(), mdp, mech)
+        private = guarded(privatize, secure_key(), mdp, mech)
         return {
             "next_states": np.asarray(mdp.next_states),
             "probs": np.asarray(private.probs),
             # The lists are the public support: a listed entry the noise set to 0 stays.
             "support": np.asarray(mdp.next_states) >= 0,
         }
-    private = privatize(secure_key(), mdp, mech, support=args.support, smoothing=args.smoothing)
+    private = guarded(
+        privatize, secure_key(), mdp, mech, support=args.support, smoothing=args.smoothing
+    )
     # The support it was privatized over is public structure: the support-aware sets need it.
     return {"transitions": np.asarray(private.transitions), "support": np.asarray(private.support)}
 

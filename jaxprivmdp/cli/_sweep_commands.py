@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..io._files import atomic_outputs
 from ._accounting import sweep_guarantees
+from ._interrupts import guarded
 from ._mdp_files import load_user_mdp, model_fields
 from ._terminal import note, print_frontier, print_sweep_tables, progress
 
@@ -26,7 +27,8 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
     for i, (name, mdp) in enumerate(mdps.items()):
         t0 = time.perf_counter()
         note(f"{name}: S={mdp.num_states}, A={mdp.num_actions}, horizon={mdp.horizon}")
-        result = sweep(
+        result = guarded(
+            sweep,
             jax.random.fold_in(key, i),
             mdp,
             ks=args.ks,
@@ -145,7 +147,8 @@ def cmd_frontier(args) -> list[Path]:
     start = time.perf_counter()
     name, mdp, support = _frontier_mdp(args)
     note(f"{name}: S={mdp.num_states}, A={mdp.num_actions}, horizon={mdp.horizon}")
-    result = frontier(
+    result = guarded(
+        frontier,
         jax.random.key(args.seed),
         mdp,
         epsilons=args.epsilons,

@@ -6,6 +6,8 @@ import math
 import sys
 import time
 
+from ._interrupts import checkpoint
+
 
 def note(msg: str) -> None:
     """One line on stderr (notes, warnings, progress, the files written)."""
@@ -18,6 +20,7 @@ def progress(label: str):
 
     def report(done: int, total: int) -> None:
         note(f"  [{label}] {done}/{total} runs  {time.perf_counter() - start:6.1f} s")
+        checkpoint()  # between chunks nothing runs: a deferred Ctrl-C stops here
 
     return report
 
