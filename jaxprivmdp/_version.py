@@ -1,1 +1,6 @@
-__version__ = "0.1.0"
+"""The one place the version lives (``pyproject.toml`` reads it from here).
+
+``.devN`` while CHANGELOG.md's top section is unreleased; the bare version once released.
+"""
+
+__version__ = "0.3.0.dev0"

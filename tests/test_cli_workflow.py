@@ -435,3 +435,53 @@ def test_a_ctrl_c_while_computing_is_raised_at_a_safe_point():
             _interrupts.guarded(twice)
         assert calls == ["finished"]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+# --------------------------------------------------------------------------- item 17
+
+
+def _readme_api() -> str:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = text.index("The public API")
+    return text[start : text.index("Every function has a docstring", start)]
+
+
+def test_readme_names_the_whole_public_api():
+    api = _readme_api()
+    missing = [n for n in jp.__all__ if n not in ("examples", "privacy") and f"`{n}`" not in api]
+    missing += [f"privacy.{n}" for n in jp.privacy.__all__ if f"`{n}`" not in api]
+    assert not missing, f"README's API list lacks {missing}"
+
+
+def test_the_version_agrees_with_the_changelog():
+    import re
+    from pathlib import Path
+
+    from packaging.version import Version
+
+    changelog = (Path(__file__).resolve().parents[1] / "CHANGELOG.md").read_text()
+    top = re.search(r"^## (\S+) \(([^)]*)\)", changelog, re.M)
+    version = Version(jp.__version__)
+    assert version.base_version == top.group(1)
+    assert version.is_devrelease == (top.group(2) == "unreleased")
+
+
+def test_help_shows_a_default_for_every_option(capsys):
+    from jaxprivmdp.cli import _args
+
+    parser = _args.build_parser()
+    commands = next(a for a in parser._actions if a.choices and "sweep" in a.choices).choices
+    assert {"synthesize", "evaluate"} <= set(commands)
+    for name, sub in commands.items():
+        fmt = sub.formatter_class(prog=name)
+        for action in sub._actions:
+            if action.option_strings and action.dest != "help":
+                text = fmt._get_help_string(action)
+                assert "default" in text or "(required)" in text, (name, action.option_strings)
+    with pytest.raises(SystemExit):
+        main(["sweep", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--batch-size BATCH_SIZE runs per compiled chunk (memory) (default:" in text
+    assert "--robust also synthesize the robust private policy" in text and "(default: off)" in text

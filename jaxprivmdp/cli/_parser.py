@@ -43,15 +43,25 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--beta", type=float, default=0.1, help="β of Lemma 1, in (0, 1)")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
     p.add_argument("--sampler", choices=("fast", "jax"), default="fast", help="gamma sampler")
-    p.add_argument("--batch-size", type=int, default=None, help="runs per chunk (memory)")
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        default=None,
+        help="runs per compiled chunk (memory) (default: the library's, at most 256)",
+    )
     p.add_argument(
         "--coordinator",
         default=None,
         help="HOST:PORT of process 0 to run one sweep across processes (jax.distributed); "
-        "with --num-processes and --process-id; process 0 writes the outputs",
+        "with --num-processes and --process-id; process 0 writes the outputs (default: none, "
+        "one process)",
     )
-    p.add_argument("--num-processes", type=int, default=None, help="processes of the job")
-    p.add_argument("--process-id", type=int, default=None, help="this process, 0 .. N-1")
+    p.add_argument(
+        "--num-processes", type=int, default=None, help="processes of the job (default: none)"
+    )
+    p.add_argument(
+        "--process-id", type=int, default=None, help="this process, 0 .. N-1 (default: none)"
+    )
     p.add_argument(
         "--support-aware",
         action="store_true",
@@ -109,12 +119,14 @@ def _mdp_options(
         required=required,
         default=None,
         help=".npz (transitions, rewards; or next_states, probs, rewards for a sparse model) "
-        "or a PRISM/Storm explicit .tra file with its reward files (and .lab) beside it",
+        "or a PRISM/Storm explicit .tra file with its reward files (and .lab) beside it"
+        + ("" if required else " (default: none)"),
     )
     p.add_argument(
         "--reward-structure",
         default=None,
-        help="PRISM/Storm: the reward structure to use, by name or index (needed with several)",
+        help="PRISM/Storm: the reward structure to use, by name or index (default: the only "
+        "one; needed with several)",
     )
     p.add_argument(
         "--deadlocks",
@@ -132,14 +144,23 @@ def _mdp_options(
     )
     if privatizes:
         p.add_argument(
-            "--support", choices=("nonzero",), default=None, help="privatize nonzero entries only"
+            "--support",
+            choices=("nonzero",),
+            default=None,
+            help="privatize nonzero entries only (default: none, every entry; rows with zeros "
+            "then need --smoothing)",
         )
 
 
 def _privacy_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--k", type=float, nargs="+", required=True, help="values of k > 0")
     p.add_argument("--b", type=float, default=0.1, help="adjacency bound b in (0, 1]")
-    p.add_argument("--eta", type=float, default=None, help="public lower bound on row entries")
+    p.add_argument(
+        "--eta",
+        type=float,
+        default=None,
+        help="public lower bound on row entries (default: none; needed unless --smoothing)",
+    )
     p.add_argument("--delta", type=float, default=1e-3, help="target delta in (0, 1)")
     p.add_argument("--adjacency", choices=("row", "all"), default="row", help="rows that differ")
 
@@ -152,21 +173,26 @@ def _release_options(p: argparse.ArgumentParser) -> None:
         help="the mechanism (default: the one whose parameter is given; dirichlet with --epsilon)",
     )
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--k", type=float, default=None, help="dirichlet: k > 0 (less noise)")
-    which.add_argument("--sigma", type=float, default=None, help="gaussian: σ > 0 (more noise)")
-    which.add_argument("--scale", type=float, default=None, help="laplace: λ > 0 (more noise)")
+    one = " (default: none; one of --k, --sigma, --scale, --epsilon is required)"
+    which.add_argument("--k", type=float, default=None, help="dirichlet: k > 0 (less noise)" + one)
+    which.add_argument(
+        "--sigma", type=float, default=None, help="gaussian: σ > 0 (more noise)" + one
+    )
+    which.add_argument(
+        "--scale", type=float, default=None, help="laplace: λ > 0 (more noise)" + one
+    )
     which.add_argument(
         "--epsilon",
         type=float,
         default=None,
-        help="calibrate the mechanism's parameter to this target ε (with --delta)",
+        help="calibrate the mechanism's parameter to this target ε (with --delta)" + one,
     )
     p.add_argument("--b", type=float, default=0.1, help="adjacency bound b in (0, 1]")
     p.add_argument(
         "--eta",
         type=float,
         default=None,
-        help="public lower bound on row entries (needed by dirichlet)",
+        help="public lower bound on row entries (default: none; dirichlet needs it or --smoothing)",
     )
     p.add_argument("--delta", type=float, default=1e-3, help="target delta in (0, 1)")
     p.add_argument("--adjacency", choices=("row", "all"), default="row", help="rows that differ")
@@ -178,7 +204,8 @@ def _frontier_options(p: argparse.ArgumentParser) -> None:
         "--example",
         choices=("1", "2", "gridworld"),
         default=None,
-        help="the paper's Example 1 or 2, or the 20x20 gridworld (T = 60)",
+        help="the paper's Example 1 or 2, or the 20x20 gridworld (T = 60) (default: none; "
+        "give it or --mdp)",
     )
     _mdp_options(which, use="plan", required=False, group=p)
     p.add_argument("--epsilons", type=float, nargs="+", required=True, help="target ε values (> 0)")
@@ -211,15 +238,23 @@ def _frontier_options(p: argparse.ArgumentParser) -> None:
 
 def _smoothing_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--smoothing", type=float, default=None, help="mix rows with uniform: (1-nη)p + η"
+        "--smoothing",
+        type=float,
+        default=None,
+        help="mix rows with uniform: (1-nη)p + η (default: none, the rows as given)",
     )
 
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Shows every default, except where there is none to show (None, a required flag)."""
+    """Shows every option's default: its value, ``off`` for a switch, ``required``; an
+    option without a value (None) says its default in its own words."""
 
     def _get_help_string(self, action):
-        if action.default is None or action.required or isinstance(action.default, bool):
+        if action.required:
+            return f"{action.help} (required)"
+        if isinstance(action.default, bool):
+            return f"{action.help} (default: {'on' if action.default else 'off'})"
+        if action.default is None or action.default == argparse.SUPPRESS:
             return action.help
         return super()._get_help_string(action)
 
@@ -251,7 +286,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("privacy", help="(epsilon, delta) per k: table, plot, JSON", **fmt)
     _privacy_options(p)
     _smoothing_option(p)
-    p.add_argument("--n", type=int, default=None, help="row dimension (one row, no --mdp)")
+    p.add_argument(
+        "--n", type=int, default=None, help="row dimension (one row, no --mdp) (default: none)"
+    )
     _mdp_options(p, use="check", required=False)
     _out_folder(p)
     p = sub.add_parser("privatize", help="release a privatized MDP (OS-entropy randomness)", **fmt)
