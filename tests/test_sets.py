@@ -24,6 +24,10 @@ from jaxprivmdp.sets._boxes import entry_level, row_box
 
 KEY = jax.random.key(7)
 SETS = ["paper", "exact", "certified"]
+# The set's kernels run compiled, as the library's cores run them: one compilation per shape
+# and static option rather than one per primitive and shape (eager dispatch).
+_row_box = jax.jit(row_box, static_argnames=("kind", "support_aware"))
+_robust_backup = jax.jit(robust_backup, static_argnames=("width", "support_aware"))
 
 
 def true_interval(x, k, c):
@@ -50,7 +54,7 @@ def box_of(probs, k, beta, bound, *, support_aware=False, next_states=None, mdp=
     # Here the rows' nonzero pattern stands for their public support.
     support = jnp.asarray(probs > 0) if next_states is None else None
     rows = Rows(jnp.asarray(probs), next_states, support)
-    return row_box(rows, params, kind=kind, support_aware=support_aware)
+    return _row_box(rows, params, kind=kind, support_aware=support_aware)
 
 
 @pytest.mark.parametrize("k", [0.5, 20.0, 200.0, 5e4])
@@ -130,7 +134,7 @@ def test_kernel_matches_the_lp_on_every_set(bound, aware):
     v_high = rng.normal(size=n).astype(np.float32)
     for k in [0.2, 50.0]:  # k = 0.2: α > 1, boxes of [0, 1]
         box = box_of(p, k, 0.1, bound, support_aware=aware)
-        low, high = robust_backup(
+        low, high = _robust_backup(
             Rows(jnp.asarray(p), None, jnp.asarray(p > 0)),
             box,
             v_low,
@@ -163,8 +167,8 @@ def test_sparse_rows_use_the_outside_bound():
     for bound in SETS:
         box_sparse = box_of(probs, 30.0, 0.1, bound, next_states=jnp.asarray(idx), mdp=model)
         box_dense = box_of(dense, 30.0, 0.1, bound, mdp=model)
-        got = robust_backup(Rows(jnp.asarray(probs), jnp.asarray(idx)), box_sparse, *v, width=n)
-        want = robust_backup(Rows(jnp.asarray(dense)), box_dense, *v, width=n)
+        got = _robust_backup(Rows(jnp.asarray(probs), jnp.asarray(idx)), box_sparse, *v, width=n)
+        want = _robust_backup(Rows(jnp.asarray(dense)), box_dense, *v, width=n)
         np.testing.assert_allclose(got, want, atol=2e-6)
 
 
@@ -198,7 +202,7 @@ def _coverage(p, k, beta, bound, trials, rng):
     )
     samples = np.stack([rng.dirichlet(k * p[r], size=trials) for r in range(rows)], 1)
     kind, params, _ = prepare_set(model, k, beta, bound, False)
-    box = row_box(Rows(jnp.asarray(samples, jnp.float32)), params, kind=kind, support_aware=False)
+    box = _row_box(Rows(jnp.asarray(samples, jnp.float32)), params, kind=kind, support_aware=False)
     return ((np.asarray(box.lower) <= p) & (p <= np.asarray(box.upper))).all(-1)
 
 
@@ -231,9 +235,16 @@ def test_row_and_joint_coverage_by_monte_carlo():
 # ------------------------------------------------------------------- statements and policies
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("horizon", [3, None])
 def test_certified_covers_the_true_value_by_monte_carlo(horizon):
-    """Over releases, v̲ <= V^π̄ <= v̄ on the true MDP (every stage and state) w.p. >= 1 − β."""
+    """Over releases, v̲ <= V^π̄ <= v̄ on the true MDP (every stage and state) w.p. >= 1 − β.
+
+    Slow (two sweeps and two batched syntheses to compile, ~20 s): the default run checks the
+    same statement, joint over stages and states with an exact binomial test, for every
+    mechanism, model kind and dtype in tests/test_validity.py
+    (``test_certified_coverage_of_the_true_value``), and ``sweep`` = ``synthesize`` for the
+    certified set in ``test_sweep_with_bound_and_robust_matches_synthesize``."""
     mdp = build_mdp(4, horizon=horizon)
     beta, trials = 0.3, 200
     res = jp.sweep(KEY, mdp, ks=[20.0], num_trials=trials, beta=beta, bound="certified")
