@@ -2,8 +2,11 @@
 are checked before computing and never overwritten silently, mechanisms, synthesis and
 evaluation of released models, interrupts, help, figures and progress."""
 
+import argparse
 import json
+import os
 
+import jax
 import numpy as np
 import pytest
 
@@ -123,7 +126,7 @@ def _sys_is_read_only() -> bool:
     import tempfile
 
     try:
-        __import__("os").rmdir(tempfile.mkdtemp(dir="/sys"))
+        os.rmdir(tempfile.mkdtemp(dir="/sys"))
     except OSError:
         return True
     return False
@@ -368,7 +371,6 @@ def test_no_silent_horizon_and_every_json_records_the_model(tmp_path, capsys):
 def _interrupt_reproduce(tmp_path, delay: float):
     """Runs `python -m jaxprivmdp reproduce` as a user does and presses Ctrl-C ``delay`` s
     after it starts computing; returns (exit status, stderr, output folder)."""
-    import os
     import signal
     import subprocess
     import sys
@@ -409,7 +411,6 @@ def test_ctrl_c_during_reproduce_exits_130_on_one_line(tmp_path, delay):
 
 
 def test_a_ctrl_c_while_computing_is_raised_at_a_safe_point():
-    import os
     import signal
 
     from jaxprivmdp.cli import _interrupts
@@ -485,3 +486,81 @@ def test_help_shows_a_default_for_every_option(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "--batch-size BATCH_SIZE runs per compiled chunk (memory) (default:" in text
     assert "--robust also synthesize the robust private policy" in text and "(default: off)" in text
+
+
+# --------------------------------------------------------------------------- item 16
+
+
+def _sweep_rows(ks, robust: bool):
+    from jaxprivmdp.experiments import _report
+    from jaxprivmdp.experiments._chunks import RobustSummary
+    from jaxprivmdp.experiments._sweep import SweepResult
+
+    ks = np.asarray(ks, float)
+    cost = np.array([[0.9, 0.1], [0.5, 0.45], [0.2, 0.3]])[: ks.size]  # a large spread
+    r = dict(true_value=0.5 - cost / 4, pessimistic=-cost, optimistic=cost, cost=2 * cost)
+    return _report.summarize(
+        SweepResult(
+            private_value=0.5 - cost / 5,
+            **r,
+            optimal_value=np.float64(0.6),
+            ks=ks,
+            converged=np.ones(cost.shape, bool),
+            robust=RobustSummary(**r) if robust else None,
+        )
+    )
+
+
+def test_sweep_figures_say_what_they_show(tmp_path):
+    import matplotlib.pyplot as plt
+
+    from jaxprivmdp.cli._sweep_commands import set_settings
+    from jaxprivmdp.experiments import _report
+
+    args = argparse.Namespace(
+        mechanism="dirichlet", bound="certified", beta=0.1, support_aware=True, robust=True
+    )
+    settings = set_settings(args)
+    assert settings == "--mechanism dirichlet --bound certified --beta 0.1 --support-aware --robust"
+    wide = {"ex": _sweep_rows([10, 40, 200], robust=True)}
+    fig = _report.sweep_figure(wide, beta=0.1, trials=2, settings=settings)
+    value, cost = fig.axes[:2]
+    assert settings in fig._suptitle.get_text()
+    labels = value.get_legend().get_texts()
+    assert {"Robust policy: true value"} <= {t.get_text() for t in labels}
+    assert value.get_xscale() == "log" and cost.get_xscale() == "log"  # 10 .. 200
+    lo, hi = cost.get_ylim()
+    for r in wide["ex"]:  # every error bar inside the panel
+        assert lo <= r["cost_mean"] - r["cost_std"] and r["cost_mean"] + r["cost_std"] <= hi
+    plt.close(fig)
+    narrow = {"ex": _sweep_rows([1, 5], robust=False)}
+    fig = _report.sweep_figure(narrow, beta=0.1, trials=2)
+    assert fig.axes[0].get_xscale() == "linear"
+    assert "Robust" not in " ".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
+    plt.close(fig)
+
+
+def test_frontier_legend_names_the_dashed_bound_and_tables_have_headers(capsys):
+    import matplotlib.pyplot as plt
+
+    from jaxprivmdp.cli import _terminal
+    from jaxprivmdp.experiments import _report
+
+    result = jp.frontier(
+        jax.random.key(0),
+        jp.examples.investment(),
+        epsilons=[8.0],
+        mechanisms=["laplace"],
+        num_trials=2,
+        support="nonzero",
+    )
+    fig, ax = plt.subplots()
+    _report.frontier_panel(ax, result, "t")
+    assert "mean pessimistic bound" in [t.get_text() for t in ax.get_legend().get_texts()]
+    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert any(line.get_label() == "mean pessimistic bound" for line in dashed)
+    plt.close(fig)
+    _terminal.print_sweep_tables({"ex": _sweep_rows([1, 5], robust=True)})
+    header, first = capsys.readouterr().out.splitlines()[2:4]
+    assert header.split()[-1] == "covered_fraction"
+    assert len(header) == len(first)  # every column under its name

@@ -82,11 +82,22 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
             trials=args.trials,
             stage=stage,
             mechanism=args.mechanism,
+            settings=set_settings(args),
         )
         meta["wall_time_s"] = round(time.perf_counter() - start, 3)
         files = _report.write_tables(stem_path, tables, meta, stage=stage) + figs
     print_sweep_tables(tables)
     return files
+
+
+def set_settings(args) -> str:
+    """The options that change what a figure shows, as the flags that set them."""
+    words = [f"--bound {args.bound}", f"--beta {args.beta:g}"]
+    if getattr(args, "mechanism", None) is not None:
+        words.insert(0, f"--mechanism {args.mechanism}")
+    words += ["--support-aware"] if args.support_aware else []
+    words += ["--robust"] if getattr(args, "robust", False) else []
+    return " ".join(words)
 
 
 def cmd_reproduce(args) -> list[Path]:
@@ -181,5 +192,7 @@ def cmd_frontier(args) -> list[Path]:
     stem = args.out / "frontier"
     with atomic_outputs() as stage:
         files = _report.write_frontier(result, stem, meta, stage=stage)
-        files += _report.plot_frontier(result, stem, title=name, stage=stage)
+        files += _report.plot_frontier(
+            result, stem, title=name, stage=stage, settings=set_settings(args)
+        )
     return files

@@ -66,12 +66,13 @@ def print_sweep_tables(tables: dict) -> None:
         robust = "robust_true_value_mean" in rows[0]
         extra = ("robust_pessimistic", "robust_true_value") if robust else ()
         widths = [max(15, len(c) + 2) for c in cols + extra]
-        print("     k " + "".join(f"{c:>{w}}" for c, w in zip(cols + extra, widths, strict=True)))
+        header = "".join(f"{c:>{w}}" for c, w in zip(cols + extra, widths, strict=True))
+        print(f"     k {header}{'covered_fraction':>18}")
         for r in rows:
             cells = "".join(
                 f"{r[c + '_mean']:{w}.4f}" for c, w in zip(cols + extra, widths, strict=True)
             )
-            print(f"{r['k']:6g} {cells}   {r['covered_fraction']:7.3f}")
+            print(f"{r['k']:6g} {cells}{r['covered_fraction']:18.3f}")
 
 
 def print_frontier(name: str, result, delta: float) -> None:

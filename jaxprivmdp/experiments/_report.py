@@ -23,6 +23,8 @@ LABELS = {
     "private_value": r"Private $\bar V^{\bar\pi}_0(s_0)$",
     "true_value": r"True value of $\bar\pi$: $V^{\bar\pi}_0(s_0)$",
     "optimal_value": r"Non-private optimum $V^*_0(s_0)$",
+    "robust_pessimistic": r"Robust policy: pessimistic $\underline{v}_0(s_0)$",
+    "robust_true_value": "Robust policy: true value",
 }
 
 
@@ -134,6 +136,20 @@ PARAMETER_LABELS = {
 }
 
 
+def _k_axis(ax, ks, xlabel: str) -> None:
+    """The grid's axis: logarithmic when the grid spans more than a factor of 10."""
+    ks = np.asarray(ks, float)
+    ax.set_xlabel(xlabel)
+    if ks.size and ks.min() > 0 and ks.max() > 10 * ks.min():
+        ax.set_xscale("log")
+
+
+ROBUST_STYLES = {
+    "robust_pessimistic": dict(color="#f4a261", marker="^", linestyle="-."),
+    "robust_true_value": dict(color="#e76f51", marker="D", linestyle="-."),
+}
+
+
 def _value_panel(ax, rows: Sequence[dict], title: str, xlabel: str = K_LABEL) -> None:
     ks = np.array([r["k"] for r in rows])
     styles = {
@@ -142,6 +158,8 @@ def _value_panel(ax, rows: Sequence[dict], title: str, xlabel: str = K_LABEL) ->
         "private_value": dict(color="#1b4965", marker="o"),
         "true_value": dict(color="#2a9d8f", marker="s", linestyle="--"),
     }
+    if "robust_pessimistic_mean" in rows[0]:  # a --robust sweep: its policy too
+        styles.update(ROBUST_STYLES)
     lo = np.array([r["pessimistic_mean"] for r in rows])
     hi = np.array([r["optimistic_mean"] for r in rows])
     ax.fill_between(ks, lo, hi, color="#cae9ff", alpha=0.5, linewidth=0)
@@ -152,10 +170,56 @@ def _value_panel(ax, rows: Sequence[dict], title: str, xlabel: str = K_LABEL) ->
     ax.axhline(
         rows[0]["optimal_value"], color="#e63946", linestyle=":", label=LABELS["optimal_value"]
     )
-    ax.set_xlabel(xlabel)
+    _k_axis(ax, ks, xlabel)
     ax.set_ylabel("value at $s_0$")
     ax.set_title(title)
     ax.grid(alpha=0.3)
+
+
+def _cost_panel(ax, tables: Mapping[str, list[dict]], xlabel: str) -> None:
+    """Mean ± std of the cost per sweep; the limits hold every error bar (never clipped)."""
+    ends = []
+    for name, rows in tables.items():
+        mean = np.array([r["cost_mean"] for r in rows])
+        std = np.array([r["cost_std"] for r in rows])
+        ax.errorbar([r["k"] for r in rows], mean, yerr=std, capsize=3, marker="o", ms=4, label=name)
+        ends += [mean - std, mean + std]
+    ends = np.concatenate(ends)
+    lo, hi = min(0.0, float(ends.min())), float(ends.max())
+    pad = 0.08 * (hi - lo) if hi > lo else 1.0
+    ax.set_ylim(lo - pad if lo < 0 else 0.0, hi + pad)
+    _k_axis(ax, [r["k"] for rows in tables.values() for r in rows], xlabel)
+    ax.set_ylabel(r"cost of privacy $\bar v_0(s_0) - \underline{v}_0(s_0)$")
+    ax.set_title("Cost of privacy")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+
+
+def sweep_figure(
+    tables: Mapping[str, list[dict]],
+    *,
+    beta: float,
+    trials: int,
+    mechanism: str = "dirichlet",
+    settings: str = "",
+):
+    """The figure of :func:`plot_sweeps` (a ``matplotlib.figure.Figure``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    tables = {name: _by_k(rows) for name, rows in tables.items()}  # a curve needs sorted k
+    n = len(tables)
+    fig, axes = plt.subplots(1, n + 1, figsize=(5.2 * (n + 1), 4.4), constrained_layout=True)
+    xlabel = PARAMETER_LABELS.get(mechanism, "parameter")
+    for ax, (name, rows) in zip(axes, tables.items(), strict=False):
+        _value_panel(ax, rows, name, xlabel)
+    axes[0].legend(fontsize=7, loc="lower right")
+    _cost_panel(axes[-1], tables, xlabel)
+    what = f"; {settings}" if settings else ""
+    fig.suptitle(f"mean ± std over {trials} trials, β = {beta}{what}", fontsize=9)
+    return fig
 
 
 def plot_sweeps(
@@ -166,13 +230,16 @@ def plot_sweeps(
     trials: int,
     stage: Stage | None = None,
     mechanism: str = "dirichlet",
+    settings: str = "",
 ) -> list[Path]:
     """A value panel per sweep and a cost-of-privacy panel for all; PNG and PDF.
 
     Each value panel shows mean ± std over trials of the optimistic and pessimistic bounds,
-    the private value, the true value of the private policy (not in the paper) and the
-    non-private optimum, against increasing ``k``. The cost panel labels each curve with its
-    own example (the paper's Figure 1c swaps the two labels).
+    the private value, the true value of the private policy (not in the paper), for a
+    robust sweep the robust policy's pessimistic and true values, and the non-private
+    optimum, against increasing ``k`` (a log axis when the grid spans more than 10×). The
+    cost panel labels each curve with its own example (the paper's Figure 1c swaps the two
+    labels) and holds every error bar.
 
     Args:
       tables: ``{example: rows}`` as :func:`summarize` returns them.
@@ -181,41 +248,14 @@ def plot_sweeps(
       trials: trials per ``k``, for the title.
       stage: as in :func:`write_tables`.
       mechanism: the mechanism whose parameter the x axis shows.
+      settings: what else the title states (the command line's set options).
 
     Returns:
       The PNG and PDF paths.
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    tables = {name: _by_k(rows) for name, rows in tables.items()}  # a curve needs sorted k
-
-    n = len(tables)
-    fig, axes = plt.subplots(1, n + 1, figsize=(5.2 * (n + 1), 4.2), constrained_layout=True)
-    for ax, (name, rows) in zip(axes, tables.items(), strict=False):
-        _value_panel(ax, rows, name, PARAMETER_LABELS.get(mechanism, "parameter"))
-    axes[0].legend(fontsize=7, loc="lower right")
-    ax = axes[-1]
-    for name, rows in tables.items():
-        ks = [r["k"] for r in rows]
-        ax.errorbar(
-            ks,
-            [r["cost_mean"] for r in rows],
-            yerr=[r["cost_std"] for r in rows],
-            capsize=3,
-            marker="o",
-            markersize=4,
-            label=name,
-        )
-    ax.set_xlabel(PARAMETER_LABELS.get(mechanism, "parameter"))
-    ax.set_ylabel(r"cost of privacy $\bar v_0(s_0) - \underline{v}_0(s_0)$")
-    ax.set_title("Cost of privacy")
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.suptitle(f"mean ± std over {trials} trials, β = {beta}", fontsize=9)
+    fig = sweep_figure(tables, beta=beta, trials=trials, mechanism=mechanism, settings=settings)
     out = [path_stem.with_suffix(".png"), path_stem.with_suffix(".pdf")]
     try:
         for p in out:
@@ -249,6 +289,7 @@ def frontier_panel(ax, result, title: str) -> None:
         ax.plot(eps, pess, linestyle="--", color=style.get("color"), alpha=0.6)
         if not ok.all():
             ax.plot(eps[~ok], np.full((~ok).sum(), bottom), "x", color=style.get("color"), ms=9)
+    ax.plot([], [], linestyle="--", color="gray", alpha=0.6, label="mean pessimistic bound")
     ax.axhline(result.optimal_value, color="#e63946", linestyle=":", label="non-private optimum")
     ax.set_xscale("log")
     ax.set_xlabel(f"target ε (δ = {result.delta:g}; Laplace: δ = 0)")
@@ -258,13 +299,15 @@ def frontier_panel(ax, result, title: str) -> None:
     ax.legend(fontsize=7)
 
 
-def plot_frontier(result, path_stem: Path, *, title: str, stage: Stage | None = None):
+def plot_frontier(
+    result, path_stem: Path, *, title: str, stage: Stage | None = None, settings: str = ""
+):
     """Value against ε per mechanism: mean ± std of the private policy's true value (solid),
     the mean pessimistic bound (dashed) and the non-private optimum (dotted).
 
     A target a mechanism cannot reach is drawn as an ``x`` at the bottom, with the
-    mechanism's floor in the legend, so it is never silently missing. Returns the PNG and
-    PDF paths.
+    mechanism's floor in the legend, so it is never silently missing. ``settings`` (the
+    command line's set options) goes under the title. Returns the PNG and PDF paths.
     """
     import matplotlib
 
@@ -272,7 +315,8 @@ def plot_frontier(result, path_stem: Path, *, title: str, stage: Stage | None = 
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 4.4), constrained_layout=True)
-    frontier_panel(ax, result, f"{title} (one row differs by ≤ b = {result.b:g})")
+    what = f"\n{settings}" if settings else ""
+    frontier_panel(ax, result, f"{title} (one row differs by ≤ b = {result.b:g}){what}")
     paths = []
     try:
         for suffix in (".png", ".pdf"):
