@@ -22,6 +22,7 @@ from .experiments import sweep_key as sweep_key
 from .experiments import synthesize as synthesize
 from .io import load_labels as load_labels
 from .io import load_mdp as load_mdp
+from .io import load_prism as load_prism
 from .mechanisms import Dirichlet as Dirichlet
 from .mechanisms import Gaussian as Gaussian
 from .mechanisms import Laplace as Laplace
@@ -83,6 +84,7 @@ __all__ = [
     "frontier",
     "load_labels",
     "load_mdp",
+    "load_prism",
     "make_mdp",
     "make_sparse_mdp",
     "privacy",

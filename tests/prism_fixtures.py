@@ -251,3 +251,253 @@ def write_storm(model: Model, folder: Path, stem: str = "model") -> Path:
         if trans:
             (folder / f"{stem}{middle}.trans.rew").write_text("\n".join(trans) + "\n")
     return folder / f"{stem}.tra"
+
+
+# ----------------------------------------------------------------------------- case studies
+#
+# Published PRISM/Storm results reproduced by tests/test_prism_acceptance.py, on models whose
+# state spaces are built here from the protocols' definitions (and, for stormpy, on PRISM
+# programs written here from the same definitions).
+
+# Knuth and Yao's die: the coin flips of states 0-6 (pairs of successors); 7-12 are the faces.
+_KY = {0: (1, 2), 1: (3, 4), 2: (5, 6), 3: (1, 7), 4: (8, 9), 5: (10, 11), 6: (2, 12)}
+
+
+def _explore(initial, moves) -> tuple[list, list]:
+    """Breadth-first: the reachable states (``initial`` first) and each one's choices
+    ``[(action, [(probability, state index)])]`` from ``moves(state)``."""
+    index, states, choices = {initial: 0}, [initial], []
+    for state in states:  # grows while it is read
+        out = []
+        for action, dist in moves(state):
+            targets = []
+            for p, nxt in dist:
+                if nxt not in index:
+                    index[nxt] = len(states)
+                    states.append(nxt)
+                targets.append((p, index[nxt]))
+            out.append((action, targets))
+        choices.append(out)
+    return states, choices
+
+
+def _model(kind, states, choices, labels, rewards) -> Model:
+    """A :class:`Model` from explored choices (probabilities of one target summed)."""
+    table = []
+    for out in choices:
+        row = []
+        for action, targets in out:
+            dist: dict[int, F] = {}
+            for p, t in targets:
+                dist[t] = dist.get(t, F(0)) + p
+            row.append(Choice(sorted(dist.items()), action))
+        table.append(row)
+    named = {"init": {0}, "deadlock": set()}
+    named.update({name: {i for i, s in enumerate(states) if holds(s)} for name, holds in labels})
+    return Model(kind, table, named, rewards(table))
+
+
+def two_dice() -> Model:
+    """Two Knuth-Yao dice, each thrown by fair coin flips; a scheduler picks which die flips
+    next (an MDP; a single self-loop "done" once both show a face).
+
+    Labels ``sum2`` ... ``sum12`` (both done, faces summing to k) and ``done``; structure
+    "flips": 1 per coin flip. Published: P[F sum2] = 1/36 for every scheduler, expected
+    flips 22/3 (11/3 per die).
+    """
+    half = F(1, 2)
+
+    def moves(state):
+        a, b = state
+        if a >= 7 and b >= 7:
+            return [("done", [(F(1), state)])]
+        out = []
+        if a < 7:
+            out.append(("first", [(half, (t, b)) for t in _KY[a]]))
+        if b < 7:
+            out.append(("second", [(half, (a, t)) for t in _KY[b]]))
+        return out
+
+    states, choices = _explore((0, 0), moves)
+
+    def total(k):
+        return lambda s: s[0] >= 7 and s[1] >= 7 and (s[0] - 6) + (s[1] - 6) == k
+
+    labels = [(f"sum{k}", total(k)) for k in range(2, 13)]
+    labels.append(("done", lambda s: s[0] >= 7 and s[1] >= 7))
+
+    def flips(table):
+        reward = {(s, c): F(1) for s, row in enumerate(table) for c, ch in enumerate(row)}
+        return [Rewards("flips", transition={k: v for k, v in reward.items() if _flip(table, k)})]
+
+    return _model("mdp", states, choices, labels, flips)
+
+
+def _flip(table, key) -> bool:
+    s, c = key
+    return table[s][c].action in ("first", "second")
+
+
+# The asynchronous leader election of Itai and Rodeh (1990), in the form of PRISM's case study
+# of it: N processes in a ring; an active process picks a random bit and sends it to its
+# successor, becomes inactive if it picked 0 and its predecessor 1, then sends a counter round
+# the ring to learn whether it is the only active one (leader) or must pick again. Inactive
+# processes relay. Messages are synchronous hand-overs between neighbours, in any order a
+# scheduler picks. A process: (counter, phase, bit, received, sent); phase 0 picks, 1 waits
+# for its predecessor's bit, 2 active, 3 inactive, 4 leader; received/sent: 0 nothing, 1 the
+# bit, 2 the counter.
+
+
+def _send_bit(proc):
+    c, phase, bit, got, sent = proc
+    if sent == 0 and (phase == 1 or phase == 2 or (phase == 3 and got > 0)):
+        return (c, phase, bit if phase == 1 else 0, got, 1)
+    return None
+
+
+def _receive_bit(proc, their_bit):
+    c, phase, bit, got, sent = proc
+    if got != 0:
+        return None
+    if phase == 1:
+        return (c, 3 if (bit, their_bit) == (0, 1) else 2, bit, 1, sent)
+    if phase == 3:
+        return (c, 3, their_bit, 1, sent)  # relays the bit it received
+    return None
+
+
+def _send_counter(proc):
+    c, phase, bit, got, sent = proc
+    if phase == 2 and sent == 1 and got == 1:
+        return (c, 2, bit, 1, 2)
+    if sent == 1 and got == 2 and phase in (2, 3):
+        return (0, 0 if phase == 2 else 3, 0, 0, 0)  # a new round (inactive: reset)
+    return None
+
+
+def _receive_counter(proc, their_count, n):
+    c, phase, bit, got, sent = proc
+    if got != 1:
+        return None
+    if phase == 2 and sent < 2:
+        return (c, 2, bit, 2, sent)
+    if phase == 2:  # its own counter has gone round: alone (leader) or pick again
+        return (0, 4 if their_count == n - 1 else 0, 0, 0, 0)
+    if phase == 3 and their_count < n - 1:
+        return (their_count + 1, 3, bit, 2, sent)
+    return None
+
+
+def leader_election(n: int = 4) -> Model:
+    """Itai and Rodeh's asynchronous leader election in a ring of ``n`` processes (an MDP).
+
+    Label ``elected`` (some process is leader); structure "rounds": 1 per counter handed
+    from process 1 to process 2. Published for n = 4 (PRISM's case study; Storm's tests):
+    Pmin = Pmax [F<=25 elected] = 1/16, Rmin = Rmax [F elected] = 30/7.
+    """
+    half = F(1, 2)
+
+    def moves(state):
+        out = []
+        for i, proc in enumerate(state):
+            if proc[1] == 0:
+                picks = [(half, proc[:1] + (1, b) + proc[3:]) for b in (0, 1)]
+                out.append((f"pick{i + 1}", [(p, _replace(state, i, q)) for p, q in picks]))
+        for i, proc in enumerate(state):
+            j = (i + 1) % n
+            for name, send, receive in (
+                ("p", _send_bit(proc), _receive_bit(state[j], proc[2])),
+                ("c", _send_counter(proc), _receive_counter(state[j], proc[0], n)),
+            ):
+                if send is not None and receive is not None:
+                    nxt = _replace(_replace(state, i, send), j, receive)
+                    out.append((f"{name}{i + 1}{j + 1}", [(F(1), nxt)]))
+        if all(proc[1] in (3, 4) for proc in state):
+            out.append(("done", [(F(1), state)]))
+        return out
+
+    states, choices = _explore(((0, 0, 0, 0, 0),) * n, moves)
+    labels = [("elected", lambda s: any(proc[1] == 4 for proc in s))]
+
+    def rounds(table):
+        transition = {
+            (s, c): F(1)
+            for s, row in enumerate(table)
+            for c, ch in enumerate(row)
+            if ch.action == "c12"
+        }
+        return [Rewards("rounds", transition=transition)]
+
+    return _model("mdp", states, choices, labels, rounds)
+
+
+def _replace(state, i, proc):
+    return state[:i] + (proc,) + state[i + 1 :]
+
+
+# ----------------------------------------------------------------------------- PRISM programs
+#
+# The same models in PRISM's language, written here (with the generators' state encodings),
+# for Storm to build: tests/test_prism_acceptance.py compares what it builds with the
+# generators above.
+
+
+def _ky_commands(var: str) -> list[str]:
+    """Knuth and Yao's coin flips of one die, ``var`` in 0..12 (12 = face six)."""
+    return [f"  [] {var}={s} -> 0.5:({var}'={a}) + 0.5:({var}'={b});" for s, (a, b) in _KY.items()]
+
+
+def die_program() -> str:
+    """:func:`knuth_yao_die` (its labels and its "flips" structure) as a PRISM DTMC."""
+    faces = ["one", "two", "three", "four", "five", "six"]
+    return "\n".join(
+        ["dtmc", "", "module die", "  s : [0..12] init 0;", *_ky_commands("s")]
+        + ["  [] s>=7 -> true;", "endmodule", "", 'rewards "flips"', "  s<7 : 1;", "endrewards"]
+        + [f'label "{face}" = s={7 + i};' for i, face in enumerate(faces)]
+        + ['label "done" = s>=7;', ""]
+    )
+
+
+def two_dice_program() -> str:
+    """:func:`two_dice` as a PRISM MDP (the self-loop once both are done in ``first``)."""
+    lines = ["mdp", "", "module first", "  a : [0..12] init 0;", *_ky_commands("a")]
+    lines += ["  [] a>=7 & b>=7 -> true;", "endmodule", "", "module second"]
+    lines += ["  b : [0..12] init 0;", *_ky_commands("b"), "endmodule", ""]
+    lines += ['rewards "flips"', "  [] a<7 | b<7 : 1;", "endrewards"]
+    lines += [f'label "sum{k}" = a>=7 & b>=7 & a+b-12={k};' for k in range(2, 13)]
+    return "\n".join([*lines, 'label "done" = a>=7 & b>=7;', ""])
+
+
+def leader_program(n: int = 4) -> str:
+    """:func:`leader_election` as a PRISM MDP: one module per process, the hand-overs of a
+    bit (``bit_i_j``) and of the counter (``cnt_i_j``) synchronize sender and receiver."""
+    lines = ["mdp", "", f"const int N = {n};", ""]
+    for i in range(1, n + 1):
+        j, h = i % n + 1, (i - 2) % n + 1  # successor, predecessor
+        c, ph, b, got, sent = (f"{v}{i}" for v in ("c", "ph", "b", "got", "sent"))
+        reset = f"({c}'=0) & ({b}'=0) & ({got}'=0) & ({sent}'=0)"
+        lines += [
+            f"module process{i}",
+            f"  {c} : [0..N-1] init 0;",
+            f"  {ph} : [0..4] init 0;",
+            f"  {b} : [0..1] init 0;",
+            f"  {got} : [0..2] init 0;",
+            f"  {sent} : [0..2] init 0;",
+            f"  [] {ph}=0 -> 0.5:({ph}'=1) & ({b}'=0) + 0.5:({ph}'=1) & ({b}'=1);",
+            f"  [bit_{i}_{j}] {sent}=0 & ({ph}=1 | {ph}=2 | ({ph}=3 & {got}>0)) -> "
+            f"({sent}'=1) & ({b}'=({ph}=1 ? {b} : 0));",
+            f"  [bit_{h}_{i}] {got}=0 & {ph}=1 -> ({ph}'=({b}=0 & b{h}=1 ? 3 : 2)) & ({got}'=1);",
+            f"  [bit_{h}_{i}] {got}=0 & {ph}=3 -> ({b}'=b{h}) & ({got}'=1);",
+            f"  [cnt_{i}_{j}] {ph}=2 & {sent}=1 & {got}=1 -> ({sent}'=2);",
+            f"  [cnt_{i}_{j}] {sent}=1 & {got}=2 & ({ph}=2 | {ph}=3) -> "
+            f"({ph}'=({ph}=2 ? 0 : 3)) & {reset};",
+            f"  [cnt_{h}_{i}] {got}=1 & {ph}=2 & {sent}<2 -> ({got}'=2);",
+            f"  [cnt_{h}_{i}] {got}=1 & {ph}=2 & {sent}=2 -> ({ph}'=(c{h}=N-1 ? 4 : 0)) & {reset};",
+            f"  [cnt_{h}_{i}] {got}=1 & {ph}=3 & c{h}<N-1 -> ({c}'=c{h}+1) & ({got}'=2);",
+            f"  [done] {ph}=3 | {ph}=4 -> true;",
+            "endmodule",
+            "",
+        ]
+    lines += ['rewards "rounds"', "  [cnt_1_2] true : 1;", "endrewards"]
+    elected = " | ".join(f"ph{i}=4" for i in range(1, n + 1))
+    return "\n".join([*lines, f'label "elected" = {elected};', ""])

@@ -11,5 +11,6 @@ Imports: ``jaxprivmdp._checks`` and :mod:`jaxprivmdp.models`.
 
 from ._load import load_labels as load_labels
 from ._load import load_mdp as load_mdp
+from ._prism_source import load_prism as load_prism
 
-__all__ = ["load_labels", "load_mdp"]
+__all__ = ["load_labels", "load_mdp", "load_prism"]

@@ -1,0 +1,254 @@
+"""Models straight from PRISM and JANI sources: ``load_prism("model.prism", constants="N=4")``.
+
+Storm builds the explicit model (through stormpy, its Python bindings: the optional extra
+``pip install "jaxprivmdp[storm]"``); this module turns what it built into the library's
+arrays: the transitions into a :class:`SparseMDP` (or a :class:`TabularMDP`), every label into
+a boolean array over the states, and every reward structure into the expected one-step
+rewards `[S, A]` (state reward plus state-action reward plus ``Σ_t P(s, a, t) r(s, a, t)``, as
+:func:`load_mdp` reads an explicit model). Storm, like PRISM, gives each deadlock state a
+self-loop and the label ``deadlock``; here a deadlock is an error unless
+``deadlocks="self-loop"`` accepts those loops, as for explicit files.
+
+The explicit-file readers (:func:`load_mdp`, :func:`load_labels`) need no stormpy; only this
+module does, and only when it is called.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from ..models._dense import TabularMDP
+from ..models._sparse import SparseMDP, make_sparse_mdp, to_dense
+from ._text import where
+from ._transitions import Explicit, make_layout
+
+JANI = (".jani",)
+DEADLOCKS = ("error", "self-loop")
+EXTRA = "pip install 'jaxprivmdp[storm]'"
+
+
+class PrismModel(NamedTuple):
+    """What :func:`load_prism` builds.
+
+    Attributes:
+      model: the model, its rewards those of the chosen reward structure.
+      labels: ``{name: bool[S]}``: every label of the source, ``"init"`` and ``"deadlock"``
+        first.
+      rewards: ``{name: [S, A]}``: every reward structure (Storm names an unnamed one
+        ``""``), 0 where an action is masked.
+    """
+
+    model: TabularMDP | SparseMDP
+    labels: dict[str, np.ndarray]
+    rewards: dict[str, np.ndarray]
+
+
+def load_prism(
+    path,
+    *,
+    constants: str | Mapping | None = None,
+    reward_structure: int | str | None = None,
+    deadlocks: str = "error",
+    dense: bool = False,
+    horizon: int | None = None,
+    discount: float | None = None,
+    initial_state: int | None = None,
+    dtype=None,
+) -> PrismModel:
+    """Builds a PRISM (``.prism``, ``.pm``, ``.nm``, ...) or JANI (``.jani``) model with Storm.
+
+    Args:
+      path: the source file: a DTMC or an MDP.
+      constants: values of the source's undefined constants: ``"N=4,p=0.5"`` or
+        ``{"N": 4, "p": 0.5}`` (PRISM's ``-const``, Storm's ``--constants``).
+      reward_structure: the structure that becomes the model's rewards, by name or by index
+        (in the source's order); needed when there are several. Without any, the rewards
+        are 0.
+      deadlocks: ``"error"`` (a ValueError naming the states without a transition) or
+        ``"self-loop"`` (the self-loop Storm adds, as PRISM does).
+      dense: a :class:`TabularMDP` instead of a :class:`SparseMDP`.
+      horizon: ``T``, or None for an infinite discounted horizon.
+      discount: ``γ`` (default 1 with a horizon, else 0.95).
+      initial_state: ``s0`` (default: the source's initial state).
+      dtype: float dtype of the model (Storm computes in float64).
+
+    Returns:
+      A :class:`PrismModel`: the model, its labels and every reward structure.
+
+    Raises:
+      ImportError: stormpy is not installed (``pip install "jaxprivmdp[storm]"``).
+      ValueError: one line naming the file: Storm's parse or build errors, undefined
+        constants, a model that is no DTMC or MDP, deadlocks (with ``deadlocks="error"``),
+        several initial states, an unknown or ambiguous reward structure, and every check
+        of :func:`make_sparse_mdp`.
+    """
+    stormpy = _stormpy()
+    path = Path(path)
+    if deadlocks not in DEADLOCKS:
+        raise ValueError(f"deadlocks must be one of {DEADLOCKS}, got {deadlocks!r}")
+    built, order = _build(stormpy, path, constants)
+    kind = _kind(path, built)
+    ex = _explicit(path, built, kind)
+    layout = make_layout(ex)
+    mask = layout.mask
+    labels = _labels(built, ex.num_states)
+    dead = np.flatnonzero(labels["deadlock"])
+    if dead.size and deadlocks == "error":
+        shown = ", ".join(str(s) for s in dead[:10]) + (f" ({dead.size} in all)" * (dead.size > 10))
+        raise ValueError(
+            f"{where(path)}: state{'s' * (dead.size > 1)} {shown} "
+            f"{'have' if dead.size > 1 else 'has'} no transition (deadlock); pass "
+            "deadlocks='self-loop' to keep the self-loop Storm gives each"
+        )
+    rewards = {name: _rewards(built, name, ex, mask) for name in order}
+    chosen = _choose(path, rewards, reward_structure, mask.shape)
+    if initial_state is None:
+        initial_state = _initial_state(path, built)
+    if discount is None:
+        discount = 1.0 if horizon is not None else 0.95
+    try:
+        model = make_sparse_mdp(
+            layout.next_states,
+            layout.probs,
+            chosen,
+            action_mask=mask,
+            horizon=horizon,
+            discount=discount,
+            initial_state=initial_state,
+            dtype=dtype,
+        )
+        return PrismModel(to_dense(model) if dense else model, labels, rewards)
+    except ValueError as e:
+        raise ValueError(f"{where(path)}: {e}") from None
+
+
+def _stormpy():
+    try:
+        return importlib.import_module("stormpy")
+    except ImportError as e:
+        raise ImportError(
+            f"load_prism needs stormpy, Storm's Python bindings (the optional extra): {EXTRA} ({e})"
+        ) from None
+
+
+def _one_line(e: Exception) -> str:
+    return " ".join(str(e).split())
+
+
+def _build(stormpy, path: Path, constants):
+    """Storm's explicit model of the source, and its reward structures' names in order."""
+    if not path.is_file():
+        raise ValueError(f"no such file: {where(path)}")
+    try:
+        if path.suffix in JANI:
+            source, _ = stormpy.parse_jani_model(str(path))
+        else:
+            source = stormpy.parse_prism_program(str(path), prism_compatibility=True)
+        if constants:
+            source, _ = stormpy.instantiate_constants(source, constants)
+    except Exception as e:  # stormpy raises its own exception types
+        raise ValueError(f"{where(path)}: Storm refuses it: {_one_line(e)}") from None
+    if source.has_undefined_constants:
+        names = ", ".join(sorted(str(c.name) for c in source.constants if not c.defined))
+        raise ValueError(f"{where(path)}: undefined constants {names}: pass constants='NAME=...'")
+    try:
+        built = stormpy.build_model(source, options=stormpy.BuilderOptions(build_full=True))
+    except Exception as e:
+        raise ValueError(f"{where(path)}: Storm cannot build it: {_one_line(e)}") from None
+    in_source = [r.name for r in getattr(source, "reward_models", [])]
+    order = [n for n in in_source if n in built.reward_models]
+    order += [n for n in built.reward_models if n not in order]
+    return built, order
+
+
+def _kind(path: Path, built) -> str:
+    name = str(built.model_type).split(".")[-1]  # ModelType.DTMC, ...
+    if name not in ("DTMC", "MDP"):
+        raise ValueError(f"{where(path)} is a {name}: jaxprivmdp reads DTMCs and MDPs")
+    return name.lower()
+
+
+def _explicit(path: Path, built, kind: str) -> Explicit:
+    """The transitions, flat: a state's choices (rows of its row group) are 0, 1, ..."""
+    matrix = built.transition_matrix
+    src, choice, tgt, prob = [], [], [], []
+    for s in range(built.nr_states):
+        rows = range(matrix.get_row_group_start(s), matrix.get_row_group_end(s))
+        for c, row in enumerate(rows):
+            for entry in matrix.get_row(row):
+                src.append(s), choice.append(c), tgt.append(entry.column)
+                prob.append(entry.value)
+    ints = (np.asarray(x, np.int64) for x in (src, choice, tgt))
+    lines = range(len(src))
+    return Explicit(path, "storm", kind, built.nr_states, *ints, np.asarray(prob), lines)
+
+
+def _labels(built, num_states: int) -> dict[str, np.ndarray]:
+    names = sorted(built.labeling.get_labels(), key=lambda n: (n != "init", n != "deadlock", n))
+    labels = {}
+    for name in names:
+        labels[name] = np.zeros(num_states, bool)
+        labels[name][list(built.labeling.get_states(name))] = True
+    labels.setdefault("deadlock", np.zeros(num_states, bool))
+    return labels
+
+
+def _rewards(built, name: str, ex: Explicit, mask: np.ndarray) -> np.ndarray:
+    """A structure's expected one-step reward of each (state, action) `[S, A]`."""
+    reward = built.reward_models[name]
+    matrix = built.transition_matrix
+    S, A = mask.shape
+    r = np.zeros((S, A))
+    rows = [matrix.get_row_group_start(s) for s in range(S)]  # each state's first row
+    choice_of = np.asarray(
+        [
+            (s, row - rows[s])
+            for s in range(S)
+            for row in range(rows[s], matrix.get_row_group_end(s))
+        ]
+    )
+    if reward.has_state_rewards:
+        r += np.asarray(reward.state_rewards)[:, None]
+    if reward.has_state_action_rewards:
+        r[choice_of[:, 0], choice_of[:, 1]] += np.asarray(reward.state_action_rewards)
+    if reward.has_transition_rewards:
+        values = reward.transition_rewards
+        for row, (s, c) in enumerate(choice_of):
+            for entry, p in zip(values.get_row(row), matrix.get_row(row), strict=True):
+                r[s, c] += p.value * entry.value
+    return np.where(mask, r, 0.0)
+
+
+def _choose(path: Path, rewards: dict, reward_structure, shape) -> np.ndarray:
+    names = list(rewards)
+    listing = "; ".join(f"{i}: {n!r}" for i, n in enumerate(names)) or "none"
+    if reward_structure is None:
+        if len(names) > 1:
+            raise ValueError(
+                f"{where(path)} has {len(names)} reward structures ({listing}): pass "
+                "reward_structure= a name or an index"
+            )
+        return rewards[names[0]] if names else np.zeros(shape)
+    if isinstance(reward_structure, (int, np.integer)) and not isinstance(reward_structure, bool):
+        if 0 <= reward_structure < len(names):
+            return rewards[names[int(reward_structure)]]
+    elif reward_structure in rewards:
+        return rewards[reward_structure]
+    raise ValueError(
+        f"{where(path)}: no reward structure {reward_structure!r}; available: {listing}"
+    )
+
+
+def _initial_state(path: Path, built) -> int:
+    starts = list(built.initial_states)
+    if len(starts) != 1:
+        raise ValueError(
+            f"{where(path)}: {len(starts)} initial states ({', '.join(map(str, starts[:10]))}); "
+            "pass initial_state= to pick one"
+        )
+    return int(starts[0])
