@@ -6,6 +6,8 @@ textbook LP characterizations of optimal reachability), and a policy's value by 
 solve.
 """
 
+import re
+
 import jax
 import numpy as np
 import prism_fixtures as fx
@@ -496,12 +498,130 @@ TOKENS = [
 def test_parser_fuzz_only_one_line_value_errors(text):
     """Whatever the string, the parser returns a Property or raises a one-line ValueError that
     says where (hypothesis)."""
+    _parse_or_one_line_error(text)
+
+
+def _parse_or_one_line_error(text):
+    """The Property, or None after checking that the ValueError is one line naming a position
+    inside the string (or its end); any other exception fails the test."""
     try:
-        parse_property(text)
+        return parse_property(text)
     except ValueError as e:
         msg = str(e)
         assert "\n" not in msg
-        assert "position" in msg or "the end" in msg or "empty" in msg or "string" in msg
+        if not text.strip():
+            assert "empty" in msg
+            return None
+        where = re.search(r" at (position (\d+) \(|the end$)", msg)
+        assert where, msg
+        if where.group(2) is not None:
+            assert 0 <= int(where.group(2)) < len(text), msg
+        return None
+
+
+# A generator of the supported subset: (text, what the parser must find).
+_LABELS = st.sampled_from(["a", "b", "goal", "x_1", "end state"])
+
+
+def _formula_text(tree) -> str:
+    """A formula tree as text, parenthesized where PRISM's precedence needs it."""
+    op, args = tree
+    if op == "label":
+        return f'"{args}"'
+    if op in ("true", "false"):
+        return op
+    if op == "not":
+        return "!" + _atom_text(args[0])
+    symbol = {"and": "&", "or": "|", "implies": "=>", "iff": "<=>"}[op]
+    return f"{_atom_text(args[0])} {symbol} {_atom_text(args[1])}"
+
+
+def _atom_text(tree) -> str:
+    text = _formula_text(tree)
+    return text if tree[0] in ("label", "true", "false", "not") else f"({text})"
+
+
+_FORMULAS = st.recursive(
+    st.one_of(_LABELS.map(lambda n: ("label", n)), st.sampled_from([("true", ()), ("false", ())])),
+    lambda inner: st.one_of(
+        inner.map(lambda f: ("not", (f,))),
+        st.tuples(st.sampled_from(["and", "or", "implies", "iff"]), st.tuples(inner, inner)),
+    ),
+    max_leaves=6,
+)
+
+
+def _shape(formula):
+    """A parsed :class:`Formula` as the generator's tree."""
+    if formula.op == "label":
+        return ("label", formula.name)
+    if formula.op in ("true", "false"):
+        return (formula.op, ())
+    return (formula.op, tuple(_shape(a) for a in formula.args))
+
+
+@st.composite
+def _properties(draw):
+    kind = draw(st.sampled_from(["P", "R"]))
+    opt = draw(st.sampled_from([None, "max", "min"]))
+    reward = draw(st.sampled_from([None, "time", 0])) if kind == "R" else None
+    head = kind + (
+        f'{{"{reward}"}}' if isinstance(reward, str) else f"{{{reward}}}" * (reward == 0)
+    )
+    head += opt or ""
+    right, left, bound = draw(_FORMULAS), None, None
+    if kind == "R":
+        path = draw(st.sampled_from(["F", "C"]))
+        right = right if path == "F" else None
+        bound = draw(st.integers(0, 30)) if path == "C" else None
+        body = f"F {_formula_text(right)}" if path == "F" else f"C<={bound}"
+    else:
+        path = draw(st.sampled_from(["F", "G", "X", "U"]))
+        bound = draw(st.one_of(st.none(), st.integers(0, 30))) if path != "X" else None
+        step = "" if bound is None else f"<={bound}"
+        if path == "U":
+            left = draw(_FORMULAS)
+            body = f"{_atom_text(left)} U{step} {_atom_text(right)}"
+        else:
+            body = f"{path}{step} {_formula_text(right)}"
+    space = draw(st.sampled_from(["", " ", "  "]))
+    text = f"{head}=?{space}[{space}{body}{space}]"
+    return text, (kind, opt, reward, path, left, right, bound)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_properties())
+def test_parser_fuzz_valid_properties_parse(generated):
+    """Every property of the supported subset parses into what it says (hypothesis)."""
+    text, (kind, opt, reward, path, left, right, bound) = generated
+    prop = parse_property(text)
+    assert (prop.kind, prop.opt, prop.reward, prop.path, prop.bound) == (
+        kind,
+        opt,
+        reward,
+        path,
+        bound,
+    ), text
+    assert (prop.left is None) == (left is None), text
+    if left is not None:
+        assert _shape(prop.left) == left, text
+    if right is not None:
+        assert _shape(prop.right) == right, text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    _properties(),
+    st.lists(st.tuples(st.integers(0, 80), st.sampled_from(["delete", *TOKENS])), max_size=3),
+)
+def test_parser_fuzz_mutated_properties(generated, edits):
+    """A valid property with characters deleted or tokens inserted: it parses, or the error
+    is one line naming a position inside the string (hypothesis)."""
+    text = generated[0]
+    for at, edit in edits:
+        at = min(at, len(text))
+        text = text[:at] + text[at + 1 :] if edit == "delete" else text[:at] + edit + text[at:]
+    _parse_or_one_line_error(text)
 
 
 def test_parse_precedence_and_semantic_errors():
