@@ -484,7 +484,7 @@ def test_help_shows_a_default_for_every_option(capsys):
     with pytest.raises(SystemExit):
         main(["sweep", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "--batch-size BATCH_SIZE runs per compiled chunk (memory) (default:" in text
+    assert "--batch-size BATCH_SIZE runs per compiled chunk (memory) (default: one" in text
     assert "--robust also synthesize the robust private policy" in text and "(default: off)" in text
 
 
@@ -564,3 +564,54 @@ def test_frontier_legend_names_the_dashed_bound_and_tables_have_headers(capsys):
     header, first = capsys.readouterr().out.splitlines()[2:4]
     assert header.split()[-1] == "covered_fraction"
     assert len(header) == len(first)  # every column under its name
+
+
+# --------------------------------------------------------------------------- item 14
+
+
+def test_progress_shows_rate_and_eta_every_few_seconds(monkeypatch, capsys):
+    from jaxprivmdp.cli import _terminal
+
+    clock = iter([100.0, 110.0, 110.5, 111.0, 113.0, 114.0])  # start, then one per chunk
+    monkeypatch.setattr(_terminal.time, "perf_counter", lambda: next(clock))
+    report = _terminal.progress("ex", every=2.0)
+    for done in (16, 32, 48, 80, 96):  # the first chunk compiled for 10 s
+        report(done, 96)
+    lines = capsys.readouterr().err.splitlines()
+    # First chunk, then >= 2 s later, then the last: 32 and 48 came too soon.
+    assert [line.split()[1] for line in lines] == ["16/96", "80/96", "96/96"]
+    assert "10.0 s" in lines[0] and "ETA" in lines[0]
+    # The rate leaves out the compiling chunk: 64 runs in 3 s after it.
+    assert "21.3 runs/s" in lines[1] and "ETA 0.8 s" in lines[1]
+    assert lines[2].endswith("ETA 0.0 s")
+
+
+def test_frontier_progress_times_each_mechanism_from_its_start(monkeypatch, capsys):
+    from jaxprivmdp.cli import _terminal
+
+    clock = iter([0.0, 5.0, 6.0, 9.0])
+    monkeypatch.setattr(_terminal.time, "perf_counter", lambda: next(clock))
+    report = _terminal.frontier_progress()
+    report("gaussian", 16, 32)  # its reporter starts at 0.0, reports at 5.0
+    report("gaussian", 32, 32)  # at 6.0
+    first, last = capsys.readouterr().err.splitlines()
+    assert "5.0 s" in first and "6.0 s" in last  # never "0.0 s"
+
+
+def test_cli_sweeps_in_small_chunks_without_batch_size(tmp_path, monkeypatch):
+    from jaxprivmdp import experiments
+
+    seen, real = [], experiments.sweep
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["batch_size"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(experiments, "sweep", spy)
+    src = _dense_npz(tmp_path)
+    base = ["sweep", "--mdp", str(src), "--horizon", "2", "--ks", "5", "--trials", "2"]
+    assert main([*base, "--out", str(tmp_path / "a")]) == 0
+    assert main([*base, "--batch-size", "64", "--out", str(tmp_path / "b")]) == 0
+    assert seen == [1, 64]  # 1: the library's smallest chunk (one vectorized group)
+    a, b = (json.loads((tmp_path / d / "sweep.json").read_text())["results"] for d in "ab")
+    assert a == b  # the chunking never changes a result

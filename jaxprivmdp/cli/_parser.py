@@ -47,7 +47,8 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
         "--batch-size",
         type=int,
         default=None,
-        help="runs per compiled chunk (memory) (default: the library's, at most 256)",
+        help="runs per compiled chunk (memory) (default: one vectorized group per device, so "
+        "progress comes every few seconds)",
     )
     p.add_argument(
         "--coordinator",

@@ -12,7 +12,7 @@ from ..io._files import atomic_outputs
 from ._accounting import sweep_guarantees
 from ._interrupts import guarded
 from ._mdp_files import load_user_mdp, model_fields
-from ._terminal import note, print_frontier, print_sweep_tables, progress
+from ._terminal import frontier_progress, note, print_frontier, print_sweep_tables, progress
 
 
 def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) -> list[Path]:
@@ -35,7 +35,10 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
             mechanism=args.mechanism,
             num_trials=args.trials,
             beta=args.beta,
-            batch_size=args.batch_size,
+            # Without --batch-size, chunks of one vectorized group per device (the library
+            # rounds 1 up to that): progress every few seconds, and as fast on CPU (measured:
+            # 450 runs of Example 2 and the 20x20 gridworld, 16 vs 256 runs per chunk).
+            batch_size=args.batch_size or 1,
             sampler=args.sampler,
             support_aware=args.support_aware,
             bound=args.bound,
@@ -172,7 +175,7 @@ def cmd_frontier(args) -> list[Path]:
         bound=args.bound,
         support=support,
         support_aware=args.support_aware,
-        progress=lambda m, done, total: progress(m)(done, total),
+        progress=frontier_progress(),
     )
     print_frontier(name, result, args.delta)
     meta = {

@@ -14,13 +14,48 @@ def note(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def progress(label: str):
-    """A ``report(done, total)`` callback that notes the runs done and the time so far."""
+# Seconds between progress lines (the first and the last chunk are always shown).
+PROGRESS_EVERY_S = 2.0
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.1f} s" if s < 120 else f"{s / 60:.1f} min"
+
+
+def progress(label: str, *, every: float = PROGRESS_EVERY_S):
+    """A ``report(done, total)`` callback: every ``every`` seconds at most, the runs done,
+    the time so far, the rate and the time left. The rate leaves out the first chunk, which
+    pays for compiling."""
     start = time.perf_counter()
+    state = {"first": None, "shown": -math.inf}
 
     def report(done: int, total: int) -> None:
-        note(f"  [{label}] {done}/{total} runs  {time.perf_counter() - start:6.1f} s")
+        now = time.perf_counter()
+        if state["first"] is None:
+            state["first"] = (now, done)
+        if done >= total or now - state["shown"] >= every:
+            state["shown"] = now
+            t1, d1 = state["first"]
+            rate = (done - d1) / (now - t1) if done > d1 and now > t1 else done / (now - start)
+            left = _seconds((total - done) / rate) if rate > 0 else "?"
+            note(
+                f"  [{label}] {done}/{total} runs ({100 * done / total:.0f}%)  "
+                f"{_seconds(now - start)}  {rate:.3g} runs/s  ETA {left}"
+            )
         checkpoint()  # between chunks nothing runs: a deferred Ctrl-C stops here
+
+    return report
+
+
+def frontier_progress():
+    """A ``report(mechanism, done, total)`` callback: one :func:`progress` per mechanism,
+    each timing from its own start."""
+    reporters = {}
+
+    def report(mechanism: str, done: int, total: int) -> None:
+        if mechanism not in reporters:
+            reporters[mechanism] = progress(mechanism)
+        reporters[mechanism](done, total)
 
     return report
 
