@@ -615,3 +615,14 @@ def test_cli_sweeps_in_small_chunks_without_batch_size(tmp_path, monkeypatch):
     assert seen == [1, 64]  # 1: the library's smallest chunk (one vectorized group)
     a, b = (json.loads((tmp_path / d / "sweep.json").read_text())["results"] for d in "ab")
     assert a == b  # the chunking never changes a result
+
+
+def test_device_memory_exhaustion_is_a_one_line_error(tmp_path, capsys, monkeypatch):
+    from jaxprivmdp.cli import _sweep_commands
+
+    def exhausted(*args, **kwargs):
+        raise jax.errors.JaxRuntimeError("RESOURCE_EXHAUSTED: Out of memory allocating 129.6G")
+
+    monkeypatch.setattr(_sweep_commands, "_run_sweeps", exhausted)
+    assert main(["reproduce", "--out", str(tmp_path / "r")]) == 2
+    assert "out of device memory" in _one_line_error(capsys, "reproduce")

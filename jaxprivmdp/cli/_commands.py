@@ -109,6 +109,11 @@ def _run(argv: list[str] | None) -> int:
             except MemoryError:
                 error("out of memory: try a smaller --batch-size, fewer --trials or a smaller MDP")
                 return 2
+            except jax.errors.JaxRuntimeError as e:
+                if "RESOURCE_EXHAUSTED" not in str(e):
+                    raise  # a bug: its traceback is what to report
+                error("out of device memory: try a smaller --batch-size or a smaller MDP")
+                return 2
             except (ValueError, OSError) as e:
                 error(e)
                 return 2
