@@ -224,7 +224,11 @@ def test_fast_sampler_same_distribution():
     draws = mc_draws(P_MC, k, seed=5, sampler="fast")
     var_true = P_MC * (1 - P_MC) / (k + 1)
     np.testing.assert_array_less(np.abs(draws.mean(1) - P_MC), 5 * np.sqrt(var_true / N_MC))
-    np.testing.assert_allclose(draws.var(1), var_true, rtol=0.15)
+    # The sample variance's own standard error, sqrt((m4 − var²) / N): an entry of 0.01
+    # (Beta(0.03, 2.97)) is so heavy-tailed that a fixed 15 % is about one error wide.
+    centred = draws - draws.mean(1, keepdims=True)
+    var, m4 = (centred**2).mean(1), (centred**4).mean(1)
+    np.testing.assert_array_less(np.abs(var - var_true), 5 * np.sqrt((m4 - var**2) / N_MC))
 
 
 # ----------------------------------------------------------------------------- tiny k·p

@@ -187,3 +187,70 @@ def test_additive_mechanisms_sets_under_vmap_over_beta(kind):
 
         want = np.stack([run(b) for b in BETAS])
         np.testing.assert_allclose(jax.vmap(run)(BETAS), want, rtol=1e-5, atol=1e-5)
+
+
+# ------------------------------------------------ item 13: dense and sparse, the same draws
+
+
+def _dense_rows(sparse, probs):
+    """A sparse model's rows scattered into `[S, A, S]`."""
+    S, A, _ = sparse.next_states.shape
+    out = np.zeros((S, A, S))
+    idx = np.asarray(sparse.next_states)
+    s, a, j = np.nonzero(idx >= 0)
+    out[s, a, idx[s, a, j]] = np.asarray(probs)[s, a, j]
+    return out
+
+
+def test_fast_sampler_draws_a_dense_model_and_its_sparse_twin_alike():
+    """Example 1 and its to_sparse (the issue: 0.785 vs 0.940 from one key), a gridworld
+    (listed in state order) and its dense form, full rows (Example 2's kind)."""
+    cases = [
+        (jp.examples.investment(), None),
+        (None, jp.examples.gridworld(3, 4, horizon=5)),
+        (jp.examples.random_mdp(KEY, 6, 2), None),
+    ]
+    for dense, sparse in cases:
+        dense = jp.to_dense(sparse) if dense is None else dense
+        sparse = jp.to_sparse(dense) if sparse is None else sparse
+        support = "nonzero" if bool(np.any(np.asarray(dense.transitions) == 0)) else None
+        want = jp.dirichlet_mechanism(KEY, dense, 7.0, support=support, sampler="fast")
+        got = jp.dirichlet_mechanism(KEY, sparse, 7.0, sampler="fast")
+        np.testing.assert_allclose(
+            _dense_rows(sparse, got.probs), want.transitions, rtol=1e-6, atol=1e-7
+        )
+
+
+def test_sweep_gives_the_same_numbers_for_both_kinds():
+    dense = jp.examples.investment()
+    grid = jp.Dirichlet.grid([2.0, 20.0], sampler="fast")
+    a = jp.sweep(KEY, dense, grid, num_trials=4, support="nonzero")
+    b = jp.sweep(KEY, jp.to_sparse(dense), grid, num_trials=4)
+    for field in ("true_value", "pessimistic", "optimistic", "cost"):
+        np.testing.assert_allclose(getattr(b, field), getattr(a, field), rtol=1e-5, atol=1e-6)
+
+
+def test_named_draws_do_not_depend_on_the_layout_and_keep_the_law():
+    """An element's draw depends on its name only, the fallback included (one candidate
+    per pass leaves thousands of elements to it); the law is Gamma's."""
+    from scipy import stats
+
+    from jaxprivmdp.mechanisms._sampling import loggamma
+
+    n = 20_000
+    a = jax.numpy.full((n,), 0.5)
+    names = (np.arange(n) // 7, np.arange(n) % 7)
+    x = np.asarray(loggamma(KEY, a, num_candidates=1, names=names))
+    perm = np.random.default_rng(0).permutation(n)
+    shuffled = tuple(u[perm] for u in names)
+    y = np.asarray(loggamma(KEY, a, num_candidates=1, names=shuffled))
+    np.testing.assert_array_equal(y, x[perm])
+    # The first n/2 elements alone (a different fallback: fewer pending, other slots).
+    half = np.asarray(
+        loggamma(KEY, a[: n // 2], num_candidates=1, names=tuple(u[: n // 2] for u in names))
+    )
+    np.testing.assert_array_equal(half, x[: n // 2])
+    # 200 elements redraw every element per round (no compaction): the same draws too.
+    small = loggamma(KEY, a[:200], num_candidates=1, names=tuple(u[:200] for u in names))
+    np.testing.assert_array_equal(np.asarray(small), x[:200])
+    assert stats.kstest(np.exp(x), stats.gamma(0.5).cdf).pvalue > 1e-3

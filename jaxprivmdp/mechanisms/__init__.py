@@ -2,7 +2,8 @@
 
 ``_base`` defines :class:`Mechanism` (privatize, the sets its noise implies, (ε, δ),
 calibration, grids); ``_dirichlet`` is the paper's :class:`Dirichlet` mechanism
-(``P̄ ~ Dirichlet(k·p)``) with its gamma samplers in ``_sampling``; ``_additive`` the
+(``P̄ ~ Dirichlet(k·p)``) with its gamma samplers in ``_sampling`` (random words per
+named entry in ``_bits``); ``_additive`` the
 :class:`Gaussian` and :class:`Laplace` mechanisms (noise, then the projection onto the simplex
 over the row's support); ``_registry`` maps the names the 0.2 keyword form uses to these
 classes, and holds the public :func:`privatize`. ``secure_key`` draws a key for a real release.

@@ -7,6 +7,7 @@ privacy and less noise. See :mod:`jaxprivmdp.privacy` for the (ε, δ) that a ``
 from __future__ import annotations
 
 import dataclasses
+import math
 import secrets
 from typing import ClassVar, Literal
 
@@ -31,15 +32,40 @@ from ..sets._boxes import beta_params, radius_params
 from ..sets._radius import outward_radius
 from ..sets._sets import UncertaintySet
 from ._base import Mechanism, RowGuarantee
-from ._sampling import loggamma
+from ._sampling import loggamma, spread_of
 
 Sampler = Literal["jax", "fast"]
 
 
-def _loggamma(key: jax.Array, a: jax.Array, sampler: Sampler) -> jax.Array:
+def _loggamma(key: jax.Array, a: jax.Array, support: jax.Array, sampler: Sampler) -> jax.Array:
     if sampler == "jax":
         return jax.random.loggamma(key, a, dtype=a.dtype)
-    return loggamma(key, a, dtype=a.dtype)
+    return loggamma(key, a, dtype=a.dtype, names=entry_names(jnp.broadcast_to(support, a.shape)))
+
+
+def entry_names(support: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Each entry's name for the fast sampler: ``(row, rank)``, its row (the flat index of
+    the leading axes: ``s·A + a``) and its rank among the row's supported entries.
+
+    A dense row names its supported entries in state order; a successor list in list
+    order. So a sparse model whose lists are in increasing state order (``to_sparse``'s,
+    the examples') names every entry as its dense twin does and draws the same release
+    from the same key. Entries off the support (discarded) are named ``n + position``.
+    """
+    *lead, n = support.shape
+    num_rows = math.prod(lead)
+    if num_rows * spread_of(2) >= 2**32:  # loggamma's bound on the first name
+        raise ValueError(f"too many rows ({num_rows}) to name the entries of a release")
+    row = jnp.arange(num_rows, dtype=jnp.uint32).reshape(*lead, 1)
+    place = jnp.broadcast_to(jnp.arange(n, dtype=jnp.uint32), support.shape)
+
+    def ranks():  # a log-depth scan: XLA:CPU lowers cumsum as a reduce_window, O(n²)
+        count = jax.lax.associative_scan(jnp.add, support.astype(jnp.uint32), axis=-1)
+        return jnp.where(support, count - np.uint32(1), place + np.uint32(n))
+
+    # Full rows (the common dense case, support=None) rank every entry at its place.
+    rank = jax.lax.cond(jnp.all(support), lambda: place, ranks)
+    return jnp.broadcast_to(row, support.shape), rank
 
 
 def check_sampler(sampler) -> Sampler:
@@ -68,7 +94,7 @@ def privatize(
     # zero, and a zero concentration has no gamma distribution (the change is below 1e-38).
     tiny = jnp.finfo(rows.dtype).tiny
     a = jnp.where(support, jnp.maximum(k * rows, tiny), jnp.ones_like(rows))
-    log_g = _loggamma(key, a, sampler)
+    log_g = _loggamma(key, a, support, sampler)
     log_g = jnp.where(support, log_g, -jnp.inf)
     private = jax.nn.softmax(log_g, axis=-1)
     return jnp.where(action_mask[..., None], private, jnp.zeros_like(private))
@@ -84,7 +110,8 @@ class Dirichlet(Mechanism):
     Args:
       k: the concentration ``k > 0`` (larger = less noise, weaker privacy).
       sampler: ``"jax"`` (default: ``jax.random.dirichlet``'s sampler, the one to audit) or
-        ``"fast"`` (same distribution, faster), see :func:`dirichlet_mechanism` (static).
+        ``"fast"`` (same distribution, faster; the same draws for a dense model and its
+        sparse twin), see :func:`dirichlet_mechanism` (static).
 
     Its sets: Lemma 1's box for :class:`~jaxprivmdp.PaperSet`, the exact Beta marginals for
     the exact and certified sets. Its (ε, δ): ``jaxprivmdp.privacy.guarantee`` (needs the
@@ -161,9 +188,15 @@ def dirichlet_mechanism(
         for rows with every entry ``>= η``, which the privacy accounting needs.
       sampler: ``"jax"`` (default, the one to audit: ``jax.random.loggamma``, so the result
         equals ``jax.random.dirichlet(key, k * P)`` bit for bit) or ``"fast"`` (an exact
-        vectorized Marsaglia–Tsang sampler, ``jaxprivmdp.mechanisms._sampling``, 50–100x faster in
-        float32 on CPU, the default of :func:`sweep`). Same distribution, different draws
-        for the same key.
+        vectorized Marsaglia–Tsang sampler, ``jaxprivmdp.mechanisms._sampling``, 50–100x
+        faster in float32 on CPU, the default of :func:`sweep`). Same distribution,
+        different draws for the same key. Dense and sparse: ``"fast"`` keys each entry's
+        draw by its row and its rank in the row's support (:func:`entry_names`), so a
+        dense model and its :func:`~jaxprivmdp.to_sparse` (any sparse model whose lists
+        are in increasing state order, as the examples' are) release the same ``P̄`` from
+        the same key. ``"jax"`` draws by position in the array (``jax.random.dirichlet``'s
+        own keying), so a sparse model's release differs from its dense twin's (same
+        distribution); compare the two kinds with ``"fast"``.
 
     Returns:
       `[S, A, S]` privatized transitions ``P̄``: same dtype as a floating ``transitions``

@@ -14,11 +14,12 @@ fused, element-wise pass plus a rarely needed loop:
 3. the boost ``log G(a) = log G(a + 1) + log(U) / a`` gives any shape ``a > 0`` in log
    space, so tiny shapes (``1e-6``) stay finite.
 
-Random bits come from the key's own PRNG. For the default ``threefry2x32`` keys the
-Threefry-2x32 hash is evaluated inline on counters ``(stream, element)``, bit-identical
-to ``jax.extend.random.threefry_2x32``, so XLA fuses it with the sampler arithmetic
-instead of looping over full-size arrays; other key implementations use
-``jax.random.bits``.
+Random bits come from the key's own PRNG, hashed per element from the element's *name*
+(``_bits``: its position by default; the Dirichlet mechanism names an entry by its row and
+its rank in the row's support). An element's draws depend only on the key, its name and its
+shape, also in the fallback (its ``i``-th redraw uses the fallback key folded with ``i``),
+never on the other elements: a dense row and the same row as a successor list draw the
+same numbers.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ from jax import lax
 from jax.typing import ArrayLike, DTypeLike
 
 from .._checks import check_key, working_dtype
+from ._bits import _Bits as _Bits
+from ._bits import _threefry2x32 as _threefry2x32
+from ._bits import default_names
 
 __all__ = ["loggamma"]
 
@@ -46,71 +50,6 @@ _FALLBACK_CANDIDATES = 4
 # rejected in every round (probability < 0.05 ** (4 * 256)); the element is then NaN,
 # never a biased value.
 _MAX_FALLBACK_ROUNDS = 256
-
-_THREEFRY_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
-
-
-def _rotl(x: jax.Array, r: int) -> jax.Array:
-    return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
-
-
-def _threefry2x32(k0, k1, x0, x1):
-    """Threefry-2x32 (20 rounds), unrolled so that XLA fuses it with its consumers.
-
-    Same function as ``jax.extend.random.threefry2x32_p``; jax lowers that primitive on
-    CPU as a rolled loop over full arrays, which is memory-bound and cannot fuse.
-    """
-    ks = (k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA))
-    x0 = x0 + ks[0]
-    x1 = x1 + ks[1]
-    for i in range(5):
-        for r in _THREEFRY_ROTATIONS[i % 2]:
-            x0 = x0 + x1
-            x1 = _rotl(x1, r)
-            x1 = x0 ^ x1
-        x0 = x0 + ks[(i + 1) % 3]
-        x1 = x1 + ks[(i + 2) % 3] + np.uint32(i + 1)
-    return x0, x1
-
-
-def _is_threefry(key: jax.Array) -> bool:
-    return str(jax.random.key_impl(key)) == "threefry2x32"
-
-
-def _words(key: jax.Array, stream, n: int) -> tuple[jax.Array, jax.Array]:
-    """Two independent uint32 words per slot ``0..n-1`` for stream ``stream`` of ``key``.
-
-    ``stream`` is a small non-negative int, static or traced.
-    """
-    if _is_threefry(key):
-        kd = jax.random.key_data(key)
-        slot = lax.iota(jnp.uint32, n)
-        stream = jnp.full((n,), stream).astype(jnp.uint32)
-        return _threefry2x32(kd[0], kd[1], stream, slot)
-    bits = jax.random.bits(jax.random.fold_in(key, stream), (2, n), jnp.uint32)
-    return bits[0], bits[1]
-
-
-class _Bits:
-    """Random words for ``n`` slots: uint32 for float32 work, uint64 for float64.
-
-    ``pair(stream)`` gives two independent words per slot; a float64 pair hashes two
-    streams of ``key``.
-    """
-
-    def __init__(self, key: jax.Array, n: int, dtype: np.dtype):
-        self.key, self.n, self.wide = key, n, dtype == np.float64
-
-    def pair(self, stream) -> tuple[jax.Array, jax.Array]:
-        if not self.wide:
-            return _words(self.key, stream, self.n)
-        a0, a1 = _words(self.key, 2 * stream, self.n)
-        b0, b1 = _words(self.key, 2 * stream + 1, self.n)
-        return _join64(a0, a1), _join64(b0, b1)
-
-
-def _join64(hi: jax.Array, lo: jax.Array) -> jax.Array:
-    return (hi.astype(jnp.uint64) << np.uint64(32)) | lo.astype(jnp.uint64)
 
 
 def _mantissa(bits: jax.Array) -> jax.Array:
@@ -221,12 +160,14 @@ def _pending_blocks(out: jax.Array) -> jax.Array:
     return pending.reshape(num_blocks, _BLOCK).any(axis=1)
 
 
-def _fallback_round(key, a, out, pending_blocks, slots):
+def _fallback_round(key, a, out, pending_blocks, slots, names, spread, attempts):
     """Redraws up to ``slots`` unaccepted elements of ``out`` with fresh candidates.
 
     Only the pending blocks are read (a prefix sum over blocks, then over the elements of
     the gathered blocks), so a round costs ``O(n / _BLOCK + slots * _BLOCK)``, not ``O(n)``.
-    Returns the updated ``(out, pending_blocks)``.
+    An element's ``i``-th redraw hashes its name with ``fold_in(key, i)`` (``attempts``
+    counts them), so which slot it takes and when never changes its draws.
+    Returns the updated ``(out, pending_blocks, attempts)``.
     """
     n = a.shape[0]
     num_blocks = pending_blocks.shape[0]
@@ -238,27 +179,40 @@ def _fallback_round(key, a, out, pending_blocks, slots):
     (j,) = jnp.nonzero(pending.reshape(-1), size=slots, fill_value=block_slots * _BLOCK)
     selected = jnp.append(elements.reshape(-1), n)[j]
     a_sel = a.at[selected].get(mode="fill", fill_value=1)
-    new = _candidates(_Bits(key, slots, a.dtype), a_sel, _FALLBACK_CANDIDATES, rolled=True)
+    tries = attempts.at[selected].get(mode="fill", fill_value=0)
+    keys = jax.vmap(jax.random.fold_in, in_axes=(None, 0))(key, tries.astype(jnp.uint32))
+    named = tuple(x.at[selected].get(mode="fill", fill_value=0) for x in names)
+    bits = _Bits(keys, slots, a.dtype, named, spread)
+    new = _candidates(bits, a_sel, _FALLBACK_CANDIDATES, rolled=True)
     out = out.at[selected].set(new, mode="drop")
+    attempts = attempts.at[selected].add(1, mode="drop")
     still = (out.at[elements].get(mode="fill", fill_value=0) == jnp.inf).any(axis=1)
-    return out, pending_blocks.at[blocks].set(still, mode="drop")
+    return out, pending_blocks.at[blocks].set(still, mode="drop"), attempts
 
 
-def _dense_round(key, a, out):
-    """Redraws every element (fused, no compaction); keeps the draws of unaccepted ones."""
-    new = _candidates(_Bits(key, a.shape[0], a.dtype), a, _FALLBACK_CANDIDATES)
+def _dense_round(key, a, out, names, spread):
+    """Redraws every element (fused, no compaction); keeps the draws of unaccepted ones.
+    Every unaccepted element is redrawn in every round: round ``i`` is its ``i``-th."""
+    new = _candidates(_Bits(key, a.shape[0], a.dtype, names, spread), a, _FALLBACK_CANDIDATES)
     return jnp.where(out == jnp.inf, new, out)
+
+
+def spread_of(num_candidates: int) -> int:
+    """Streams per name: candidates and boost, two words each in float64."""
+    return 2 * (max(num_candidates, _FALLBACK_CANDIDATES) + 1)
 
 
 @functools.partial(jax.jit, static_argnames=("dtype", "num_candidates"))
 def _loggamma_and_rounds(
-    key: jax.Array, a: jax.Array, dtype: np.dtype, num_candidates: int
+    key: jax.Array, a: jax.Array, dtype: np.dtype, num_candidates: int, names=None
 ) -> tuple[jax.Array, jax.Array]:
-    """``(log G, fallback rounds)`` for a flat ``a``."""
+    """``(log G, fallback rounds)`` for a flat ``a`` (``names``: see :func:`loggamma`)."""
     a = a.astype(dtype)
     n = a.shape[0]
+    names = default_names(n) if names is None else names
+    spread = spread_of(num_candidates)
     key_main, key_fallback = jax.random.split(key)
-    out = _candidates(_Bits(key_main, n, dtype), a, num_candidates)
+    out = _candidates(_Bits(key_main, n, dtype, names, spread), a, num_candidates)
 
     # Exact fallback; zero iterations unless some element is still unaccepted. Small
     # arrays (e.g. one vmapped (S, A, S) block) redraw all elements: for up to a few
@@ -267,28 +221,37 @@ def _loggamma_and_rounds(
     slots = _fallback_slots(n, num_candidates)
 
     def cond(state):
-        rounds, out, pending_blocks = state
+        rounds, out, pending_blocks, _ = state
         pending = pending_blocks if sparse else out == jnp.inf
         return (rounds < _MAX_FALLBACK_ROUNDS) & pending.any()
 
     def body(state):
-        rounds, out, pending_blocks = state
-        key = jax.random.fold_in(key_fallback, rounds)
+        rounds, out, pending_blocks, attempts = state
         if sparse:
-            out, pending_blocks = _fallback_round(key, a, out, pending_blocks, slots)
+            out, pending_blocks, attempts = _fallback_round(
+                key_fallback, a, out, pending_blocks, slots, names, spread, attempts
+            )
         else:
-            out = _dense_round(key, a, out)
-        return rounds + 1, out, pending_blocks
+            out = _dense_round(jax.random.fold_in(key_fallback, rounds), a, out, names, spread)
+        return rounds + 1, out, pending_blocks, attempts
 
     pending_blocks = _pending_blocks(out) if sparse else jnp.zeros((0,), bool)
-    rounds, out, _ = lax.while_loop(cond, body, (jnp.int32(0), out, pending_blocks))
+    # Redraws per element (< _MAX_FALLBACK_ROUNDS = 256: uint8 suffices).
+    attempts = jnp.zeros((n if sparse else 0,), jnp.uint8)
+    state = (jnp.int32(0), out, pending_blocks, attempts)
+    rounds, out, _, _ = lax.while_loop(cond, body, state)
     # Only reachable after _MAX_FALLBACK_ROUNDS: report failure, never a biased value.
     out = jnp.where(out == jnp.inf, jnp.asarray(jnp.nan, dtype), out)
     return out, rounds
 
 
 def loggamma(
-    key: ArrayLike, a: ArrayLike, *, dtype: DTypeLike | None = None, num_candidates: int = 2
+    key: ArrayLike,
+    a: ArrayLike,
+    *,
+    dtype: DTypeLike | None = None,
+    num_candidates: int = 2,
+    names: tuple[ArrayLike, ArrayLike] | None = None,
 ) -> jax.Array:
     r"""Samples ``log G`` with ``G ~ Gamma(a, 1)`` element-wise, exactly.
 
@@ -317,15 +280,16 @@ def loggamma(
     The elements with none accepted (probability at most ``0.049 ** num_candidates``) go
     to a ``lax.while_loop`` whose predicate is "some element is unaccepted", so it runs
     zero iterations when there are none; each round gathers the unaccepted elements and
-    gives each fresh i.i.d. candidates from a new key (``fold_in`` of the round), again
-    keeping the first accepted one. Which slot an element occupies depends only on past
-    draws, so its accepted value is an exact ``Gamma(a + 1)`` draw independent of the
-    rest. No step is approximated (no truncated loop, no approximate Gamma formula): the
-    result is exact in distribution up to floating-point rounding, like
-    ``jax.random.loggamma``. As there, the normal is the inverse CDF (``erfinv``) of a
-    uniform on a ``2^-23`` grid (``2^-52`` in float64), and ``u`` lies on the grid
-    ``(k + 1/2) 2^-23``. A guard of 256 rounds (reaching it has probability below
-    ``0.049 ** 1024``) would leave such an element NaN, never a biased value.
+    gives each fresh i.i.d. candidates, again keeping the first accepted one: an element's
+    ``i``-th redraw hashes its own name with the fallback key folded with ``i``, so its
+    candidates are an i.i.d. sequence of its own, whichever round serves it. Its accepted
+    value is an exact ``Gamma(a + 1)`` draw independent of the rest. No step is
+    approximated (no truncated loop, no approximate Gamma formula): the result is exact
+    in distribution up to floating-point rounding, like ``jax.random.loggamma``. As
+    there, the normal is the inverse CDF (``erfinv``) of a uniform on a ``2^-23`` grid
+    (``2^-52`` in float64), and ``u`` lies on the grid ``(k + 1/2) 2^-23``. A guard of
+    256 rounds (reaching it has probability below ``0.049 ** 1024``) would leave such an
+    element NaN, never a biased value.
 
     Jit- and vmap-friendly: no Python loops over elements, no global state, static shapes.
     Under ``vmap`` the loop runs while any batch member has unaccepted elements.
@@ -340,13 +304,18 @@ def loggamma(
       num_candidates: Marsaglia–Tsang candidates drawn per element in the first pass.
         More candidates make the fallback rarer and the first pass dearer
         (``benchmarks/bench_sampling.py`` compares them).
+      names: None (each element is named by its position), or ``(i0, i1)``: two arrays of
+        non-negative integers shaped like ``a``, distinct pairs for distinct elements, with
+        ``i0 < 2**32 / (2·(max(num_candidates, 4) + 1))``. An element's draw depends only
+        on the key, its name and its shape: two arrays that name an element alike draw it
+        alike, wherever it sits.
 
     Returns:
       ``log G``, with the shape of ``a`` and dtype ``dtype``.
 
     Raises:
-      ValueError: for a non-float ``dtype``, a batch of keys, ``num_candidates < 1`` or
-        ``2**31 - 16`` or more elements.
+      ValueError: for a non-float ``dtype``, a batch of keys, ``num_candidates < 1``,
+        ``2**31 - 16`` or more elements, or ``names`` not shaped like ``a``.
 
     References:
       G. Marsaglia and W. W. Tsang, "A simple method for generating gamma variables",
@@ -363,6 +332,11 @@ def loggamma(
         raise ValueError(f"at most 2**31 - {_BLOCK + 1} elements per call, got {a.size}")
     if a.size == 0:
         return jnp.zeros(a.shape, dtype)
+    if names is not None:
+        names = tuple(jnp.asarray(x) for x in names)
+        if len(names) != 2 or any(x.shape != a.shape for x in names):
+            raise ValueError(f"names must be two arrays of shape {a.shape}")
+        names = tuple(x.reshape(-1).astype(jnp.uint32) for x in names)
     # Flattened outside the jit: one compilation per size, not per shape.
-    out, _ = _loggamma_and_rounds(key, a.reshape(-1), dtype, int(num_candidates))
+    out, _ = _loggamma_and_rounds(key, a.reshape(-1), dtype, int(num_candidates), names)
     return out.reshape(a.shape)

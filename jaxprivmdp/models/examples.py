@@ -126,11 +126,11 @@ def gridworld(
     (``s0 = 0``) and the goal is the bottom-right cell. Actions are up, right, down, left.
     A move goes where intended with probability ``1 − slip`` and to each perpendicular
     direction with ``slip / 2``; a move into the border or an obstacle stays put (merged
-    with any other way of staying, so a row lists at most 3 distinct successors). Every
-    step costs 1 (reward −1) until the goal, which is absorbing with reward 0. Obstacle
-    cells are states no move enters (their actions stay put, reward 0). Built with NumPy in
-    O(S) memory: a 1000×1000 map (10⁶ states) builds and validates in about 2 s on a 2-core
-    CPU.
+    with any other way of staying, so a row lists at most 3 distinct successors, in
+    increasing state order as :func:`~jaxprivmdp.to_sparse` lists them). Every step
+    costs 1 (reward −1) until the goal, which is absorbing with reward 0. Obstacle cells
+    are states no move enters (their actions stay put, reward 0). Built with NumPy in O(S)
+    memory: a 1000×1000 map (10⁶ states) builds and validates in about 2 s on a 2-core CPU.
 
     Args:
       height: rows of the map, ``>= 1``.
@@ -214,12 +214,16 @@ def _obstacle_map(obstacles, H: int, W: int) -> np.ndarray:
 
 
 def _merge_duplicates(next_states: np.ndarray, probs: np.ndarray):
-    """Adds the probability of a repeated successor to its first slot; the rest is padding."""
+    """Adds the probability of a repeated successor to its first slot; the rest is padding.
+    Each row's successors come out in increasing state order, padding last."""
     K = next_states.shape[-1]
     for j in range(1, K):
         for i in range(j):
             same = (next_states[..., j] == next_states[..., i]) & (probs[..., j] > 0)
             probs[..., i] += np.where(same, probs[..., j], 0)
             probs[..., j] = np.where(same, 0, probs[..., j])
-    next_states = np.where(probs > 0, next_states, PADDING)
-    return next_states, probs
+    # Successors in increasing state order, padding last: the order to_sparse writes, in
+    # which the Dirichlet mechanism's fast sampler draws as for the dense model.
+    order = np.argsort(np.where(probs > 0, next_states, np.iinfo(np.int64).max), axis=-1)
+    next_states = np.take_along_axis(np.where(probs > 0, next_states, PADDING), order, -1)
+    return next_states, np.take_along_axis(probs, order, -1)
