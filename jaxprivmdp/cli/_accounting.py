@@ -122,18 +122,17 @@ class ReleaseGuarantee(NamedTuple):
 
 
 def _privatized_rows(args, mdp) -> tuple[int, list[int]]:
-    """``(R, dims)``: the allowed rows with two or more entries in the support they are
-    privatized over (a one-entry row stays as it is and costs nothing), and their sizes."""
+    """``(R, dims)``: the rows the mechanism changes (the library's one count,
+    :func:`jaxprivmdp.models._support.private_rows`) and their sizes."""
     import numpy as np
 
-    from ..models._support import model_mechanism_input
+    from ..models._support import model_mechanism_input, private_rows
 
     inp = model_mechanism_input(
         mdp, getattr(args, "support", None), getattr(args, "smoothing", None), interior=False
     )
-    sizes = np.asarray(inp.support).sum(-1)[np.asarray(inp.action_mask)]
-    private = sizes[sizes >= 2]
-    return int(private.size), sorted({int(n) for n in private})
+    sizes = np.asarray(inp.support).sum(-1)[private_rows(inp)]
+    return int(sizes.size), sorted({int(n) for n in sizes})
 
 
 def release_mechanism(args, mdp):

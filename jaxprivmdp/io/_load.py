@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models._dense import TabularMDP, make_mdp
+from ..models._dense import TabularMDP, make_mdp, resolve_discount
 from ..models._sparse import SparseMDP, make_sparse_mdp
 from ._files import read_npz
 from ._labels import initial_state as labelled_initial_state
@@ -125,8 +125,7 @@ def load_mdp(
     """
     path = Path(path)
     if path.suffix == ".tra":
-        if discount is None:
-            discount = 1.0 if horizon is not None else 0.95
+        discount = resolve_discount(horizon, discount)
         if deadlocks not in DEADLOCKS:
             raise ValueError(f"deadlocks must be one of {DEADLOCKS}, got {deadlocks!r}")
         return _load_explicit(
@@ -224,12 +223,13 @@ def stored_scalars(arrays: dict, where_: str) -> dict:
 
 def resolve_scalars(stored: dict, *, horizon, discount, initial_state) -> dict:
     """The model's ``horizon``, ``discount`` and ``initial_state``: each argument that is
-    given, else the file's, else the default (no horizon; γ = 1 with a horizon, else 0.95;
-    state 0)."""
+    given, else the file's, else the default (no horizon; the discount of
+    :func:`jaxprivmdp.models._dense.resolve_discount`; state 0)."""
     if horizon is None:
         horizon = stored.get("horizon")
-    if discount is None:
-        discount = stored.get("discount", 1.0 if horizon is not None else 0.95)
+    discount = resolve_discount(
+        horizon, discount if discount is not None else stored.get("discount")
+    )
     if initial_state is None:
         initial_state = stored.get("initial_state", 0)
     return dict(horizon=horizon, discount=discount, initial_state=initial_state)
