@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import jaxprivmdp as jp
-from jaxprivmdp.io import _columns, _decimals, _transitions
+from jaxprivmdp.io import _columns, _decimals, _rewards, _transitions
 
 PAD = _columns.PAD
 
@@ -262,3 +262,49 @@ def test_unsorted_files_give_the_same_model(tmp_path):
             pa.pop(-1, None), pb.pop(-1, None)
             assert pa == pb
     assert math.isclose(float(a.probs.sum()), float(b.probs.sum()), rel_tol=1e-6)
+
+
+def _line_by_line(monkeypatch):
+    """Every reader takes its line-by-line path."""
+    for module in (_transitions, _rewards):
+        monkeypatch.setattr(module, "read_columns", lambda *a, **k: None)
+
+
+@pytest.mark.parametrize("fmt", ["prism", "prism-dev", "storm"])
+@pytest.mark.parametrize("make", [fx.knuth_yao_die, fx.gamble], ids=["dtmc", "mdp"])
+def test_reward_files_read_as_line_by_line(tmp_path, monkeypatch, fmt, make):
+    model = make()
+    if fmt == "storm":
+        tra = fx.write_storm(model, tmp_path)
+    else:
+        tra = fx.write_prism(model, tmp_path, dev_headers=fmt == "prism-dev")
+    fast = [np.asarray(jp.load_mdp(tra, reward_structure=r.name).rewards) for r in model.rewards]
+    _line_by_line(monkeypatch)
+    slow = [np.asarray(jp.load_mdp(tra, reward_structure=r.name).rewards) for r in model.rewards]
+    for a, b in zip(fast, slow, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ("2 0.5\n9 1.5\n", r"line 4: state 9 is out of range"),
+        ("2 0.5\n", r"the header declares 2 rewards, the body has 1"),
+        ("2 0.5\n2 0.25\n", None),  # listed twice: the last one counts
+    ],
+)
+def test_state_reward_files_the_same_either_way(tmp_path, monkeypatch, body, message):
+    tra = fx.write_prism(fx.gamble(), tmp_path, parts=("tra", "lab"))
+    srew = tmp_path / "extra.srew"
+    srew.write_text("# State rewards\n5 2\n" + body)
+    results = []
+    for _ in range(2):  # the vectorized reader, then line by line
+        if message is None:
+            results.append(np.asarray(jp.load_mdp(tra, rewards=srew).rewards))
+        else:
+            with pytest.raises(ValueError, match=message):
+                jp.load_mdp(tra, rewards=srew)
+        _line_by_line(monkeypatch)
+    if message is None:
+        np.testing.assert_array_equal(results[0], results[1])
+        assert results[0][2, 0] == 0.25

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._columns import head_lines, read_columns
 from ._text import (
     data_lines,
     is_rows,
@@ -194,8 +195,28 @@ def _reward_header(path: Path, kind: str) -> None:
 def _read_state_rewards(path: Path, ex: Explicit) -> np.ndarray:
     S = ex.num_states
     _reward_header(path, "state")
+    fast = _state_rewards_in_columns(path, ex)
+    if fast is not None:
+        return fast
     lines = list(data_lines(path))
-    declared = None
+    declared = _state_reward_header(path, ex, lines)
+    r = np.zeros(S)
+    for number, fields in lines:
+        if len(fields) != 2:
+            raise ValueError(
+                f"{where(path)} line {number}: expected 'state reward', got {' '.join(fields)!r}"
+            )
+        s, value = parse_int(path, number, fields[0]), parse_value(path, number, fields[1])
+        if not 0 <= s < S:
+            raise ValueError(f"{where(path)} line {number}: state {s} is out of range")
+        r[s] = value
+    _check_count(path, declared, len(lines))
+    return r
+
+
+def _state_reward_header(path: Path, ex: Explicit, lines: list) -> int | None:
+    """Pops the header line (PRISM's ``S N``) if any; returns its ``N``."""
+    S = ex.num_states
     # PRISM's header "S N"; Storm's files have none (their first line is "state reward").
     if lines and (ex.flavor == "prism" or leading_comments(path)):
         number, fields = lines.pop(0)
@@ -207,24 +228,40 @@ def _read_state_rewards(path: Path, ex: Explicit) -> np.ndarray:
         states, declared = parse_counts(path, number, fields)
         if states != S:
             raise ValueError(f"{where(path)} is for a model of {states} states, not {S}")
-    elif lines and len(lines[0][1]) == 2 and lines[0][1][0] == str(S):
+        return declared
+    if lines and len(lines[0][1]) == 2 and lines[0][1][0] == str(S):
         number, fields = lines.pop(0)  # a header in a Storm model's file
-        declared = parse_counts(path, number, fields)[1]
+        return parse_counts(path, number, fields)[1]
+    return None
+
+
+def _state_rewards_in_columns(path: Path, ex: Explicit) -> np.ndarray | None:
+    """:func:`_read_state_rewards` of a file in plain form (:mod:`._columns`), else None."""
+    head = head_lines(path, 1)
+    if head is None:
+        return None
+    declared = _state_reward_header(path, ex, head)
+    cols = read_columns(path, "if", skip=1 - len(head))
+    if cols is None:
+        return None
+    (s, value), S = cols.values, ex.num_states
+    bad = np.flatnonzero((s < 0) | (s >= S))
+    if bad.size:
+        i = bad[0]
+        raise ValueError(f"{where(path)} line {cols.line[i]}: state {s[i]} is out of range")
+    _check_count(path, declared, s.size)
     r = np.zeros(S)
-    for number, fields in lines:
-        if len(fields) != 2:
-            raise ValueError(
-                f"{where(path)} line {number}: expected 'state reward', got {' '.join(fields)!r}"
-            )
-        s, value = parse_int(path, number, fields[0]), parse_value(path, number, fields[1])
-        if not 0 <= s < S:
-            raise ValueError(f"{where(path)} line {number}: state {s} is out of range")
-        r[s] = value
-    if declared is not None and declared != len(lines):
-        raise ValueError(
-            f"{where(path)}: the header declares {declared} rewards, the body has {len(lines)}"
-        )
+    if s.size and np.bincount(s, minlength=S).max() > 1:  # a state listed twice: its last
+        last = np.full(S, -1)
+        np.maximum.at(last, s, np.arange(s.size))
+        s, value = np.flatnonzero(last >= 0), value[last[last >= 0]]
+    r[s] = value
     return r
+
+
+def _check_count(path: Path, declared: int | None, n: int) -> None:
+    if declared is not None and declared != n:
+        raise ValueError(f"{where(path)}: the header declares {declared} rewards, the body has {n}")
 
 
 def _read_transition_rewards(path: Path, ex: Explicit, layout: Layout) -> np.ndarray:
@@ -232,13 +269,13 @@ def _read_transition_rewards(path: Path, ex: Explicit, layout: Layout) -> np.nda
     S = ex.num_states
     A = layout.mask.shape[1]
     _reward_header(path, "transition")
-    lines = list(data_lines(path))
-    declared = _transition_reward_header(path, ex, lines)
-    src, choice, tgt, val, line = _transition_reward_lines(path, ex, lines)
-    if declared is not None and declared != val.size:
-        raise ValueError(
-            f"{where(path)}: the header declares {declared} rewards, the body has {val.size}"
-        )
+    declared, body = _transition_rewards_in_columns(path, ex)
+    if body is None:
+        lines = list(data_lines(path))
+        declared = _transition_reward_header(path, ex, lines)
+        body = _transition_reward_lines(path, ex, lines)
+    src, choice, tgt, val, line = body
+    _check_count(path, declared, val.size)
     r = np.zeros((S, A))
     if not val.size:
         return r
@@ -266,6 +303,22 @@ def _transition_reward_header(path: Path, ex: Explicit, lines: list) -> int | No
     if counts[0] != ex.num_states:
         raise ValueError(f"{where(path)} is for a model of {counts[0]} states, not {ex.num_states}")
     return counts[-1]
+
+
+def _transition_rewards_in_columns(path: Path, ex: Explicit):
+    """``(declared, (src, choice, tgt, val, line))`` of a file in plain form, else
+    ``(None, None)``."""
+    head = head_lines(path, 1)
+    if head is None:
+        return None, None
+    declared = _transition_reward_header(path, ex, head)
+    mdp = ex.kind == "mdp"
+    cols = read_columns(path, "iiif" if mdp else "iif", skip=1 - len(head))
+    if cols is None:
+        return None, None
+    src, *rest, val = cols.values
+    choice, tgt = rest if mdp else (np.zeros_like(src), rest[0])
+    return declared, (src, choice, tgt, val, cols.line)
 
 
 def _transition_reward_lines(path: Path, ex: Explicit, lines: list):
@@ -302,7 +355,7 @@ def _find_transitions(path: Path, ex: Explicit, layout: Layout, src, choice, tgt
     S, A = ex.num_states, layout.mask.shape[1]
     # (source, choice, target) must be in range and in the model.
     inside = (src >= 0) & (src < S) & (choice >= 0) & (choice < A) & (tgt >= 0) & (tgt < S)
-    keys = np.where(inside, (src * A + choice) * S + tgt, -1)
+    keys = np.where(inside, (src.astype(np.int64) * A + choice) * S + tgt, -1)
     model_keys, order = layout.lookup
     pos = np.minimum(np.searchsorted(model_keys, keys), model_keys.size - 1)
     missing = np.flatnonzero(~inside | (model_keys[pos] != keys))
@@ -322,7 +375,7 @@ def _find_transitions(path: Path, ex: Explicit, layout: Layout, src, choice, tgt
 def _choice_rewards(path: Path, r: np.ndarray, src, choice, val, line) -> np.ndarray:
     """PRISM's MDP rewards: one per choice, written on each of its transitions."""
     S, A = r.shape
-    row = src * A + choice
+    row = src.astype(np.int64) * A + choice
     first = np.full(S * A, np.nan)
     order = np.argsort(row, kind="stable")
     uniq, start = np.unique(row[order], return_index=True)

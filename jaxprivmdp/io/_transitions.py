@@ -201,13 +201,11 @@ def _transition_fields(path: Path, number: int, fields: list[str], flavor: str, 
 def _check_body(ex: Explicit, counts: list[int] | None) -> None:
     """Ranges, a DTMC's probabilities, and the header's counts against the body."""
     S = ex.num_states
-    # As unsigned integers a negative index is out of range too.
-    out = (ex.src < 0) | (ex.src >= S) | (ex.tgt < 0) | (ex.tgt >= S) | (ex.choice < 0)
-    bad = np.flatnonzero(out)
-    if bad.size:
-        raise ValueError(
-            f"{where(ex.path)} line {ex.line[bad[0]]}: a state or choice is out of range"
-        )
+    inside = min(ex.src.min(), ex.tgt.min(), ex.choice.min()) >= 0  # reductions: no copies
+    if not (inside and max(ex.src.max(), ex.tgt.max()) < S):
+        out = (ex.src < 0) | (ex.src >= S) | (ex.tgt < 0) | (ex.tgt >= S) | (ex.choice < 0)
+        i = np.flatnonzero(out)[0]
+        raise ValueError(f"{where(ex.path)} line {ex.line[i]}: a state or choice is out of range")
     if ex.kind == "dtmc":
         rate = np.flatnonzero(ex.prob > 1)
         if rate.size:
