@@ -308,3 +308,45 @@ def test_state_reward_files_the_same_either_way(tmp_path, monkeypatch, body, mes
     if message is None:
         np.testing.assert_array_equal(results[0], results[1])
         assert results[0][2, 0] == 0.25
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "0: 0 2\n2: 2\n3: 3 2\n",
+        "0: 0\n\n4: 2 3\n4: 0\n",  # a blank line; a state listed twice
+        "0: 0\n3:\n",  # a state without labels
+        "0: 0\n3 : 2\n",  # (line by line: a space before the colon)
+        "0: 0\n3: 2\r\n",  # (line by line: \r\n)
+        "0: 0\n1: 9\n",  # no label has index 9
+        "0: 0\n7: 2\n",  # state 7 is out of range
+        "0: 0\n2:3\n",  # (line by line)
+        "0: 0\nx: 2\n",  # expected 'state: label ...'
+    ],
+)
+def test_label_files_read_as_line_by_line(tmp_path, monkeypatch, body):
+    from jaxprivmdp.io import _labels
+
+    lab = tmp_path / "m.lab"
+    lab.write_bytes(('0="init" 1="deadlock" 2="goal" 3="odd"\n' + body).encode())
+    outcomes = []
+    for _ in range(2):  # the vectorized reader, then line by line
+        try:
+            labels = jp.load_labels(lab, num_states=5)
+            outcomes.append({k: np.flatnonzero(v).tolist() for k, v in labels.items()})
+        except ValueError as e:
+            outcomes.append(str(e))
+        monkeypatch.setattr(_labels, "_read_prism_labels_in_arrays", lambda path: None)
+    assert outcomes[0] == outcomes[1]
+
+
+def test_a_large_label_file_is_read_in_arrays(tmp_path, monkeypatch):
+    from jaxprivmdp.io import _labels
+
+    S = 50_000
+    lines = ['0="init" 1="deadlock" 2="even"', "0: 0 2"]
+    lines += [f"{s}: 2" for s in range(2, S, 2)]
+    (tmp_path / "m.lab").write_text("\n".join(lines) + "\n")
+    monkeypatch.setattr(_labels, "data_lines", None)  # would fail if used
+    labels = jp.load_labels(tmp_path / "m.lab", num_states=S)
+    assert labels["even"].sum() == S // 2 and np.flatnonzero(labels["init"]).tolist() == [0]

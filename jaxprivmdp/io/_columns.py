@@ -82,6 +82,16 @@ def head_lines(path: Path, count: int) -> list[tuple[int, list[str]]] | None:
     return None if start is None else out
 
 
+def body_start(path: Path, skip: int) -> tuple[int, int] | None:
+    """The byte offset and line number after the first ``skip`` data lines (None: a line
+    up to there is not printable ASCII)."""
+    try:
+        with path.open("rb") as f:
+            return _body_start(f, skip)
+    except OSError as e:
+        raise ValueError(f"cannot read {where(path)}: {e}") from None
+
+
 def _body_start(f, skip: int, head: list | None = None) -> tuple[int, int] | None:
     """The byte offset and line number after ``skip`` data lines; None where the lines
     before hold anything but printable ASCII (the line numbers might then differ)."""
