@@ -19,13 +19,18 @@ modules (NumPy, pandas, JAX, jaxprivmdp: the same baseline memory):
   assuming rows in order and checking nothing: the reference of the issue.
 - ``pandas+make_sparse_mdp``: the same, then ``jp.make_sparse_mdp`` on them (the checks and
   device arrays ``load_mdp`` also makes).
+- ``line_by_line`` (with ``--line-by-line``, first round only: it is slow): ``jp.load_mdp``
+  with the vectorized readers switched off: the parsing as it was before them (the layout
+  and checks after it are today's).
 
 Time is wall-clock of the load alone (imports excluded), with ``jax.block_until_ready`` on the
 model; memory is the child's peak resident set (``VmHWM``), absolute and above its resident
 set after the imports. Rounds are interleaved (one child of each contestant per round) so
-that the load of this shared machine hits all alike; the table shows the median.
+that the load of this shared machine hits all alike; the table shows the median time, and the
+median (and range) of each round's time over pandas' time in the same round.
 
-Run: ``python benchmarks/bench_load.py [--states 1000000] [--rounds 3] [--folder DIR]``;
+Run: ``python benchmarks/bench_load.py [--states 1000000] [--rounds 3] [--folder DIR]
+[--line-by-line]``;
 ``--quick`` is ``--states 100000 --rounds 2``. Writes ``benchmarks/results/bench_load.json``.
 """
 
@@ -45,7 +50,7 @@ from pathlib import Path
 import common
 import numpy as np
 
-CONTESTANTS = ("load_mdp", "pandas", "pandas+make_sparse_mdp")
+CONTESTANTS = ("load_mdp", "pandas", "pandas+make_sparse_mdp", "line_by_line")
 CHOICES, SUCCESSORS = 2, 3
 
 
@@ -116,7 +121,11 @@ def child(contestant: str, path: Path) -> dict:
 
     baseline = common.proc_status()["VmRSS"]
     t0 = time.perf_counter()
-    if contestant == "load_mdp":
+    if contestant == "line_by_line":
+        from jaxprivmdp.io import _rewards, _transitions
+
+        _transitions.read_columns = _rewards.read_columns = lambda *args, **kwargs: None
+    if contestant in ("load_mdp", "line_by_line"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # "no reward file beside it"
             out = jp.load_mdp(path)
@@ -147,6 +156,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--folder", type=Path, default=None)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--line-by-line", action="store_true", help="also the old reader, once")
     parser.add_argument("--child", choices=CONTESTANTS, help=argparse.SUPPRESS)
     parser.add_argument("--tra", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -167,9 +177,11 @@ def main() -> None:
                 f"{time.perf_counter() - t0:.1f} s",
                 file=sys.stderr,
             )
-        runs = {c: [] for c in CONTESTANTS}
+        runs = {c: [] for c in CONTESTANTS if c != "line_by_line" or args.line_by_line}
         for r in range(args.rounds):
-            for c in CONTESTANTS:
+            for c in runs:
+                if c == "line_by_line" and r:
+                    continue
                 runs[c].append(run_child(c, path))
                 print(f"round {r}: {c}: {runs[c][-1]}", file=sys.stderr)
         report(args, path, runs)
@@ -181,10 +193,18 @@ def report(args, path: Path, runs: dict) -> None:
     common.print_header(
         f"Loading a PRISM .tra: {args.states:,} states, {T:,} transitions",
         env,
-        [f"file {path.stat().st_size / 2**20:.0f} MiB; median of {args.rounds} interleaved rounds"],
+        [
+            f"file {path.stat().st_size / 2**20:.0f} MiB; median of {args.rounds} interleaved "
+            "rounds (line_by_line: one)"
+        ],
     )
     med = {
         c: {k: statistics.median(r[k] for r in rs) for k in ("seconds", "peak_rss", "baseline_rss")}
+        for c, rs in runs.items()
+    }
+    # Ratios within a round (the same load for both), then their median and range.
+    ratios = {
+        c: [r["seconds"] / p["seconds"] for r, p in zip(rs, runs["pandas"], strict=False)]
         for c, rs in runs.items()
     }
     ref = med["pandas"]
@@ -192,14 +212,21 @@ def report(args, path: Path, runs: dict) -> None:
         [
             c,
             f"{m['seconds']:.2f} s",
-            f"{m['seconds'] / ref['seconds']:.2f}×",
+            f"{statistics.median(ratios[c]):.2f}× ({min(ratios[c]):.2f}–{max(ratios[c]):.2f})",
             common.fmt_bytes(m["peak_rss"]),
             common.fmt_bytes(m["peak_rss"] - m["baseline_rss"]),
             f"{m['peak_rss'] / ref['peak_rss']:.2f}×",
         ]
         for c, m in med.items()
     ]
-    headers = ["contestant", "time", "/ pandas", "peak RSS", "above imports", "/ pandas"]
+    headers = [
+        "contestant",
+        "time",
+        "/ pandas, same round",
+        "peak RSS",
+        "above imports",
+        "/ pandas",
+    ]
     common.print_table("Load time and peak memory", headers, rows)
     out = common.RESULTS_DIR / "bench_load.json"
     common.write_json(out, dict(env=env, states=args.states, transitions=T, runs=runs, median=med))
