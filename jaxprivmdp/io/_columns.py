@@ -9,9 +9,12 @@ body, PRISM's ``:rows`` form, ``-exact`` rationals, a sign on an integer, a miss
 non-ASCII text, ...) it returns None, and the caller reads the file line by line and names the
 line that fails. It is a fast path: it never changes what a file means or which error it gets.
 
-Its values are those of the line-by-line reader, bit for bit: integers are exact, and decimals
-are converted by NumPy's string-to-float cast, which rounds correctly as Python's ``float``
-does (both use David Gay's algorithm; tested against ``float`` on random and hard cases).
+Its values are those of the line-by-line reader, bit for bit: integers are exact (at most 9
+digits, int32), and decimals are rounded exactly as Python's ``float`` rounds them
+(:mod:`._decimals`; tested against ``float`` on random and hard cases). Lines whose fields are
+separated by single spaces (what PRISM and Storm write) are split from one pass over the
+block; other blanks, blank lines and ``\\r\\n`` line ends take a slower split.
+:func:`head_lines` and :func:`body_start` give the header lines and where the body starts.
 """
 
 from __future__ import annotations

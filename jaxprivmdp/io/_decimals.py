@@ -12,7 +12,7 @@ exponent less its fraction digits); it is converted exactly where that is cheap:
   product), accurate to far better than 2^-30 of a unit in the last place, rounded once.
 
 A result that close to a rounding boundary (or a power of two), and every other number, goes
-through NumPy's string-to-float cast (David Gay's correctly rounded conversion, as Python's
+through NumPy's string-to-float cast (correctly rounded, as Python's
 ``float``), which is exact but several times slower. Plain fields (digits and at most one
 point, at most 19 digits, the common case) have their digits read eight at a time from 64-bit
 words (the SWAR conversion of simdjson and fast_float); the others digit by digit.
