@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..models._dense import TabularMDP
+from ..models._dense import TabularMDP, resolve_discount
 from ..models._sparse import SparseMDP, make_sparse_mdp, to_dense
 from ._text import where
 from ._transitions import Explicit, make_layout
@@ -109,8 +109,7 @@ def load_prism(
     chosen = _choose(path, rewards, reward_structure, mask.shape)
     if initial_state is None:
         initial_state = _initial_state(path, built)
-    if discount is None:
-        discount = 1.0 if horizon is not None else 0.95
+    discount = resolve_discount(horizon, discount)
     try:
         model = make_sparse_mdp(
             layout.next_states,
