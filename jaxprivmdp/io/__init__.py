@@ -4,7 +4,11 @@
 anything is loaded) and writes outputs atomically; ``_load`` holds the public readers
 (``load_mdp``, ``load_labels``), which read ``.npz`` models and dispatch PRISM's and Storm's
 explicit formats to ``_transitions`` (``.tra``), ``_rewards`` (reward structures and files)
-and ``_labels`` (``.lab``), which share the line and number parsing of ``_text``.
+and ``_labels`` (``.lab``), which share the line and number parsing of ``_text``; files in
+PRISM's plain form are read block by block with array operations (``_columns``, decimals
+rounded as Python's ``float`` does in ``_decimals``), other forms line by line.
+``_prism_source`` builds models from PRISM/JANI sources through Storm (``load_prism``, the
+optional extra ``storm``).
 
 Imports: ``jaxprivmdp._checks`` and :mod:`jaxprivmdp.models`.
 """
