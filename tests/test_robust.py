@@ -10,7 +10,8 @@ from conftest import greedy_inner, lp_inner
 
 import jaxprivmdp as jp
 from jaxprivmdp.models._rows import Rows
-from jaxprivmdp.planning._kernel import fill_width, robust_backup
+from jaxprivmdp.planning._kernel import robust_backup
+from jaxprivmdp.planning._width import fill_width
 from jaxprivmdp.sets._boxes import paper_params, row_box
 
 

@@ -131,6 +131,7 @@ def synthesize(
     robust: bool = False,
     sampler: Sampler | None = None,
     max_iterations: ArrayLike = 10_000,
+    fill_width: int | None = None,
 ) -> Synthesis:
     """Algorithm 1 (privatize, synthesize, evaluate) plus the cost-of-privacy bounds.
 
@@ -143,8 +144,8 @@ def synthesize(
 
     Works under ``jax.jit`` and ``jax.vmap`` over ``key``, ``k``, ``beta`` and the model's
     arrays (values are checked only when concrete). With a traced ``k`` or ``beta`` the
-    greedy fill spans all ``S`` entries (exact, slower for large ``S``); :func:`sweep` sizes
-    it from its concrete grid.
+    greedy fill spans all ``S`` entries (exact, slower for large ``S``) unless ``fill_width``
+    is given; :func:`sweep` sizes it from its concrete grid.
 
     Args:
       key: PRNG key (use :func:`secure_key` for a real release).
@@ -172,6 +173,8 @@ def synthesize(
         :func:`dirichlet_mechanism`. An object carries its own (``jp.Dirichlet(k,
         sampler="fast")``).
       max_iterations: infinite horizon: guard on iterations (not static).
+      fill_width: optional static int: how many entries, in value order, each greedy fill
+        may reach (see :func:`cost_of_privacy`; give it when ``k`` or ``β`` is traced).
 
     Returns:
       :class:`Synthesis`.
@@ -191,7 +194,7 @@ def synthesize(
     uset = as_set(bound, beta, support_aware)
     inp = model_mechanism_input(mdp, support, smoothing, interior=mech.needs_interior)
     mech = mech.replace(host_scalar(mech.parameter, dtype))
-    kind, params, width = set_up(with_probs(mdp, inp.rows, inp.support), mech, uset)
+    kind, params, width = set_up(with_probs(mdp, inp.rows, inp.support), mech, uset, fill_width)
     return _synthesize_jit(
         key,
         mdp,

@@ -4,10 +4,11 @@
 in the working dtype); ``_evaluation`` evaluates policies exactly; ``_policies`` validates
 them and picks their rows; ``_rounding`` bounds the rounding of a backup; ``_error_free`` has
 sums and products to twice the precision; ``_kernel`` is the one robust kernel (the sorted
-greedy fill that solves the paper's inner LP exactly over any box); ``_bounds`` runs it
-through the stages for the cost-of-privacy bounds, ``_robust_policy`` for the robust private
-policy; ``_property_*`` check PRISM-style properties by interval iteration (``_property_check``
-is the boundary).
+greedy fill that solves the paper's inner LP exactly over any box) and ``_width`` how far
+its fill reaches (a static width, proven from concrete values or checked at run time);
+``_bounds`` runs it through the stages for the cost-of-privacy bounds, ``_robust_policy``
+for the robust private policy; ``_property_*`` check PRISM-style properties by interval
+iteration (``_property_check`` is the boundary).
 
 Imports: ``jaxprivmdp._checks``, :mod:`jaxprivmdp.models`, :mod:`jaxprivmdp.mechanisms`,
 :mod:`jaxprivmdp.sets`.

@@ -14,13 +14,13 @@ from .._checks import check_positive
 from ..mechanisms._base import Mechanism
 from ..mechanisms._registry import as_mechanism
 from ..models._rows import Model, Rows, check_model, check_public_support, transition_rows
-from ..models._sparse import SparseMDP
 from ..sets._boxes import RowBox, SetParams, policy_box, row_box
 from ..sets._sets import Bound, UncertaintySet, as_set
 from ._bellman import check_iterations
-from ._kernel import fill_width, robust_backup
+from ._kernel import checked_backup
 from ._policies import policy_rows, select_rows, validate_policy, weighted_sum
 from ._rounding import default_tolerance, rounding_margin
+from ._width import CheckedWidth, bounds_width
 
 
 class PrivacyBounds(NamedTuple):
@@ -71,31 +71,36 @@ def _boxes(mdp: Model, params: SetParams, kind: str, support_aware: bool):
     return of
 
 
-def _stage_backup(mdp: Model, used: _Policy, v_low, v_high, width, support_aware):
-    low, high = robust_backup(
+def _stage_backup(mdp: Model, used: _Policy, v_low, v_high, width: int, support_aware):
+    """The policy's robust backup, and whether every fill it uses lay within ``width``."""
+    low, high, complete = checked_backup(
         used.rows, used.box, v_low, v_high, width=width, support_aware=support_aware
     )
     g, w = mdp.discount, used.weights
-    return weighted_sum(w, used.rewards + g * low), weighted_sum(w, used.rewards + g * high)
+    low, high = weighted_sum(w, used.rewards + g * low), weighted_sum(w, used.rewards + g * high)
+    return low, high, jnp.all(complete | (w <= 0))
 
 
-def _finite_bounds(mdp, policy, boxes, width, support_aware):
+def _finite_bounds(mdp, policy, boxes, width: int, support_aware):
     def stage(carry, decision):
-        low, high = _stage_backup(mdp, boxes(decision), *carry, width, support_aware)
+        values, complete = carry
+        low, high, done = _stage_backup(mdp, boxes(decision), *values, width, support_aware)
         # Rounded outward per stage: each computed backup is within ρ of the exact backup of
         # the computed next stage, and the exact backups are monotone, so subtracting
         # (adding) ρ at every stage keeps v̲ below (v̄ above) the exact recursion's values.
-        rho = rounding_margin(mdp, *carry)
+        rho = rounding_margin(mdp, *values)
         out = (low - rho, high + rho)
-        return out, out
+        return (out, complete & done), out
 
     rt = mdp.terminal_reward
-    _, (low, high) = jax.lax.scan(stage, (rt, rt), policy, reverse=True)
+    start = ((rt, rt), jnp.asarray(True))
+    (_, complete), (low, high) = jax.lax.scan(stage, start, policy, reverse=True)
     low = jnp.concatenate([low, rt[None]], axis=0)
     high = jnp.concatenate([high, rt[None]], axis=0)
     s0 = mdp.initial_state
     one = jnp.asarray(True)
-    return PrivacyBounds(low, high, high[0, s0] - low[0, s0], jnp.asarray(mdp.horizon), one)
+    out = PrivacyBounds(low, high, high[0, s0] - low[0, s0], jnp.asarray(mdp.horizon), one)
+    return out, complete
 
 
 def _dense_tangent_solve(g, y):
@@ -106,7 +111,7 @@ def _dense_tangent_solve(g, y):
     return unravel(jnp.linalg.solve(jac, flat_y))
 
 
-def _infinite_bounds(mdp, policy, boxes, width, support_aware, tol, max_iterations):
+def _infinite_bounds(mdp, policy, boxes, width: int, support_aware, tol, max_iterations):
     gamma = mdp.discount
     used = boxes(policy)  # a stationary policy: its rows and boxes once, outside the loop
     # Stop when the contraction error bound γ d / (1 − γ) is below tol.
@@ -121,26 +126,28 @@ def _infinite_bounds(mdp, policy, boxes, width, support_aware, tol, max_iteratio
 
     def iterate(_, v0):
         def cond(carry):
-            _, _, d_low, d_high, it = carry
+            _, _, d_low, d_high, it, _ = carry
             return (jnp.maximum(d_low, d_high) >= threshold) & (it < max_iterations)
 
         def body(carry):
-            v_low, v_high, _, _, it = carry
-            new_low, new_high = backup((v_low, v_high))
+            v_low, v_high, _, _, it, complete = carry
+            new_low, new_high, done = backup((v_low, v_high))
             d_low = jnp.max(jnp.abs(new_low - v_low))
             d_high = jnp.max(jnp.abs(new_high - v_high))
-            return new_low, new_high, d_low, d_high, it + 1
+            return new_low, new_high, d_low, d_high, it + 1, complete & done
 
         inf = jnp.asarray(jnp.inf, v0[0].dtype)
-        low, high, d_low, d_high, it = jax.lax.while_loop(cond, body, (*v0, inf, inf, 0))
-        # The count travels as a float: custom_root's JVP rule mishandles integer aux outputs
-        # (exact: max_iterations is far below 2^24).
-        return (low, high), (d_low, d_high, it.astype(low.dtype))
+        start = (*v0, inf, inf, 0, jnp.asarray(True))
+        low, high, d_low, d_high, it, complete = jax.lax.while_loop(cond, body, start)
+        # The count and the flag travel as floats: custom_root's JVP rule mishandles integer
+        # aux outputs (exact: max_iterations is far below 2^24).
+        aux = (d_low, d_high, it.astype(low.dtype), complete.astype(low.dtype))
+        return (low, high), aux
 
     v0 = jnp.zeros(mdp.num_states, mdp.rewards.dtype)
     # custom_root: the loop runs forward only; gradients come from the implicit function
     # theorem at the fixed point (reverse mode cannot go through a while_loop).
-    (low, high), (d_low, d_high, it) = jax.lax.custom_root(
+    (low, high), (d_low, d_high, it, complete) = jax.lax.custom_root(
         residual, (v0, v0), iterate, _dense_tangent_solve, has_aux=True
     )
     it = it.astype(jnp.int32)
@@ -151,7 +158,7 @@ def _infinite_bounds(mdp, policy, boxes, width, support_aware, tol, max_iteratio
     high = high + (gamma * d_high + rho) / (1 - gamma)
     s0 = mdp.initial_state
     converged = jnp.maximum(d_low, d_high) < threshold
-    return PrivacyBounds(low, high, high[s0] - low[s0], it, converged)
+    return PrivacyBounds(low, high, high[s0] - low[s0], it, converged), complete > 0
 
 
 _STATIC = ("kind", "width", "support_aware")
@@ -166,48 +173,50 @@ def bounds_core(
     max_iterations,
     *,
     kind: str = "radius",
-    width: int,
+    width: int | CheckedWidth,
     support_aware: bool = False,
 ) -> PrivacyBounds:
     """:func:`cost_of_privacy` on validated inputs: pure, jit/vmap/grad-friendly.
 
     ``params`` are the set's (:func:`jaxprivmdp.sets._boxes.set_params`); ``tol=None`` means the
-    default tolerance. ``kind`` (:func:`jaxprivmdp.sets._boxes.set_kind`), ``width`` and
+    default tolerance. ``kind`` (:func:`jaxprivmdp.sets._boxes.set_kind`), ``width`` (an
+    ``int`` proven sufficient, or a :class:`CheckedWidth`, see :func:`bounds_width`) and
     ``support_aware`` are static.
     """
     boxes = _boxes(mdp, params, kind, support_aware)
-    if mdp.is_finite_horizon:
-        return _finite_bounds(mdp, policy, boxes, width, support_aware)
-    tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
-    return _infinite_bounds(mdp, policy, boxes, width, support_aware, tol, max_iterations)
+    if not mdp.is_finite_horizon:
+        tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
+
+    def bounds(entries: int):
+        if mdp.is_finite_horizon:
+            return _finite_bounds(mdp, policy, boxes, entries, support_aware)
+        return _infinite_bounds(mdp, policy, boxes, entries, support_aware, tol, max_iterations)
+
+    if not isinstance(width, CheckedWidth):
+        return bounds(width)[0]
+    out, complete = bounds(width.entries)
+    if width.entries >= mdp.num_states:
+        return out
+    # One check for the whole recursion: recompute over all S entries if any fill of any
+    # stage reached past the width (a per-stage lax.cond would cost a copy of the rows).
+    return jax.lax.cond(complete, lambda: out, lambda: bounds(mdp.num_states)[0])
 
 
-def bounds_width(mdp: Model, alpha, kind: str, support_aware: bool) -> int:
-    """The static fill width: how many entries in value order the greedy fill may reach.
-
-    A box of radius ``α``: :func:`fill_width` (every capacity is at least ``min(α, 1)``).
-    Beta boxes: ``alpha`` bounds the capacity of every entry ``<= 1/2``, and a row has at
-    most one entry above 1/2, so one more entry. Support-aware dense rows (capacities are 0
-    outside the support): all ``S``.
-    """
-    if support_aware and not isinstance(mdp, SparseMDP):
-        return mdp.num_states
-    if kind == "radius":
-        return fill_width(alpha, mdp.num_states)
-    return min(mdp.num_states, fill_width(alpha, mdp.num_states + 1) + 1)
-
-
-def set_up(mdp: Model, mech: Mechanism, uset: UncertaintySet):
+def set_up(mdp: Model, mech: Mechanism, uset: UncertaintySet, fill_width: int | None = None):
     """Host work shared by the boundaries: ``(kind, params, width)`` for the set ``uset`` of
     releases of ``mech`` (its parameter any shape: a sweep's grid gives one set per entry).
 
     ``mdp`` fixes the dtype, the public support and the union bound's count. A support-aware
-    set needs a public support (:func:`check_public_support`).
+    set needs a public support (:func:`check_public_support`). The set's parameters are
+    computed from concrete values even inside another function's trace (a model or policy
+    traced, ``k`` and ``β`` not), so the width and the tables are those of an eager call.
     """
     if uset.support_aware:
         check_public_support(mdp)
-    kind, params = mech.set_params(mdp, uset)
-    return kind, params, bounds_width(mdp, params.alpha, kind, uset.support_aware)
+    with jax.ensure_compile_time_eval():
+        kind, params = mech.set_params(mdp, uset)
+    width = bounds_width(mdp, params.alpha, kind, uset.support_aware, fill_width)
+    return kind, params, width
 
 
 def prepare_set(
@@ -236,6 +245,7 @@ def cost_of_privacy(
     support_aware: bool | None = None,
     tol: ArrayLike | None = None,
     max_iterations: int = 10_000,
+    fill_width: int | None = None,
 ) -> PrivacyBounds:
     """Pessimistic and optimistic values ``v̲``, ``v̄`` of a policy on a privatized MDP.
 
@@ -273,11 +283,13 @@ def cost_of_privacy(
     `[2S, 2S]` Jacobian). Values are checked only when concrete.
 
     Each inner problem is solved exactly by the sort-based greedy of
-    :func:`robust_expectation`, ranking the next-stage values once per stage. With concrete
-    ``k`` and ``beta`` only the first ``⌈1/α⌉ + 1`` entries in value order are touched (see
-    ``fill_width``); under ``jax.jit`` with a traced ``k`` all ``S`` are (still exact, slower
-    for large ``S``): to sweep ``k`` quickly, use :func:`sweep`, which sizes the fill from its
-    concrete grid.
+    :func:`robust_expectation`, ranking the next-stage values once per stage. Only the first
+    ``⌈1/α⌉ + 1`` entries in value order are touched (plus, for a dense support-aware set,
+    the most entries outside a row's support): a static width the call derives from
+    concrete ``k`` and ``β``, also under ``jax.jit`` when the model and policy are traced
+    and the mechanism and set are not. With a traced ``k`` or ``β`` nothing bounds it: pass
+    ``fill_width`` (checked at run time, see below), or all ``S`` entries are filled (exact,
+    slower for large ``S``); :func:`sweep` sizes it from its concrete grid.
 
     Args:
       private_mdp: the privatized MDP ``M̄`` (with ``P̄``).
@@ -308,13 +320,21 @@ def cost_of_privacy(
       tol: infinite horizon: iterate until the contraction error is below ``tol`` (default
         :func:`default_tolerance`).
       max_iterations: infinite horizon: guard on iterations (not static).
+      fill_width: optional static int ``>= 1``: how many entries, in value order, each
+        greedy fill may reach. Default: derived from concrete ``k`` and ``β`` (and the
+        public support), else all ``S``. Give it when ``k`` or ``β`` is traced (``jax.jit``
+        or ``jax.vmap`` over the mechanism or the set): the bounds then check at run time
+        that every fill completed within it and, if one did not, are computed again over
+        all ``S`` entries (exact either way; under ``jax.vmap`` both run). With concrete
+        ``k`` and ``β``, a value below the derived width is an error.
 
     Returns:
       :class:`PrivacyBounds`.
 
     Raises:
       ValueError: for ``k <= 0``, ``beta`` outside ``(0, 1)``, an unknown ``bound``, an
-        invalid policy, or ``support_aware=True`` on a dense model that records no support.
+        invalid policy, ``support_aware=True`` on a dense model that records no support, or
+        a ``fill_width`` below ``1`` or below what concrete ``k`` and ``β`` need.
 
     References:
       Gohari, Hale, Topcu, CDC 2020, Theorems 1 and 2, Lemma 1, problem (P).
@@ -324,6 +344,6 @@ def cost_of_privacy(
     check_iterations(tol, max_iterations)
     mech = as_mechanism(mechanism, k, dtype=private_mdp.rewards.dtype)
     uset = as_set(bound, beta, support_aware)
-    kind, params, width = set_up(private_mdp, mech, uset)
+    kind, params, width = set_up(private_mdp, mech, uset, fill_width)
     static = dict(kind=kind, width=width, support_aware=uset.support_aware)
     return bounds_core(private_mdp, policy, params, tol, max_iterations, **static)

@@ -13,7 +13,8 @@ up to ``u_j``. That is a sort, a cumulative sum, a clip and a dot product.
 
 Every capacity ``u_j − l_j`` is at least ``min(α, 1)``, so the fill stops within the first
 ``⌈1/α⌉`` entries in ``v``-order: inside the Bellman recursions only those few entries need the
-cumulative sum; the rest is the dense product ``l · v``, a pass like a Bellman backup.
+cumulative sum; the rest is the dense product ``l · v``, a pass like a Bellman backup. That
+width is static (it sets shapes), proven or checked at run time: see :mod:`._width`.
 
 The same fill solves the problem for any per-entry bounds ``l ≤ u`` and weight ``β'``:
 :func:`robust_backup` takes them from a set of ``jaxprivmdp.sets._boxes`` (the paper's box above,
@@ -21,8 +22,6 @@ or the exact and certified boxes built from Beta marginals), so every set shares
 """
 
 from __future__ import annotations
-
-import math
 
 import jax
 import jax.numpy as jnp
@@ -36,6 +35,7 @@ from .._checks import (
     is_concrete,
 )
 from ..models._rows import Rows, row_support, successors
+from ._width import CheckedWidth
 
 
 def _pour(slack: jax.Array, caps_sorted: jax.Array) -> jax.Array:
@@ -112,23 +112,6 @@ def robust_expectation(
     inner = jnp.sum(lower * w, axis=-1) + jnp.sum(pour * w_sorted, axis=-1)
     out = beta * w_sorted[..., 0] + (1 - beta) * inner
     return -out if maximize else out
-
-
-def fill_width(alpha: ArrayLike, n: int) -> int:
-    """How many entries in ``v``-order the greedy fill can reach: a static bound.
-
-    All capacities are ``>= min(α, 1)`` and the mass to pour is ``<= 1``, so at most
-    ``⌈1 / min(α, 1)⌉`` entries receive any (one more is kept against rounding). The bound
-    is rounded up to a power of two so that nearby grids of ``k`` share one compilation. For
-    a traced ``alpha`` the width is ``n`` (always exact).
-    """
-    if not is_concrete(alpha):
-        return n
-    a = float(np.min(np.asarray(alpha)))
-    if not a > 0:
-        return n
-    need = math.ceil(1.0 / min(a, 1.0)) + 1
-    return min(n, 1 << (need - 1).bit_length())
 
 
 def _in_global_order(rows: Rows, x: jax.Array, order: jax.Array, default) -> jax.Array:
@@ -223,7 +206,53 @@ def _fill_shared_pairwise(rows: Rows, box, values, slack, support_aware):
     return fill, w_min
 
 
-def robust_backup(
+def _fill_in_window(rows: Rows, box, values, slack, width: int, support_aware: bool):
+    """The greedy fill over the ``width`` smallest entries of each value vector.
+
+    One order shared by all rows: each value vector is ranked once (``lax.top_k``) and only
+    its first ``width`` entries are gathered from the rows. Returns ``(fill, w_min,
+    complete)``, each `[2, ...]`: ``complete`` says the row's fill (and, support-aware, its
+    smallest value over the support) lies within the window, so that the result equals the
+    fill over all entries (a row with no support never does).
+    """
+    neg, order = jax.lax.top_k(-values, width)  # [2, m]: the smallest values, ascending
+    w_sorted = -neg
+    lower = _in_global_order(rows, box.lower, order, 0)  # [2, ..., m]
+    upper = _in_global_order(rows, box.upper, order, box.outside)
+    caps = upper - lower
+    before = jnp.cumsum(caps, axis=-1) - caps
+    slack = jnp.broadcast_to(slack, caps.shape[:-1])
+    pour = jnp.clip(slack[..., None] - before, 0, caps)
+    fill = jnp.einsum("k...m,km->k...", pour, w_sorted, precision=Precision.HIGHEST)
+    # The last entry of the window receives nothing: the slack is poured before it.
+    complete = before[..., -1] >= slack
+    w_rows = w_sorted.reshape((2,) + (1,) * (caps.ndim - 2) + (width,))
+    if not support_aware:
+        w_min = jnp.broadcast_to(w_rows[..., 0], fill.shape)
+        return fill, w_min, complete
+    # Dense rows: their public support (the box is 0 outside it).
+    inside = row_support(rows)
+    if width < values.shape[-1]:
+        inside = _in_global_order(rows, inside, order, False)
+        w_min = jnp.min(jnp.where(inside, w_rows, jnp.inf), axis=-1)
+        complete = complete & jnp.isfinite(w_min)  # its smallest supported value, too
+    else:
+        v_rows = values.reshape((2,) + (1,) * (rows.probs.ndim - 1) + values.shape[-1:])
+        w_min = jnp.min(jnp.where(inside[None], v_rows, jnp.inf), axis=-1)
+    w_min = jnp.where(jnp.isfinite(w_min), w_min, 0)  # rows without support: unused
+    return fill, w_min, complete
+
+
+def _fill_shared(rows: Rows, box, values, slack, width: int, support_aware: bool):
+    """``(fill, w_min, complete)`` in the order shared by all rows, over ``width`` entries."""
+    S = values.shape[-1]
+    if rows.next_states is None and width >= S <= SHARED_PAIRWISE_MAX:
+        fill, w_min = _fill_shared_pairwise(rows, box, values, slack, support_aware)
+        return fill, w_min, jnp.ones(fill.shape, bool)
+    return _fill_in_window(rows, box, values, slack, min(width, S), support_aware)
+
+
+def checked_backup(
     rows: Rows,
     box,
     v_low: jax.Array,
@@ -231,35 +260,14 @@ def robust_backup(
     *,
     width: int,
     support_aware: bool = False,
-) -> tuple[jax.Array, jax.Array]:
-    """Pessimistic ``min p·v_low`` and optimistic ``max p·v_high`` over every row's set.
-
-    The set of a row is ``{β' P1 + (1 − β') P2 : P1, P2 ∈ Δ, l ≤ P2 ≤ u}`` with the
-    per-entry bounds and weight of ``box`` (a :class:`jaxprivmdp.sets._boxes.RowBox`; any member of
-    the set axis), so the optimum is ``β' min_j v_j + (1 − β')·`` the greedy fill from ``l``.
-
-    Over the whole simplex (``support_aware=False``) the order of the values is shared by
-    all rows, so each value vector is ranked once per stage and only its first ``width``
-    entries in that order are selected (``lax.top_k``) and gathered from the rows; exact
-    whenever ``width`` covers every entry the fill can reach (:func:`fill_width` for the
-    paper's box, all ``S`` otherwise). The dense part, ``Σ_j l_j v_j`` for both value
-    vectors and the mass ``Σ_j l_j``, is one product with a `[S, 3]` matrix (dense rows) or
-    a gather of it (successor lists).
-
-    The support-aware set restricts ``P1`` and ``P2`` to each row's support (the box is 0
-    outside it): dense rows keep the shared order over all ``S`` states (``width = S``);
-    successor lists are ranked row by row over their ``K`` entries.
-
-    Args:
-      rows: privatized rows ``p̄`` `[..., S]` or successor lists `[..., K]`.
-      box: the rows' bounds ``lower``/``upper`` (same layout), ``outside`` and ``mixture``.
-      v_low: `[S]` the pessimistic values of the next stage.
-      v_high: `[S]` the optimistic values of the next stage.
-      width: static number of entries (in value order) the fill may reach (shared order).
-      support_aware: restrict the set to each row's support.
+) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """:func:`robust_backup` over ``width`` entries, and whether they were every fill's reach.
 
     Returns:
-      Two arrays `[...]`: the min for ``v_low`` and the max for ``v_high``.
+      ``(low, high, complete)``, each `[...]`: ``complete`` is True for a row whose fills
+      (and smallest supported value) lay within the ``width`` entries, so that its result is
+      the one over all entries; always for support-aware successor lists (no width), never
+      for a support-aware dense row with no support (a masked row, say).
     """
     values = jnp.stack([v_low, -v_high])  # [2, S]: a max is a min of −v.
     table = jnp.stack([v_low, -v_high, jnp.ones_like(v_low)], axis=-1)  # [S, 3]
@@ -272,25 +280,66 @@ def robust_backup(
     slack = jnp.maximum(1 - dense[..., 2], 0)
     if support_aware and rows.next_states is not None:
         fill, w_min = _fill_within_rows(rows, box, values, slack)
-    elif rows.next_states is None and width >= rows.probs.shape[-1] <= SHARED_PAIRWISE_MAX:
-        fill, w_min = _fill_shared_pairwise(rows, box, values, slack, support_aware)
+        complete = jnp.ones(slack.shape, bool)
     else:
-        # One order shared by all rows: the `width` smallest values, ascending.
-        neg, order = jax.lax.top_k(-values, width)  # [2, m]
-        w_sorted = -neg
-        lower = _in_global_order(rows, box.lower, order, 0)  # [2, ..., m]
-        upper = _in_global_order(rows, box.upper, order, box.outside)
-        caps = upper - lower
-        if support_aware:  # dense rows: their public support (the box is 0 outside)
-            v_rows = values.reshape((2,) + (1,) * (rows.probs.ndim - 1) + values.shape[-1:])
-            w_min = jnp.min(jnp.where(row_support(rows), v_rows, jnp.inf), axis=-1)
-            w_min = jnp.where(jnp.isfinite(w_min), w_min, 0)  # rows without support: unused
-        else:
-            w_min = w_sorted[:, :1].reshape((2,) + (1,) * (caps.ndim - 2))
-        fill = jnp.einsum(  # [2, ...]
-            "k...m,km->k...", _pour(slack, caps), w_sorted, precision=Precision.HIGHEST
-        )
+        fill, w_min, complete = _fill_shared(rows, box, values, slack, width, support_aware)
+        complete = jnp.all(complete, axis=0)
     inner = jnp.moveaxis(dense[..., :2], -1, 0) + fill
     beta = box.mixture
     out = beta * w_min + (1 - beta) * inner
-    return out[0], -out[1]
+    return out[0], -out[1], complete
+
+
+def robust_backup(
+    rows: Rows,
+    box,
+    v_low: jax.Array,
+    v_high: jax.Array,
+    *,
+    width: int | CheckedWidth,
+    support_aware: bool = False,
+) -> tuple[jax.Array, jax.Array]:
+    """Pessimistic ``min p·v_low`` and optimistic ``max p·v_high`` over every row's set.
+
+    The set of a row is ``{β' P1 + (1 − β') P2 : P1, P2 ∈ Δ, l ≤ P2 ≤ u}`` with the
+    per-entry bounds and weight of ``box`` (a :class:`jaxprivmdp.sets._boxes.RowBox`; any member of
+    the set axis), so the optimum is ``β' min_j v_j + (1 − β')·`` the greedy fill from ``l``.
+
+    Over the whole simplex (``support_aware=False``) and for dense support-aware rows the
+    order of the values is shared by all rows, so each value vector is ranked once per stage
+    and only its first ``width`` entries in that order are selected (``lax.top_k``) and
+    gathered from the rows: exact when ``width`` covers every entry a fill can reach (an
+    ``int`` from :func:`jaxprivmdp.planning._width.bounds_width`), or checked here (a
+    :class:`CheckedWidth`: the stage is recomputed over all ``S`` entries when a fill did not
+    complete; the bounds check once per recursion instead, with :func:`checked_backup`). The
+    dense part, ``Σ_j l_j v_j`` for both value vectors and the mass ``Σ_j l_j``, is one
+    product with a `[S, 3]` matrix (dense rows) or a gather of it (successor lists).
+    Support-aware successor lists are ranked row by row over their ``K`` entries (``width``
+    unused).
+
+    Args:
+      rows: privatized rows ``p̄`` `[..., S]` or successor lists `[..., K]`.
+      box: the rows' bounds ``lower``/``upper`` (same layout), ``outside`` and ``mixture``.
+      v_low: `[S]` the pessimistic values of the next stage.
+      v_high: `[S]` the optimistic values of the next stage.
+      width: static: how many entries in value order the fill may reach, proven (``int``)
+        or checked (:class:`CheckedWidth`).
+      support_aware: restrict the set to each row's support.
+
+    Returns:
+      Two arrays `[...]`: the min for ``v_low`` and the max for ``v_high``.
+    """
+    S = v_low.shape[-1]
+    args = (rows, box, v_low, v_high)
+    if not isinstance(width, CheckedWidth):
+        return checked_backup(*args, width=width, support_aware=support_aware)[:2]
+    low, high, complete = checked_backup(*args, width=width.entries, support_aware=support_aware)
+    if width.entries >= S:
+        return low, high
+    if support_aware:  # rows with no support (masked ones) are the same over all entries
+        complete = complete | ~jnp.any(row_support(rows), axis=-1)
+    return jax.lax.cond(
+        jnp.all(complete),
+        lambda: (low, high),
+        lambda: checked_backup(*args, width=S, support_aware=support_aware)[:2],
+    )

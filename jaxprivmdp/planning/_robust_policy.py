@@ -21,6 +21,7 @@ from ._bellman import Solution, backward_induction, check_iterations, value_iter
 from ._bounds import set_up
 from ._kernel import robust_backup
 from ._rounding import default_tolerance
+from ._width import CheckedWidth
 
 _STATIC = ("kind", "width", "support_aware")
 
@@ -36,7 +37,13 @@ def _robust_q(mdp: Model, box: RowBox, v, width, support_aware):
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
 def robust_solve_core(
-    mdp, params: SetParams, max_iterations, *, kind: str, width: int, support_aware: bool
+    mdp,
+    params: SetParams,
+    max_iterations,
+    *,
+    kind: str,
+    width: int | CheckedWidth,
+    support_aware: bool,
 ) -> Solution:
     """The policy maximizing the pessimistic value over the set: robust dynamic programming.
 
@@ -65,6 +72,7 @@ def robust_solve(
     beta: ArrayLike | None = None,
     support_aware: bool | None = None,
     max_iterations: int = 10_000,
+    fill_width: int | None = None,
 ) -> Solution:
     """The robust private policy of a privatized MDP: it maximizes the pessimistic value.
 
@@ -85,6 +93,8 @@ def robust_solve(
       beta: with a set name: ``β`` in ``(0, 1)`` (default 0.1).
       support_aware: with a set name: restrict the set to each row's public support.
       max_iterations: infinite horizon: guard on iterations (not static).
+      fill_width: optional static int: how many entries, in value order, each greedy fill
+        may reach (see :func:`cost_of_privacy`; give it when ``k`` or ``β`` is traced).
 
     Returns:
       A :class:`Solution`: the policy and its robust (pessimistic) values.
@@ -98,7 +108,7 @@ def robust_solve(
     check_iterations(None, max_iterations)
     mech = as_mechanism(mechanism, k, dtype=private_mdp.rewards.dtype)
     uset = as_set(bound, beta, support_aware)
-    kind, params, width = set_up(private_mdp, mech, uset)
+    kind, params, width = set_up(private_mdp, mech, uset, fill_width)
     return robust_solve_core(
         private_mdp,
         params,
