@@ -415,6 +415,7 @@ def test_a_ctrl_c_while_computing_is_raised_at_a_safe_point():
 
     from jaxprivmdp.cli import _interrupts
 
+    before = signal.getsignal(signal.SIGINT)  # SIG_IGN in a job started in the background
     calls = []
 
     def compute():
@@ -435,7 +436,7 @@ def test_a_ctrl_c_while_computing_is_raised_at_a_safe_point():
         with pytest.raises(KeyboardInterrupt):
             _interrupts.guarded(twice)
         assert calls == ["finished"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is before  # restored as it was
 
 
 # --------------------------------------------------------------------------- item 17

@@ -151,11 +151,17 @@ def test_every_set_under_jit_and_vmap_on_both_model_kinds(cls, kind, support_awa
     private, policy = _released(kind)
     run = lambda m, k, b: _bounds(m, policy, k, b, cls, support_aware)  # noqa: E731
     want = np.stack([run(private, k, b) for k, b in zip(KS, BETAS, strict=True)])
-    # k and β traced, the model concrete: the same sets (the level one ulp lower at most).
-    jitted = jax.jit(lambda k, b: run(private, k, b))
-    np.testing.assert_allclose(jitted(KS[0], BETAS[0]), want[0], rtol=1e-5, atol=1e-5)
-    batched = jax.vmap(lambda k, b: run(private, k, b))(KS, BETAS)
-    np.testing.assert_allclose(batched, want, rtol=1e-5, atol=1e-5)
+
+    # k and β traced, the model concrete: the level is one ulp lower at most, and the Beta
+    # intervals come from the device tables instead of the host's (a conservative
+    # approximation of the same quantiles): the same sets or slightly wider, never narrower.
+    def contains(got, eager):
+        assert np.all(got[..., 0, :] <= eager[..., 0, :] + 1e-5)
+        assert np.all(got[..., 1, :] >= eager[..., 1, :] - 1e-5)
+        np.testing.assert_allclose(got, eager, rtol=0.02, atol=1e-5)
+
+    contains(jax.jit(lambda k, b: run(private, k, b))(KS[0], BETAS[0]), want[0])
+    contains(jax.vmap(lambda k, b: run(private, k, b))(KS, BETAS), want)
     # The model traced too: its support is unknown at trace time, so the union bound counts
     # every entry of every row; the sets may only be wider.
     wide = jax.jit(run)(private, KS[0], BETAS[0])
