@@ -114,20 +114,32 @@ def robust_expectation(
     return -out if maximize else out
 
 
-def _in_global_order(rows: Rows, x: jax.Array, order: jax.Array, default) -> jax.Array:
-    """`[2, ..., m]` each row's entries ``x`` at the states ``order`` `[2, m]`.
+def _in_global_order(rows: Rows, x: jax.Array, order: jax.Array, default, num_states: int):
+    """`[2, ..., m]` each row's entries ``x`` at the states ``order`` `[2, m]` (of
+    ``num_states``).
 
     Dense rows are indexed directly; for successor lists a state the list does not hold
     gets ``default``.
     """
     if rows.next_states is None:
         return jnp.moveaxis(x[..., order], -2, 0)
-    batch = rows.next_states.ndim - 1
-    order = order.reshape((1,) * batch + order.shape + (1,))
-    hit = rows.next_states[..., None, None, :] == order  # [..., 2, m, K]
-    found = jnp.sum(jnp.where(hit, x[..., None, None, :], 0), axis=-1)
-    out = jnp.where(jnp.any(hit, axis=-1), found, default)
-    return jnp.moveaxis(out, -2, 0)
+    # Each listed entry goes to its state's place in the window: a scatter of K entries per
+    # row (comparing every state of the window with every successor costs m times more).
+    two, m = order.shape
+    rank = jnp.full((two, num_states), m, jnp.int32)
+    rank = rank.at[jnp.arange(two)[:, None], order].set(jnp.arange(m, dtype=jnp.int32))
+    listed = rows.next_states >= 0
+    place = jnp.where(listed[None], rank[:, jnp.maximum(rows.next_states, 0)], m)  # [2, ..., K]
+    flat = place.reshape(-1, place.shape[-1])
+    line = jnp.arange(flat.shape[0])[:, None]
+    found = (
+        jnp.zeros((flat.shape[0], m), x.dtype)
+        .at[line, flat]
+        .add(jnp.broadcast_to(x, place.shape).reshape(flat.shape), mode="drop")
+    )
+    hits = jnp.zeros((flat.shape[0], m), jnp.int32).at[line, flat].add(1, mode="drop")
+    out = jnp.where(hits > 0, found, default)
+    return out.reshape(place.shape[:-1] + (m,))
 
 
 # Up to this many successors a row's greedy fill is computed by pairwise comparisons
@@ -217,8 +229,9 @@ def _fill_in_window(rows: Rows, box, values, slack, width: int, support_aware: b
     """
     neg, order = jax.lax.top_k(-values, width)  # [2, m]: the smallest values, ascending
     w_sorted = -neg
-    lower = _in_global_order(rows, box.lower, order, 0)  # [2, ..., m]
-    upper = _in_global_order(rows, box.upper, order, box.outside)
+    S = values.shape[-1]
+    lower = _in_global_order(rows, box.lower, order, 0, S)  # [2, ..., m]
+    upper = _in_global_order(rows, box.upper, order, box.outside, S)
     caps = upper - lower
     before = jnp.cumsum(caps, axis=-1) - caps
     slack = jnp.broadcast_to(slack, caps.shape[:-1])
@@ -232,8 +245,8 @@ def _fill_in_window(rows: Rows, box, values, slack, width: int, support_aware: b
         return fill, w_min, complete
     # Dense rows: their public support (the box is 0 outside it).
     inside = row_support(rows)
-    if width < values.shape[-1]:
-        inside = _in_global_order(rows, inside, order, False)
+    if width < S:
+        inside = _in_global_order(rows, inside, order, False, S)
         w_min = jnp.min(jnp.where(inside, w_rows, jnp.inf), axis=-1)
         complete = complete & jnp.isfinite(w_min)  # its smallest supported value, too
     else:
