@@ -77,8 +77,13 @@ import jaxprivmdp as jp  # noqa: E402
 from jaxprivmdp.mechanisms import _dirichlet as _mechanism  # noqa: E402
 from jaxprivmdp.models import _rows as _models  # noqa: E402
 from jaxprivmdp.models import _support  # noqa: E402
-from jaxprivmdp.planning import _bellman, _bounds, _evaluation, _policies  # noqa: E402
-from jaxprivmdp.planning import _kernel as _robust  # noqa: E402
+from jaxprivmdp.planning import (  # noqa: E402
+    _bellman,
+    _bounds,
+    _evaluation,
+    _policies,
+    _width,  # noqa: E402
+)
 from jaxprivmdp.sets import _radius  # noqa: E402
 
 # ----------------------------------------------------------------------------- the baseline
@@ -399,7 +404,7 @@ def public_call_overhead(mdp, k, trial_key):
         "outward_radius: α in NumPy, rounded up (host)": lambda: _radius.outward_radius(
             k, BETA, dtype
         ),
-        "fill_width (host)": lambda: _robust.fill_width(alpha, mdp.num_states),
+        "fill_width (host)": lambda: _width.fill_width(alpha, mdp.num_states),
         "prepare_set: the three above + set_params + width (host)": lambda: _bounds.prepare_set(
             private, k, BETA, "paper", False
         ),

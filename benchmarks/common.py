@@ -33,7 +33,7 @@ REPO_ROOT = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
 
 if str(REPO_ROOT) not in sys.path:  # run from a clone without `pip install -e .`
-    sys.path.append(str(REPO_ROOT))
+    sys.path.insert(0, str(REPO_ROOT))
 
 
 def block(x: Any) -> Any:
