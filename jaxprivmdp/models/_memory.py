@@ -23,9 +23,9 @@ def host_memory() -> int | None:
 
 
 def device_memory(device=None) -> int | None:
-    """The memory of ``device`` (default: JAX's first device) in bytes: its allocator's
+    """The memory of ``device`` (default: this process's first device) in bytes: its allocator's
     limit where it reports one (GPUs), else the host's (the CPU backend)."""
-    device = jax.devices()[0] if device is None else device
+    device = jax.local_devices()[0] if device is None else device
     stats = device.memory_stats() if hasattr(device, "memory_stats") else None
     if stats and stats.get("bytes_limit"):
         return int(stats["bytes_limit"])
