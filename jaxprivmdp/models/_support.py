@@ -20,6 +20,7 @@ from jax.typing import ArrayLike
 
 from .._checks import check_range, check_shape, is_concrete
 from ._dense import TabularMDP, validate_transitions
+from ._ragged import RaggedMDP, unsupported
 from ._sparse import SparseMDP
 
 Support = Literal["nonzero"] | None
@@ -162,6 +163,8 @@ def model_mechanism_input(
     ``interior=False`` (additive mechanisms): zero entries are allowed without ``support``.
     """
     check_options(support, smoothing)
+    if isinstance(mdp, RaggedMDP):
+        raise unsupported("privatizing (privatize, synthesize, sweep, cost_of_privacy)")
     if isinstance(mdp, SparseMDP):
         # Successor lists are privatized over their support: the lists are public structure.
         if smoothing is not None:
@@ -206,6 +209,8 @@ def host_mechanism_input(
       ValueError: as :func:`prepare_mechanism_input`; an ``action_mask`` beside a model;
         ``smoothing`` for a sparse model.
     """
+    if isinstance(model, RaggedMDP):
+        raise unsupported("the privacy accounting of a model")
     if isinstance(model, TabularMDP | SparseMDP) and action_mask is not None:
         raise ValueError("a model carries its own action_mask; do not pass another")
     if isinstance(model, SparseMDP):

@@ -1,0 +1,207 @@
+"""Ragged successor lists (RaggedMDP): layout, validation, loaders, solve/evaluate/check.
+
+Oracles: NumPy value iteration and linear solves on the flat transition lists (float64),
+and the padded layout of the same model.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import jaxprivmdp as jp
+from jaxprivmdp.models._ragged import transition_lists
+
+
+@pytest.fixture(autouse=True)
+def _x64():
+    with jax.enable_x64(True):
+        yield
+
+
+def _model(**kw):
+    return jp.examples.leader_like(600, 256, actions=2, restart=0.5, **kw)
+
+
+def _oracle_q(mdp, v):
+    """`[S, A]` r + γ Σ p v from the flat lists, in float64 NumPy."""
+    rid, nxt, p = transition_lists(mdp)
+    S, A = mdp.num_states, mdp.num_actions
+    ev = np.bincount(rid, weights=p.astype(np.float64) * v[nxt], minlength=S * A)
+    return np.asarray(mdp.rewards, np.float64) + float(mdp.discount) * ev.reshape(S, A)
+
+
+def _oracle_values(mdp, sweeps=2000):
+    mask = np.asarray(mdp.action_mask)
+    v = np.zeros(mdp.num_states)
+    for _ in range(sweeps):
+        v = np.where(mask, _oracle_q(mdp, v), -np.inf).max(1)
+    return v
+
+
+def test_buckets_hold_fewer_than_twice_the_transitions():
+    mdp = jp.examples.leader_like(3000, 1024, actions=3, restart=0.4)
+    rid, _, _ = transition_lists(mdp)
+    n = rid.size
+    assert mdp.num_slots < 2 * n
+    assert [b.next_states.shape[1] for b in mdp.buckets] == [1, 2, 1024]
+    for b in mdp.buckets:  # each row in the smallest power of two that holds it
+        counts = (np.asarray(b.next_states) >= 0).sum(1)
+        K = b.next_states.shape[1]
+        assert counts.max() <= K and (K == 1 or counts.min() > K // 2)
+        assert np.all(np.diff(np.asarray(b.rows)) > 0)
+    default = jp.examples.leader_like()  # the full size: 16,495 transitions, 16,495 slots
+    assert transition_lists(default)[0].size == 16_495 and default.num_slots == 16_495
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (dict(next_states=[0, 5]), "outside"),
+        (dict(row_ids=[0, 7]), "outside"),
+        (dict(probs=[1.5, -0.5]), "negative"),
+        (dict(probs=[0.5, 0.4]), "sums to"),
+        (dict(next_states=[1, 1]), "twice"),
+        (dict(row_ids=[[0], [0]]), "1-D"),
+    ],
+)
+def test_validation_names_the_problem(change, message):
+    args = dict(row_ids=[0, 0], next_states=[0, 1], probs=[0.5, 0.5])
+    args.update(change)
+    rewards = np.zeros((2, 1))
+    lists = [args["row_ids"], args["next_states"], args["probs"]]
+    with pytest.raises(ValueError, match=message):
+        jp.make_ragged_mdp(*lists, rewards, discount=0.9)
+
+
+def test_solve_and_evaluate_match_numpy_oracle_float64():
+    mdp = _model(discount=0.95)
+    sol = jp.solve(mdp, tol=1e-11)
+    oracle = _oracle_values(mdp)
+    np.testing.assert_allclose(sol.values, oracle, atol=1e-10)
+    np.testing.assert_allclose(jp.evaluate(mdp, sol.policy), oracle, atol=1e-10)
+
+
+@pytest.mark.slow
+def test_solve_and_evaluate_match_padded_float64():
+    mdp = _model(discount=0.95)
+    sol, padded = jp.solve(mdp, tol=1e-11), jp.solve(jp.to_padded(mdp), tol=1e-11)
+    np.testing.assert_allclose(sol.values, padded.values, atol=1e-12)
+    np.testing.assert_array_equal(sol.policy, padded.policy)
+    v = jp.evaluate(mdp, sol.policy)
+    np.testing.assert_allclose(v, jp.evaluate(jp.to_padded(mdp), sol.policy), atol=1e-12)
+    pi = np.full((mdp.num_states, 2), 0.5)
+    expected = jp.evaluate(jp.to_padded(mdp), pi)
+    np.testing.assert_allclose(jp.evaluate(mdp, pi), expected, atol=1e-12)
+    np.testing.assert_allclose(jp.evaluate(jp.to_dense(mdp), pi), expected, atol=1e-10)
+
+
+def test_float32_solve_and_finite_horizon():
+    mdp = _model(discount=0.95, dtype=jnp.float32)
+    assert mdp.buckets[0].probs.dtype == jnp.float32
+    sol = jp.solve(mdp)
+    assert sol.converged and float(sol.error_bound) < 5e-3  # the default tol: 1e-4 of 20
+    np.testing.assert_allclose(sol.values, _oracle_values(mdp), atol=float(sol.error_bound))
+    fin = _model(horizon=6)
+    a, b = jp.solve(fin), jp.solve(jp.to_padded(fin))
+    np.testing.assert_allclose(a.values, b.values, atol=1e-12)
+    v = np.zeros(fin.num_states)
+    for _ in range(6):
+        v = np.where(np.asarray(fin.action_mask), _oracle_q(fin, v), -np.inf).max(1)
+    np.testing.assert_allclose(a.values[0], v, atol=1e-12)
+    np.testing.assert_allclose(jp.evaluate(fin, a.policy), a.values, atol=1e-12)
+
+
+def _goal(mdp):
+    goal = np.zeros(mdp.num_states, bool)
+    goal[-1] = True
+    return {"goal": goal}
+
+
+def test_check_matches_oracle():
+    mdp = jp.examples.leader_like(600, 256)  # a DTMC
+    # A chain to the goal: the expected reward is the sum of the rewards on the way, and from
+    # state 0 their mean over the fan-out.
+    r = np.asarray(mdp.rewards)[:, 0]
+    res = jp.check(mdp, 'Rmin=? [F "goal"]', labels=_goal(mdp))
+    chain = np.cumsum(r[1:-1][::-1])[::-1]  # from state s in 1..S-2
+    np.testing.assert_allclose(res.values[1:-1], chain, rtol=1e-9)
+    np.testing.assert_allclose(res.values[0], r[0] + chain[:256].mean(), rtol=1e-9)
+    np.testing.assert_array_equal(jp.check(mdp, 'Pmin=? [F "goal"]', labels=_goal(mdp)).values, 1)
+
+
+@pytest.mark.slow
+def test_check_matches_padded():
+    mdp = _model(discount=0.95)
+    for prop in ('Pmin=? [F "goal"]', 'Pmax=? [F<=300 "goal"]', 'Rmin=? [F "goal"]'):
+        r = jp.check(mdp, prop, labels=_goal(mdp))
+        p = jp.check(jp.to_padded(mdp), prop, labels=_goal(mdp))
+        np.testing.assert_allclose(r.values, p.values, rtol=1e-12, atol=1e-12)
+
+
+def _write_storm(path, mdp):
+    rid, nxt, p = transition_lists(mdp)
+    s, a = np.divmod(rid, mdp.num_actions)
+    lines = [f"{i} {j} {t} {q!r}" for i, j, t, q in zip(s, a, nxt, p.tolist(), strict=True)]
+    path.write_text("mdp\n" + "\n".join(lines) + "\n")
+    rew = np.asarray(mdp.rewards)[:, 0]
+    (path.with_suffix(".state.rew")).write_text(
+        "".join(f"{i} {x!r}\n" for i, x in enumerate(rew.tolist()) if x)
+    )
+
+
+def test_loader_chooses_ragged_for_skewed_rows(tmp_path):
+    mdp = jp.examples.leader_like(400, 128)
+    tra = tmp_path / "leader.tra"
+    _write_storm(tra, mdp)
+    auto = jp.load_mdp(tra, discount=0.9)
+    padded = jp.load_mdp(tra, discount=0.9, layout="padded")
+    assert isinstance(auto, jp.RaggedMDP) and isinstance(padded, jp.SparseMDP)
+    assert padded.max_successors == 128 and auto.num_slots == 400 + 128 - 1
+    np.testing.assert_allclose(jp.solve(auto).values, jp.solve(padded).values, atol=1e-12)
+    np.testing.assert_allclose(jp.solve(auto).values, _oracle_values(auto), atol=1e-10)
+    assert isinstance(jp.load_mdp(tra, discount=0.9, layout="ragged"), jp.RaggedMDP)
+    with pytest.raises(ValueError, match="layout must be one of"):
+        jp.load_mdp(tra, layout="csr")
+    grid = tmp_path / "grid.tra"  # regular rows stay padded
+    _write_storm(grid, jp.to_ragged(jp.examples.gridworld(4, 4)))
+    assert isinstance(jp.load_mdp(grid, discount=0.9), jp.SparseMDP)
+
+
+def test_npz_round_trip(tmp_path):
+    mdp = _model(horizon=5)
+    path = jp.save_mdp(tmp_path / "m.npz", mdp)
+    back = jp.load_mdp(path)
+    assert isinstance(back, jp.RaggedMDP) and back.horizon == 5
+    for x, y in zip(mdp.buckets, back.buckets, strict=True):
+        for u, w in zip(x, y, strict=True):
+            np.testing.assert_array_equal(u, w)
+    np.testing.assert_array_equal(back.rewards, mdp.rewards)
+    padded = jp.load_mdp(jp.save_mdp(tmp_path / "p.npz", jp.to_padded(mdp)))
+    np.testing.assert_array_equal(padded.next_states, jp.to_padded(mdp).next_states)
+
+
+def test_conversions_round_trip():
+    grid = jp.examples.gridworld(5, 5)
+    again = jp.to_padded(jp.to_ragged(grid))
+    np.testing.assert_array_equal(
+        np.sort(np.asarray(again.next_states), -1)[..., ::-1][..., :1],
+        np.sort(np.asarray(grid.next_states), -1)[..., ::-1][..., :1],
+    )
+    np.testing.assert_allclose(jp.solve(jp.to_ragged(grid)).values, jp.solve(grid).values)
+
+
+def test_unsupported_functions_raise_what_to_do():
+    mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9)
+    key = jax.random.key(0)
+    calls = [
+        lambda: jp.privatize(key, mdp, 100.0),
+        lambda: jp.privatize(key, mdp, 1.0, mechanism="gaussian"),
+        lambda: jp.synthesize(key, mdp, k=100.0, beta=0.1),
+        lambda: jp.robust_solve(mdp, k=100.0, beta=0.1),
+        lambda: jp.cost_of_privacy(mdp, np.zeros(40, int), k=100.0, beta=0.1),
+        lambda: jp.privacy.mdp_guarantee(100.0, mdp, b=0.1, target_delta=1e-3),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match="to_padded"):
+            call()
