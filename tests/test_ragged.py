@@ -195,8 +195,7 @@ def test_unsupported_functions_raise_what_to_do():
     mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9)
     key = jax.random.key(0)
     calls = [
-        lambda: jp.privatize(key, mdp, 100.0),
-        lambda: jp.privatize(key, mdp, 1.0, mechanism="gaussian"),
+        lambda: jp.sweep(key, mdp, ks=[100.0], num_trials=2),
         lambda: jp.synthesize(key, mdp, k=100.0, beta=0.1),
         lambda: jp.robust_solve(mdp, k=100.0, beta=0.1),
         lambda: jp.cost_of_privacy(mdp, np.zeros(40, int), k=100.0, beta=0.1),
@@ -205,3 +204,46 @@ def test_unsupported_functions_raise_what_to_do():
     for call in calls:
         with pytest.raises(ValueError, match="to_padded"):
             call()
+    with pytest.raises(ValueError, match="smoothing"):
+        jp.privatize(key, mdp, 100.0, smoothing=0.01)
+
+
+MECHANISMS = [("dirichlet", 30.0), ("gaussian", 0.05), ("laplace", 0.05)]
+
+
+@pytest.mark.parametrize("mechanism, parameter", MECHANISMS)
+def test_privatize_keeps_the_lists(mechanism, parameter):
+    mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9)
+    release = jp.privatize(jax.random.key(2), mdp, parameter, mechanism=mechanism)
+    assert isinstance(release, jp.RaggedMDP)
+    for b, c in zip(release.buckets, mdp.buckets, strict=True):  # the lists are kept
+        np.testing.assert_array_equal(b.next_states, c.next_states)
+        np.testing.assert_allclose(np.asarray(b.probs).sum(-1), 1, atol=1e-12)
+        assert np.all(np.asarray(b.probs)[np.asarray(c.next_states) < 0] == 0)
+        assert np.all(np.asarray(b.probs) >= 0)
+    assert not np.allclose(release.buckets[-1].probs, mdp.buckets[-1].probs)
+    assert jp.solve(release).converged
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism, parameter", MECHANISMS)
+def test_privatize_has_the_padded_distribution(mechanism, parameter):
+    from scipy.stats import ks_2samp
+
+    mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9)
+    padded = jp.to_padded(mdp)
+    keys = jax.random.split(jax.random.key(1), 600)
+    draw = jax.jit(
+        jax.vmap(lambda k, m: jp.privatize(k, m, parameter, mechanism=mechanism), (0, None))
+    )
+    ragged_out = draw(keys, mdp)
+    padded_out = draw(keys, padded).probs
+    big = ragged_out.buckets[-1]  # state 0's fan-out row
+    two = ragged_out.buckets[1]
+    s, a = divmod(int(two.rows[0, 0]), 2)
+    pairs = (
+        (big.probs[:, 0, 0], padded_out[:, 0, 0, 0]),
+        (two.probs[:, 0, 1], padded_out[:, s, a, 1]),
+    )
+    for got, want in pairs:
+        assert ks_2samp(np.asarray(got), np.asarray(want)).pvalue > 1e-4

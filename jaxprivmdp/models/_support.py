@@ -164,7 +164,10 @@ def model_mechanism_input(
     """
     check_options(support, smoothing)
     if isinstance(mdp, RaggedMDP):
-        raise unsupported("privatizing (privatize, synthesize, sweep, cost_of_privacy)")
+        raise unsupported(
+            "this function (synthesize, sweep, frontier, dirichlet_mechanism; jp.privatize "
+            "takes a RaggedMDP)"
+        )
     if isinstance(mdp, SparseMDP):
         # Successor lists are privatized over their support: the lists are public structure.
         if smoothing is not None:
@@ -186,6 +189,25 @@ def model_mechanism_input(
             smoothing=smoothing,
         )
     return inp
+
+
+def ragged_mechanism_input(mdp: RaggedMDP, support: Support, smoothing) -> list[MechanismInput]:
+    """:func:`model_mechanism_input` of a :class:`RaggedMDP`, one per bucket: its rows as
+    `[n_b, 1, K_b]` (each row a "state" with one action), privatized over their listed
+    successors with positive probability, as a :class:`SparseMDP`'s."""
+    check_options(support, smoothing)
+    if smoothing is not None:
+        raise ValueError(
+            "smoothing mixes every row with the uniform distribution over all S states, "
+            "which a RaggedMDP cannot hold; its rows are privatized over their listed successors"
+        )
+    mask = mdp.action_mask.reshape(-1)
+    out = []
+    for b in mdp.buckets:
+        allowed = mask[b.rows][:, None]
+        supp = (b.probs > 0) & (b.next_states >= 0)
+        out.append(MechanismInput(b.probs[:, None], (supp | ~allowed)[:, None], allowed))
+    return out
 
 
 def host_mechanism_input(
