@@ -19,7 +19,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._checks import check_count
 from ..mechanisms._base import Mechanism
-from ..models._rows import Model, transition_rows
+from ..models._rows import Model, row_slots
 from ..planning._evaluation import evaluate_core
 from ..sets._boxes import SetParams
 from ._synthesis import synthesize_core
@@ -144,7 +144,7 @@ def default_vector_width(mdp: Model, sampler: str, budget_bytes: float = 2**30) 
     (``benchmarks/RESULTS.md`` compares group sizes).
     """
     arrays = 16 if sampler == "fast" else 48
-    per_run = arrays * transition_rows(mdp).probs.size * mdp.rewards.dtype.itemsize
+    per_run = arrays * row_slots(mdp) * mdp.rewards.dtype.itemsize
     fit = max(1, int(budget_bytes // per_run))
     return min(16, 1 << (fit.bit_length() - 1))
 

@@ -20,7 +20,7 @@ from ..mechanisms._base import Mechanism
 from ..mechanisms._dirichlet import check_sampler
 from ..mechanisms._registry import as_mechanism, mechanism_class
 from ..models._rows import Model, check_model, with_probs
-from ..models._support import Support, model_mechanism_input
+from ..models._support import Support, mechanism_input_of
 from ..planning._bellman import check_iterations, solve_core
 from ..planning._bounds import set_up
 from ..planning._evaluation import evaluate_core
@@ -236,9 +236,7 @@ def sweep(
     check_iterations(None, max_iterations)
     K, N = grid.parameter.size, num_trials
     plan = plan_chunks(mdp, K * N, grid, options)
-    inp = model_mechanism_input(
-        mdp, support, options.get("smoothing"), interior=grid.needs_interior
-    )
+    inp = mechanism_input_of(mdp, support, options.get("smoothing"), interior=grid.needs_interior)
     kind, params, width = set_up(with_probs(mdp, inp.rows, inp.support), grid, uset)
     params = jax.tree.map(np.asarray, params)
     grid_dtype = grid.replace(grid.parameter.astype(dtype))

@@ -125,17 +125,24 @@ def privatize(
 
 
 def _privatize_ragged(key, mdp, mech: Mechanism, support, smoothing):
-    """Each bucket's rows privatized as `[n_b, 1, K_b]` rows, with the key folded with the
-    bucket's index: every row's release has the distribution it has in the padded layout
-    (rows are privatized independently over their support), not the same draws."""
-    blocks = ragged_mechanism_input(mdp, support, smoothing)
-    p_bar = tuple(
-        _privatize_jit(jax.random.fold_in(key, i), b.rows, mech, b.support, b.action_mask)[:, 0]
-        for i, b in enumerate(blocks)
+    inp = ragged_mechanism_input(mdp, support, smoothing)
+    return with_probs(mdp, _privatize_jit(key, inp.rows, mech, inp.support, inp.action_mask))
+
+
+def privatize_rows(mech: Mechanism, key, rows, support, action_mask):
+    """``mech.privatize``, also of a ragged model's rows (tuples, one entry per bucket:
+    :func:`~jaxprivmdp.models._support.ragged_mechanism_input`). Each bucket is privatized
+    as `[n_b, 1, K_b]` rows with the key folded with the bucket's index: every row's release
+    has the distribution it has in the padded layout (rows are privatized independently
+    over their support), not the same draws."""
+    if not isinstance(rows, tuple):
+        return mech.privatize(key, rows, support, action_mask)
+    return tuple(
+        mech.privatize(jax.random.fold_in(key, i), p[:, None], s[:, None], m[:, None])[:, 0]
+        for i, (p, s, m) in enumerate(zip(rows, support, action_mask, strict=True))
     )
-    return with_probs(mdp, p_bar)
 
 
 @jax.jit
 def _privatize_jit(key, rows, mech: Mechanism, support, action_mask):
-    return mech.privatize(key, rows, support, action_mask)
+    return privatize_rows(mech, key, rows, support, action_mask)

@@ -134,6 +134,45 @@ def map_blocks(fn, rows: RaggedRows, *per_block, fill=0) -> jax.Array:
     return out.reshape((S, A) + out.shape[1:])
 
 
+def blockwise(fn, rows: RaggedRows, per_block, *args, **kwargs) -> tuple:
+    """:func:`map_blocks` for an ``fn(block, extra, *args, **kwargs)`` that returns a tuple of
+    `[n_b]` arrays (``extra``: ``per_block``'s entry): a tuple of `[S, A]` arrays (0 or
+    False for rows in no block)."""
+    S, A = rows.shape
+    outs = None
+    for block, ids, extra in zip(rows.blocks, rows.ids, per_block, strict=True):
+        parts = fn(block, extra, *args, **kwargs)
+        if outs is None:
+            outs = [jnp.zeros((S * A,) + p.shape[1:], p.dtype) for p in parts]
+        outs = [
+            o.at[ids].set(p, indices_are_sorted=True, unique_indices=True)
+            for o, p in zip(outs, parts, strict=True)
+        ]
+    return tuple(o.reshape((S, A) + o.shape[1:]) for o in outs)
+
+
+def entry_count(mdp: RaggedMDP, support_aware: bool, whole_model: bool) -> int:
+    """``sets._boxes.entry_count`` of a ragged model: each allowed row's listed successors
+    (support-aware) or all ``S`` entries; the largest row, or their sum over the model."""
+    rows = RaggedRows(
+        tuple(b.next_states for b in mdp.buckets),
+        tuple(b.rows for b in mdp.buckets),
+        mdp.action_mask.shape,
+    )
+    S, A = mdp.num_states, mdp.num_actions
+    width = mdp.max_successors if support_aware else S
+    leaves = [*rows.blocks, mdp.action_mask]
+    if not all(not isinstance(x, jax.core.Tracer) for x in leaves):
+        return width * S * A if whole_model else width
+    mask = np.asarray(mdp.action_mask)
+    if support_aware:
+        sizes = np.asarray(map_blocks(lambda nxt: (nxt >= 0).sum(-1), rows))
+    else:
+        sizes = np.full(mask.shape, S)
+    sizes = np.where(mask, sizes, 0)
+    return int(sizes.sum() if whole_model else max(int(sizes.max()), 1))
+
+
 def is_skewed(num_rows: int, max_successors: int, num_transitions: int) -> bool:
     """Whether padding every row to the longest would exceed twice ``transitions + rows``."""
     return num_rows * max_successors > 2 * (num_transitions + num_rows)

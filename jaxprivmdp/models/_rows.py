@@ -105,6 +105,13 @@ def row_terms(rows: Rows | RaggedRows) -> int:
     return rows.probs.shape[1] * rows.probs.shape[-1]
 
 
+def row_slots(mdp: Model) -> int:
+    """Stored row entries, padding included: ``S·A·S``, ``S·A·K`` or a ragged model's slots."""
+    if isinstance(mdp, RaggedMDP):
+        return mdp.num_slots
+    return transition_rows(mdp).probs.size
+
+
 def row_length(mdp: Model) -> int:
     """Terms in one row's sum: ``S`` (dense rows) or the longest successor list."""
     if isinstance(mdp, SparseMDP | RaggedMDP):

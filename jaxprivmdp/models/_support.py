@@ -191,23 +191,40 @@ def model_mechanism_input(
     return inp
 
 
-def ragged_mechanism_input(mdp: RaggedMDP, support: Support, smoothing) -> list[MechanismInput]:
-    """:func:`model_mechanism_input` of a :class:`RaggedMDP`, one per bucket: its rows as
-    `[n_b, 1, K_b]` (each row a "state" with one action), privatized over their listed
-    successors with positive probability, as a :class:`SparseMDP`'s."""
+def ragged_mechanism_input(mdp: RaggedMDP, support: Support, smoothing) -> MechanismInput:
+    """:func:`model_mechanism_input` of a :class:`RaggedMDP`: ``rows`` and ``support`` are
+    tuples, one `[n_b, K_b]` array per bucket, privatized over the listed successors with
+    positive probability, as a :class:`SparseMDP`'s; ``action_mask`` is a tuple of `[n_b]`
+    (each row allowed or not)."""
     check_options(support, smoothing)
     if smoothing is not None:
         raise ValueError(
             "smoothing mixes every row with the uniform distribution over all S states, "
             "which a RaggedMDP cannot hold; its rows are privatized over their listed successors"
         )
-    mask = mdp.action_mask.reshape(-1)
-    out = []
-    for b in mdp.buckets:
-        allowed = mask[b.rows][:, None]
-        supp = (b.probs > 0) & (b.next_states >= 0)
-        out.append(MechanismInput(b.probs[:, None], (supp | ~allowed)[:, None], allowed))
-    return out
+    allowed = mechanism_mask(mdp)
+    supp = tuple(
+        (b.probs > 0) & (b.next_states >= 0) | ~m[:, None]
+        for b, m in zip(mdp.buckets, allowed, strict=True)
+    )
+    return MechanismInput(tuple(b.probs for b in mdp.buckets), supp, allowed)
+
+
+def mechanism_mask(mdp):
+    """The action mask a mechanism takes: ``mdp.action_mask``, or for a :class:`RaggedMDP`
+    one `[n_b]` per bucket (whether each of its rows is allowed)."""
+    if isinstance(mdp, RaggedMDP):
+        mask = mdp.action_mask.reshape(-1)
+        return tuple(mask[b.rows] for b in mdp.buckets)
+    return mdp.action_mask
+
+
+def mechanism_input_of(mdp, support: Support, smoothing, *, interior: bool = True):
+    """:func:`model_mechanism_input`, or :func:`ragged_mechanism_input` for a ragged model
+    (for the functions that privatize with :func:`jaxprivmdp.mechanisms.privatize_rows`)."""
+    if isinstance(mdp, RaggedMDP):
+        return ragged_mechanism_input(mdp, support, smoothing)
+    return model_mechanism_input(mdp, support, smoothing, interior=interior)
 
 
 def host_mechanism_input(
