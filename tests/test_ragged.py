@@ -11,6 +11,7 @@ import pytest
 
 import jaxprivmdp as jp
 from jaxprivmdp.models._ragged import transition_lists
+from jaxprivmdp.models._rows import with_probs
 
 
 @pytest.fixture(autouse=True)
@@ -195,17 +196,70 @@ def test_unsupported_functions_raise_what_to_do():
     mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9)
     key = jax.random.key(0)
     calls = [
-        lambda: jp.sweep(key, mdp, ks=[100.0], num_trials=2),
-        lambda: jp.synthesize(key, mdp, k=100.0, beta=0.1),
-        lambda: jp.robust_solve(mdp, k=100.0, beta=0.1),
-        lambda: jp.cost_of_privacy(mdp, np.zeros(40, int), k=100.0, beta=0.1),
+        lambda: jp.dirichlet_mechanism(key, mdp, 100.0),
         lambda: jp.privacy.mdp_guarantee(100.0, mdp, b=0.1, target_delta=1e-3),
+        lambda: jp.frontier(key, mdp, epsilons=[1.0], num_trials=2),
     ]
     for call in calls:
         with pytest.raises(ValueError, match="to_padded"):
             call()
     with pytest.raises(ValueError, match="smoothing"):
         jp.privatize(key, mdp, 100.0, smoothing=0.01)
+
+
+SETS = [
+    ("dirichlet", 200.0, "paper", False),
+    ("dirichlet", 200.0, "paper", True),
+    ("gaussian", 0.02, "paper", False),
+    ("laplace", 0.02, "paper", True),
+    ("dirichlet", 200.0, "exact", True),
+    ("dirichlet", 200.0, "certified", False),
+]
+
+
+def test_cost_of_privacy_equals_the_padded_layouts():
+    mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9)
+    release = jp.privatize(jax.random.key(4), mdp, 100.0)
+    policy = jp.solve(release).policy
+    a = jp.cost_of_privacy(release, policy, k=100.0, beta=0.1)
+    b = jp.cost_of_privacy(jp.to_padded(release), policy, k=100.0, beta=0.1)
+    np.testing.assert_allclose(a.pessimistic, b.pessimistic, atol=1e-12)
+    np.testing.assert_allclose(a.optimistic, b.optimistic, atol=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mechanism, k, bound, aware", SETS)
+def test_synthesize_and_bounds_equal_the_padded_layouts(mechanism, k, bound, aware):
+    """The same release, ragged and padded: synthesize's policy and bounds, cost_of_privacy
+    and robust_solve agree to rounding (the sets and kernels are deterministic)."""
+    mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9)
+    kw = dict(k=k, beta=0.1, support_aware=aware)
+    out = jp.synthesize(jax.random.key(3), mdp, mechanism, bound, robust=True, **kw)
+    release = with_probs(mdp, out.private_transitions)
+    padded = jp.to_padded(release)
+    cost = jp.cost_of_privacy(padded, out.policy, mechanism, bound, **kw)
+    np.testing.assert_allclose(out.pessimistic, cost.pessimistic, atol=1e-12)
+    np.testing.assert_allclose(out.optimistic, cost.optimistic, atol=1e-12)
+    np.testing.assert_array_equal(out.policy, jp.solve(padded).policy)
+    robust = jp.robust_solve(padded, mechanism, bound, **kw)
+    np.testing.assert_array_equal(out.robust.policy, robust.policy)
+    mine = jp.robust_solve(release, mechanism, bound, **kw)
+    np.testing.assert_allclose(mine.values, robust.values, atol=1e-12)
+
+
+@pytest.mark.slow
+def test_finite_horizon_bounds_and_sweep():
+    mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, horizon=5)
+    release = jp.privatize(jax.random.key(4), mdp, 100.0)
+    policy = jp.solve(release).policy
+    a = jp.cost_of_privacy(release, policy, k=100.0, beta=0.1)
+    b = jp.cost_of_privacy(jp.to_padded(release), policy, k=100.0, beta=0.1)
+    np.testing.assert_allclose(a.pessimistic, b.pessimistic, atol=1e-12)
+    np.testing.assert_allclose(a.optimistic, b.optimistic, atol=1e-12)
+    res = jp.sweep(jax.random.key(5), mdp, ks=[30.0, 300.0], num_trials=3, beta=0.1)
+    assert res.cost.shape == (2, 3) and bool(jnp.all(res.converged))
+    assert np.all(np.asarray(res.true_value) <= float(res.optimal_value) + 1e-9)
+    assert np.all(np.asarray(res.pessimistic) <= np.asarray(res.private_value) + 1e-9)
 
 
 MECHANISMS = [("dirichlet", 30.0), ("gaussian", 0.05), ("laplace", 0.05)]

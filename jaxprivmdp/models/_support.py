@@ -165,8 +165,8 @@ def model_mechanism_input(
     check_options(support, smoothing)
     if isinstance(mdp, RaggedMDP):
         raise unsupported(
-            "this function (synthesize, sweep, frontier, dirichlet_mechanism; jp.privatize "
-            "takes a RaggedMDP)"
+            "this function (dirichlet_mechanism, the command line's accounting; "
+            "jp.privatize, synthesize and sweep take a RaggedMDP)"
         )
     if isinstance(mdp, SparseMDP):
         # Successor lists are privatized over their support: the lists are public structure.
