@@ -19,8 +19,18 @@ version of each (segmented sorts in particular).
 
 Built by :func:`make_ragged_mdp` from a list of transitions, by :func:`to_ragged` from a
 :class:`SparseMDP`, and chosen by the PRISM/Storm loaders when padding would exceed twice
-the transitions (:func:`is_skewed`). :func:`to_padded` converts back, for what the ragged
-layout does not support (see :func:`unsupported`).
+the transitions plus rows (:func:`is_skewed`; ``load_mdp(..., layout=)`` chooses);
+``make_sparse_mdp`` and every regular model are unchanged. :func:`to_padded` converts back.
+
+Supported: ``solve``, ``evaluate`` (a deterministic rule weights all rows one-hot: the same
+values), ``check``, ``privatize`` (every mechanism; each bucket drawn with the key folded
+with its index: the padded layout's distribution, not its draws), ``synthesize`` (its
+``private_transitions`` is then a tuple, one `[n_b, K_b]` per bucket), ``sweep``,
+``cost_of_privacy`` and ``robust_solve`` (every set, support-aware or not), ``save_mdp`` /
+``load_mdp``. Not supported, a ValueError saying to use :func:`to_padded`
+(:func:`unsupported`): the privacy accounting (``privacy.mdp_guarantee``, ``frontier``, the
+CLI's accounting), ``dirichlet_mechanism(key, model, k)``, and any code that reads a ragged
+model's rows as one `[S, A, K]` array (:class:`RaggedRows` refuses ``probs``).
 """
 
 from __future__ import annotations
