@@ -300,3 +300,17 @@ def test_privatize_has_the_padded_distribution(mechanism, parameter):
     )
     for got, want in pairs:
         assert ks_2samp(np.asarray(got), np.asarray(want)).pvalue > 1e-4
+
+
+def test_command_line_on_a_ragged_file(tmp_path, capsys):
+    from jaxprivmdp.cli import main
+
+    tra = tmp_path / "leader.tra"
+    _write_storm(tra, jp.examples.leader_like(40, 8))
+    policy = tmp_path / "pol.csv"
+    policy.write_text("state,action\n" + "".join(f"{s},0\n" for s in range(40)))
+    out = tmp_path / "ev"
+    args = ["--mdp", str(tra), "--discount", "0.9"]
+    assert main(["evaluate", *args, "--policy", str(policy), "--out", str(out)]) == 0
+    assert main(["privacy", "--mdp", str(tra), "--k", "10", "--eta", "0.05"]) == 2
+    assert "to_padded" in capsys.readouterr().err
