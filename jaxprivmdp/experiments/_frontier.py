@@ -24,10 +24,11 @@ import numpy as np
 
 from .._checks import check_count, check_probability, check_range
 from ..mechanisms._registry import mechanism_class
-from ..models._rows import Model, check_model, transition_rows
-from ..models._support import MechanismInput, host_mechanism_input, private_rows
+from ..models._rows import Model, transition_rows
+from ..models._support import MechanismInput, private_rows
 from ..planning._bellman import solve_core
 from ..planning._evaluation import evaluate_core
+from ..planning._property_reward import PropertyModel, as_problem, host_problem_input
 from ..privacy import compose_rows
 from ..sets._sets import Bound
 from ._sweep import sweep
@@ -176,7 +177,7 @@ _QUANTITIES = ("true_value", "pessimistic", "optimistic", "cost")
 
 def frontier(
     key: jax.Array,
-    mdp: Model,
+    mdp: Model | PropertyModel,
     *,
     epsilons: Sequence[float],
     delta: float = 1e-3,
@@ -218,7 +219,7 @@ def frontier(
       ValueError: for ``ε <= 0``, ``δ`` outside ``(0, 1)``, an unknown mechanism name or an
         empty list.
     """
-    check_model(mdp)
+    model, prop = as_problem(mdp)
     eps = np.asarray(epsilons, np.float64)
     if eps.ndim != 1 or eps.size == 0:
         raise ValueError(f"epsilons must be a non-empty 1-D sequence, got {epsilons!r}")
@@ -230,9 +231,9 @@ def frontier(
         raise ValueError(f"mechanisms must be a non-empty list, got {mechanisms!r}")
     classes = [mechanism_class(m) for m in mechanisms]
     # What the mechanisms privatize: one count of private rows and of their entries.
-    inp = host_mechanism_input(mdp, support=support, interior=False)
+    inp = host_problem_input(model, prop, support)
     n = row_dimension(inp)
-    eta = public_eta(mdp) if eta is None else float(eta)
+    eta = public_eta(model) if eta is None else float(eta)
     num_rows = int(private_rows(inp).sum())
     sweep_options = dict(bound=bound, beta=beta, support=support, support_aware=support_aware)
     fields = ("all_rows", "parameter", "reachable", "floor", "parameter_name", *_QUANTITIES)
@@ -248,10 +249,11 @@ def frontier(
         out["parameter_name"][cls.name] = cls.parameter_name()
         for q, v in values.items():
             out[q][cls.name] = v
-    solution = solve_core(mdp, None, 10_000)
-    values0 = evaluate_core(mdp, solution.policy)
-    s0 = mdp.initial_state
-    optimal = float(values0[0, s0] if mdp.is_finite_horizon else values0[s0])
+    solution = solve_core(model, None, 10_000)
+    values0 = evaluate_core(model, solution.policy)
+    s0 = model.initial_state
+    optimal = float(values0[0, s0] if model.is_finite_horizon else values0[s0])
+    optimal = optimal if prop is None else float(prop.values(optimal))
     return FrontierResult(
         epsilons=eps,
         delta=float(delta),

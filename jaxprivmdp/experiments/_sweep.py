@@ -19,11 +19,12 @@ from .._checks import as_numpy, check_count, check_key, check_positive
 from ..mechanisms._base import Mechanism
 from ..mechanisms._dirichlet import check_sampler
 from ..mechanisms._registry import as_mechanism, mechanism_class
-from ..models._rows import Model, check_model, with_probs
-from ..models._support import Support, model_mechanism_input
+from ..models._rows import Model, with_probs
+from ..models._support import Support
 from ..planning._bellman import check_iterations, solve_core
 from ..planning._bounds import set_up
 from ..planning._evaluation import evaluate_core
+from ..planning._property_reward import PropertyModel, as_problem, problem_input
 from ..sets._sets import Bound, UncertaintySet, as_set
 from ._chunks import RobustSummary, at_s0, plan_chunks, run_chunks
 
@@ -224,7 +225,7 @@ def sweep(
       TypeError: for an option not listed above.
     """
     key = check_key(key)
-    check_model(mdp)
+    mdp, prop = as_problem(mdp)
     unknown = sorted(set(options) - set(SWEEP_OPTIONS))
     if unknown:
         raise TypeError(f"sweep() got unexpected keyword arguments {', '.join(unknown)}")
@@ -236,9 +237,7 @@ def sweep(
     check_iterations(None, max_iterations)
     K, N = grid.parameter.size, num_trials
     plan = plan_chunks(mdp, K * N, grid, options)
-    inp = model_mechanism_input(
-        mdp, support, options.get("smoothing"), interior=grid.needs_interior
-    )
+    inp = problem_input(mdp, prop, support, options.get("smoothing"), interior=grid.needs_interior)
     kind, params, width = set_up(with_probs(mdp, inp.rows, inp.support), grid, uset)
     params = jax.tree.map(np.asarray, params)
     grid_dtype = grid.replace(grid.parameter.astype(dtype))
@@ -253,8 +252,32 @@ def sweep(
     )
     runs = run_chunks(plan, grid_dtype, params, N, args, static, progress)
     optimal = solve_core(mdp, None, max_iterations)
-    return SweepResult(
-        **runs._asdict(),
-        optimal_value=at_s0(mdp, evaluate_core(mdp, optimal.policy)),
-        ks=jnp.asarray(grid_dtype.parameter),
+    return _property_scale(
+        prop,
+        SweepResult(
+            **runs._asdict(),
+            optimal_value=at_s0(mdp, evaluate_core(mdp, optimal.policy)),
+            ks=jnp.asarray(grid_dtype.parameter),
+        ),
+    )
+
+
+def _property_scale(prop: PropertyModel | None, res: SweepResult) -> SweepResult:
+    """``res`` in the property's scale (see ``_synthesis.property_scale``)."""
+    if prop is None or not prop.minimize:
+        return res
+    robust = res.robust
+    if robust is not None:
+        low, high = prop.bounds(robust.pessimistic, robust.optimistic)
+        robust = robust._replace(
+            true_value=prop.values(robust.true_value), pessimistic=low, optimistic=high
+        )
+    low, high = prop.bounds(res.pessimistic, res.optimistic)
+    return res._replace(
+        private_value=prop.values(res.private_value),
+        true_value=prop.values(res.true_value),
+        optimal_value=prop.values(res.optimal_value),
+        pessimistic=low,
+        optimistic=high,
+        robust=robust,
     )

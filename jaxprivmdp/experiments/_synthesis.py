@@ -11,11 +11,12 @@ from .._checks import check_key, host_scalar
 from ..mechanisms._base import Mechanism
 from ..mechanisms._dirichlet import Sampler
 from ..mechanisms._registry import as_mechanism
-from ..models._rows import Model, check_model, with_probs
-from ..models._support import Support, model_mechanism_input
+from ..models._rows import Model, with_probs
+from ..models._support import Support
 from ..planning._bellman import check_iterations, solve_core
 from ..planning._bounds import bounds_core, set_up
 from ..planning._evaluation import evaluate_core
+from ..planning._property_reward import PropertyModel, as_problem, problem_input
 from ..planning._robust_policy import robust_solve_core
 from ..sets._boxes import SetParams
 from ..sets._sets import Bound, UncertaintySet, as_set
@@ -187,15 +188,15 @@ def synthesize(
       Gohari, Hale, Topcu, CDC 2020, Algorithm 1, Theorems 1 and 2.
     """
     key = check_key(key)
-    check_model(mdp)
+    mdp, prop = as_problem(mdp)
     dtype = mdp.rewards.dtype
     check_iterations(None, max_iterations)
     mech = as_mechanism(mechanism, k, sampler, dtype=dtype)
     uset = as_set(bound, beta, support_aware)
-    inp = model_mechanism_input(mdp, support, smoothing, interior=mech.needs_interior)
+    inp = problem_input(mdp, prop, support, smoothing, interior=mech.needs_interior)
     mech = mech.replace(host_scalar(mech.parameter, dtype))
     kind, params, width = set_up(with_probs(mdp, inp.rows, inp.support), mech, uset, fill_width)
-    return _synthesize_jit(
+    out = _synthesize_jit(
         key,
         mdp,
         inp.rows,
@@ -208,3 +209,19 @@ def synthesize(
         support_aware=uset.support_aware,
         robust=bool(robust),
     )
+    return property_scale(prop, out)
+
+
+def property_scale(prop: PropertyModel | None, out: Synthesis) -> Synthesis:
+    """``out`` in the property's scale: a ``min`` property's values negated back, its
+    bounds swapped (``pessimistic`` the lower bound, ``optimistic`` the upper)."""
+    if prop is None or not prop.minimize:
+        return out
+    robust = out.robust
+    if robust is not None:
+        low, high = prop.bounds(robust.pessimistic, robust.optimistic)
+        values = prop.values(robust.private_values)
+        robust = robust._replace(private_values=values, pessimistic=low, optimistic=high)
+    low, high = prop.bounds(out.pessimistic, out.optimistic)
+    values = prop.values(out.private_values)
+    return out._replace(private_values=values, pessimistic=low, optimistic=high, robust=robust)

@@ -13,12 +13,13 @@ from jax.typing import ArrayLike
 from .._checks import check_positive
 from ..mechanisms._base import Mechanism
 from ..mechanisms._registry import as_mechanism
-from ..models._rows import Model, Rows, check_model, check_public_support, transition_rows
+from ..models._rows import Model, Rows, check_public_support, transition_rows
 from ..sets._boxes import RowBox, SetParams, policy_box, row_box
 from ..sets._sets import Bound, UncertaintySet, as_set
 from ._bellman import check_iterations
 from ._kernel import checked_backup
 from ._policies import policy_rows, select_rows, validate_policy, weighted_sum
+from ._property_reward import PropertyModel, as_problem
 from ._rounding import default_tolerance, rounding_margin
 from ._width import CheckedWidth, bounds_width
 
@@ -235,7 +236,7 @@ def prepare_set(
 
 
 def cost_of_privacy(
-    private_mdp: Model,
+    private_mdp: Model | PropertyModel,
     policy: ArrayLike,
     mechanism: Mechanism | str = "dirichlet",
     bound: UncertaintySet | Bound = "paper",
@@ -339,11 +340,15 @@ def cost_of_privacy(
     References:
       Gohari, Hale, Topcu, CDC 2020, Theorems 1 and 2, Lemma 1, problem (P).
     """
-    check_model(private_mdp, "private_mdp")
+    private_mdp, prop = as_problem(private_mdp, "private_mdp")
     policy = validate_policy(private_mdp, policy)
     check_iterations(tol, max_iterations)
     mech = as_mechanism(mechanism, k, dtype=private_mdp.rewards.dtype)
     uset = as_set(bound, beta, support_aware)
     kind, params, width = set_up(private_mdp, mech, uset, fill_width)
     static = dict(kind=kind, width=width, support_aware=uset.support_aware)
-    return bounds_core(private_mdp, policy, params, tol, max_iterations, **static)
+    out = bounds_core(private_mdp, policy, params, tol, max_iterations, **static)
+    if prop is None:
+        return out
+    low, high = prop.bounds(out.pessimistic, out.optimistic)
+    return out._replace(pessimistic=low, optimistic=high)
