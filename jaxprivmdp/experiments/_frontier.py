@@ -175,6 +175,14 @@ def _values_at(key, mdp, cls, params, num_trials, sweep_options, progress) -> di
 _QUANTITIES = ("true_value", "pessimistic", "optimistic", "cost")
 
 
+def _optimal(model: Model, prop: PropertyModel | None) -> float:
+    """The non-private optimum ``V*(s0)`` (in the property's scale)."""
+    values = evaluate_core(model, solve_core(model, None, 10_000).policy)
+    s0 = model.initial_state
+    optimal = float(values[0, s0] if model.is_finite_horizon else values[s0])
+    return optimal if prop is None else float(prop.values(optimal))
+
+
 def frontier(
     key: jax.Array,
     mdp: Model | PropertyModel,
@@ -195,10 +203,10 @@ def frontier(
 
     Args:
       key: PRNG key (one independent sub-key per mechanism).
-      mdp: the true MDP (dense or sparse).
+      mdp: the true MDP (dense or sparse), or a :class:`PropertyModel` (values in the
+        property's scale; only the undecided states' rows are private and counted).
       epsilons: the target ε's, each ``> 0``.
-      delta: the target δ in ``(0, 1)`` (Dirichlet and Gaussian; the Laplace mechanism is
-        pure ε-DP).
+      delta: the target δ in ``(0, 1)`` (the Laplace mechanism is pure ε-DP).
       mechanisms: mechanism classes (``jp.Dirichlet``, ``jp.Gaussian``, ``jp.Laplace``, or
         any :class:`~jaxprivmdp.Mechanism` that can ``calibrate``) or their names.
       num_trials: releases per (mechanism, ε).
@@ -249,18 +257,5 @@ def frontier(
         out["parameter_name"][cls.name] = cls.parameter_name()
         for q, v in values.items():
             out[q][cls.name] = v
-    solution = solve_core(model, None, 10_000)
-    values0 = evaluate_core(model, solution.policy)
-    s0 = model.initial_state
-    optimal = float(values0[0, s0] if model.is_finite_horizon else values0[s0])
-    optimal = optimal if prop is None else float(prop.values(optimal))
-    return FrontierResult(
-        epsilons=eps,
-        delta=float(delta),
-        optimal_value=optimal,
-        n=n,
-        eta=eta,
-        b=float(b),
-        num_rows=num_rows,
-        **out,
-    )
+    scalars = dict(epsilons=eps, delta=float(delta), n=n, eta=eta, b=float(b), num_rows=num_rows)
+    return FrontierResult(optimal_value=_optimal(model, prop), **scalars, **out)

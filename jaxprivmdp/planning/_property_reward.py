@@ -141,30 +141,33 @@ def property_model(
     concrete = is_concrete(labels)
     lab = check_labels(mdp, labels, concrete)
     sat = functools.partial(satisfying, p.text, labels=lab, xp=np if concrete else jnp)
-    S, dtype = mdp.num_states, mdp.rewards.dtype
-    nothing = jnp.zeros(S, bool)
-    rewards = jnp.zeros_like(mdp.rewards)
-    if p.kind == "R":  # C<=k: the model's rewards, nothing decided
-        target, absorbing, rewards = nothing, nothing, mdp.rewards
-    elif p.path == "X":
-        target, absorbing, bound = jnp.asarray(sat(p.right)), nothing, 1
-    elif p.path == "G":
-        target = jnp.asarray(sat(p.right))
-        absorbing = ~target
-    else:  # F, U
-        target = jnp.asarray(sat(p.right))
-        left = jnp.asarray(sat(p.left)) if p.left is not None else ~nothing
-        absorbing = target | (~left & ~target)
-    sign = -1 if p.opt == "min" else 1
-    model = _absorb(mdp, absorbing)
+    target, absorbing, rewards = _objective(p, mdp, sat)
+    sign, dtype = (-1 if p.opt == "min" else 1), mdp.rewards.dtype
     model = dataclasses.replace(
-        model,
+        _absorb(mdp, absorbing),
         rewards=sign * rewards,
         terminal_reward=sign * target.astype(dtype),
         discount=jnp.asarray(1, dtype),
-        horizon=int(bound),
+        horizon=1 if p.path == "X" else int(bound),
     )
     return PropertyModel(model, absorbing, p.opt == "min", p.text)
+
+
+def _objective(p, mdp: Model, sat):
+    """``(target, absorbing, rewards)``: `[S]` ``R_T``'s states, the decided states, and the
+    `[S, A]` rewards (the model's for ``C<=k``, else 0)."""
+    nothing = jnp.zeros(mdp.num_states, bool)
+    if p.kind == "R":  # C<=k: the model's rewards, nothing decided
+        return nothing, nothing, mdp.rewards
+    target = jnp.asarray(sat(p.right))
+    if p.path == "X":
+        absorbing = nothing
+    elif p.path == "G":
+        absorbing = ~target
+    else:  # F, U: φ2, and ¬φ1 ∧ ¬φ2
+        left = jnp.asarray(sat(p.left)) if p.left is not None else ~nothing
+        absorbing = target | (~left & ~target)
+    return target, absorbing, jnp.zeros_like(mdp.rewards)
 
 
 def _absorb(mdp: Model, absorbing: jax.Array) -> Model:

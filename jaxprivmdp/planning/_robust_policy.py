@@ -86,7 +86,9 @@ def robust_solve(
     ``robust=True`` runs this after Algorithm 1.
 
     Args:
-      private_mdp: the privatized MDP ``M̄``.
+      private_mdp: the privatized MDP ``M̄``, or a :class:`PropertyModel` of it: the robust
+        policy of a step-bounded property, ``values`` in its scale (for a ``min`` property
+        the policy minimizes the upper bound, and ``values`` are that bound).
       mechanism: the mechanism that released ``P̄`` (an object, or a name with ``k``), see
         :func:`cost_of_privacy`.
       bound: the uncertainty set (an object, or a name with ``beta``/``support_aware``).
