@@ -90,13 +90,14 @@ def test_gpu_defaults_stay_within_the_memory_budget(grid100):
 
 
 def test_cpu_defaults_keep_small_groups(example2, grid100):
+    # Cache-sized groups: 2¹³ transition entries; Example 2 has 2,000 per run.
     cpu = (FakeDevice("cpu", None),)
     plan = _plan(example2, 9 * 20_000, cpu)
-    assert (plan.vector_width, plan.batch_size) == (16, 256)
-    assert _plan(grid100, 900, cpu).vector_width == 16
-    big = jp.examples.gridworld(300, 300)  # 69 MB per run: 15 fit in 1 GiB
-    assert _plan(big, 900, cpu).vector_width == 8
-    assert _plan(example2, 20, cpu).batch_size == 32  # 2 groups
+    assert (plan.vector_width, plan.batch_size) == (4, 256)
+    assert _plan(grid100, 900, cpu).vector_width == 1
+    assert _plan(example2, 20, cpu).batch_size == 32  # 5 groups, rounded to 8
+    tiny = jp.examples.random_mdp(jax.random.key(0), 5, 3)  # 75 entries
+    assert _plan(tiny, 900, cpu).vector_width == 16
     # The defaults without a device description are this machine's.
     here = describe_devices(jax.local_devices()[:1])
     assert default_vector_width(example2, "fast") == default_vector_width(example2, "fast", here)

@@ -183,8 +183,8 @@ def describe_devices(devices) -> DeviceInfo:
     return DeviceInfo(str(devices[0].platform).lower(), device_memory(local), len(devices))
 
 
-CPU_BUDGET_BYTES = 2**30  # a CPU group's working set
-CPU_MAX_WIDTH = 16  # small groups stay in cache (benchmarks/RESULTS.md, bench_chunking.py)
+CPU_GROUP_ENTRIES = 2**13  # transition entries per group on a CPU: cache-sized groups
+CPU_MAX_WIDTH = 16
 MAX_BATCH_SIZE = 256  # runs per compiled call on a CPU
 ACCELERATOR_MEMORY_FRACTION = 0.25  # of the device's memory, for one group's working set
 ACCELERATOR_GROUP_ENTRIES = 2**25  # transition entries per group that fill an H100/H200
@@ -199,19 +199,23 @@ def _floor_pow2(n: float) -> int:
 def default_vector_width(mdp: Model, sampler: str, device: DeviceInfo | None = None) -> int:
     """Runs vectorized together: a power of two sized for the backend.
 
-    The working set of a run is about 16 arrays of the rows' size with the ``"fast"`` sampler and
-    48 with ``"jax"`` (``benchmarks/bench_memory.py``; the additive mechanisms count as
-    ``"fast"``). On a CPU: at most 16 runs whose working set fits 1 GiB (small groups keep it in
-    cache; ``benchmarks/bench_chunking.py`` compares). On an accelerator (GPU, TPU): enough runs
-    to fill it, about ``2²⁵`` transition entries per group (4096 runs of Example 2, 256 of a
-    100×100 gridworld), at most 4096, and a working set within a quarter of the device's memory
-    (4 GiB where the device does not say). ``device`` defaults to this process's first device.
+    On a CPU: cache-sized groups, at most ``2¹³`` transition entries (and 16 runs) per group:
+    4 runs of Example 2 (S = 20, A = 5), 1 of any model with 4,096 or more entries (a 20×20
+    gridworld has 4,800). Wider groups cost a CPU more than they save (on the 20×20 gridworld,
+    16 runs per group take 3× the CPU time per run of single runs: a vmapped iteration runs
+    until its slowest run has converged; ``benchmarks/bench_chunking.py``, RESULTS.md §15).
+    On an accelerator (GPU, TPU): enough runs to fill it, about ``2²⁵`` transition entries per
+    group (4096 runs of Example 2, 256 of a 100×100 gridworld, the best measured on an H200),
+    at most 4096, with a working set within a quarter of the device's memory (4 GiB where the
+    device does not say): about 16 arrays of the rows' size per run with the ``"fast"``
+    sampler and 48 with ``"jax"`` (``benchmarks/bench_memory.py``; the additive mechanisms
+    count as ``"fast"``). ``device`` defaults to this process's first device.
     """
     device = describe_devices(jax.local_devices()[:1]) if device is None else device
     entries = transition_rows(mdp).probs.size
-    per_run = (16 if sampler == "fast" else 48) * entries * mdp.rewards.dtype.itemsize
     if not device.accelerator:
-        return min(CPU_MAX_WIDTH, _floor_pow2(CPU_BUDGET_BYTES // per_run))
+        return min(CPU_MAX_WIDTH, _floor_pow2(CPU_GROUP_ENTRIES // entries))
+    per_run = (16 if sampler == "fast" else 48) * entries * mdp.rewards.dtype.itemsize
     budget = ACCELERATOR_MEMORY_FRACTION * (device.memory or 2**34)
     fit = min(budget // per_run, ACCELERATOR_GROUP_ENTRIES // entries)
     return min(ACCELERATOR_MAX_WIDTH, _floor_pow2(fit))
