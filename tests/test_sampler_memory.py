@@ -56,7 +56,7 @@ def _temp_bytes(num_states: int) -> int:
 
 def test_working_set_is_one_chunk_not_the_release():
     # S = 10⁶, A = 4, K = 3 (12·10⁶ entries): unchunked, JAX's loop state took 1.6 GiB;
-    # chunked it is one chunk's (~140 MiB) plus a few copies of the release (~46 MiB each).
+    # chunked it is one chunk's (~9 MiB) plus a few copies of the release (~46 MiB each).
     per_entry = 4 * 3 * 10**6
     assert _temp_bytes(10**6) < 8 * 4 * per_entry
     # The loop state does not grow with S once S exceeds a chunk.
