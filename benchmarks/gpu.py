@@ -610,7 +610,6 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
     return sorted(rows, key=rank)  # stable: keeps the order of rows within a rank
 
 
-@contextlib.contextmanager
 def default_chunking(total: int) -> str:
     """The chunking ``sweep`` picks on this backend for Example 2 (``_chunks.plan_chunks``)."""
     import jax
@@ -625,6 +624,7 @@ def default_chunking(total: int) -> str:
     return f"vector_width={plan.vector_width}, batch_size={plan.batch_size}"
 
 
+@contextlib.contextmanager
 def x64_enabled():
     """``jax_enable_x64`` on inside, restored after (public ``jax.config.update``)."""
     import jax
