@@ -364,7 +364,8 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
         Row(
             "throughput.default",
             "sweep throughput",
-            f"sweep Example 2, {nk} k × {n_thr:,} trials, default chunking",
+            f"sweep Example 2, {nk} k × {n_thr:,} trials, default chunking "
+            f"({default_chunking(runs)})",
             lambda: partial(jp.sweep, jax.random.key(2), example2(), ks=PAPER_KS, num_trials=n_thr),
             lambda c: (0.5, 3.0 + runs / c.pick(5e3, 2e4), runs / c.pick(5e3, 2e4)),
             runs=runs,
@@ -607,6 +608,20 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
         return (3, 0)
 
     return sorted(rows, key=rank)  # stable: keeps the order of rows within a rank
+
+
+def default_chunking(total: int) -> str:
+    """The chunking ``sweep`` picks on this backend for Example 2 (``_chunks.plan_chunks``)."""
+    import jax
+    import numpy as np
+
+    import jaxprivmdp as jp
+    from jaxprivmdp.experiments._chunks import plan_chunks
+
+    mdp = jp.examples.random_mdp(jax.random.key(0))
+    grid = jp.Dirichlet(np.asarray(PAPER_KS), sampler="fast")
+    plan = plan_chunks(mdp, total, grid, {})
+    return f"vector_width={plan.vector_width}, batch_size={plan.batch_size}"
 
 
 @contextlib.contextmanager

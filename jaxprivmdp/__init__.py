@@ -45,10 +45,12 @@ from .models import to_ragged as to_ragged
 from .models import to_sparse as to_sparse
 from .planning import CheckResult as CheckResult
 from .planning import PrivacyBounds as PrivacyBounds
+from .planning import PropertyModel as PropertyModel
 from .planning import Solution as Solution
 from .planning import check as check
 from .planning import cost_of_privacy as cost_of_privacy
 from .planning import evaluate as evaluate
+from .planning import property_model as property_model
 from .planning import robust_expectation as robust_expectation
 from .planning import robust_solve as robust_solve
 from .planning import solve as solve
@@ -73,6 +75,7 @@ __all__ = [
     "CheckResult",
     "FrontierResult",
     "PrivacyBounds",
+    "PropertyModel",
     "RobustPolicy",
     "RobustSummary",
     "Solution",
@@ -97,6 +100,7 @@ __all__ = [
     "make_sparse_mdp",
     "privacy",
     "privatize",
+    "property_model",
     "robust_expectation",
     "robust_solve",
     "secure_key",

@@ -86,6 +86,35 @@ def any_mdp(request):
     return request.getfixturevalue(f"{request.param}_mdp")
 
 
+# --------------------------------------------------------------------------- CLI inputs
+
+# A 3-state MDP in PRISM's explicit format (written here, not copied): the .lab's init is
+# state 1, which earns 10 per step; state 0 chooses between a fair coin over {1, 2} and
+# staying.
+PRISM_TRA = """3 4 5
+0 0 1 0.5
+0 0 2 0.5
+1 0 1 1
+2 0 2 1
+0 1 0 1
+"""
+PRISM_SREW = """3 2
+1 10
+2 1
+"""
+PRISM_LAB = """0="init" 1="goal"
+1: 0
+"""
+
+
+@pytest.fixture
+def prism_model(tmp_path):
+    """``tmp_path / "m.tra"`` with its ``m.srew`` and ``m.lab`` beside it."""
+    for name, text in (("m.tra", PRISM_TRA), ("m.srew", PRISM_SREW), ("m.lab", PRISM_LAB)):
+        (tmp_path / name).write_text(text)
+    return tmp_path / "m.tra"
+
+
 def to_numpy(mdp):
     """The MDP's arrays as float64 NumPy, for the oracles."""
     return dict(

@@ -8,27 +8,8 @@ import numpy as np
 import jaxprivmdp as jp
 from jaxprivmdp.cli import main
 
-# A 3-state MDP in PRISM's explicit format (written here, not copied): state 1 earns more.
-TRA = """3 4 5
-0 0 1 0.5
-0 0 2 0.5
-1 0 1 1
-2 0 2 1
-0 1 0 1
-"""
-SREW = """3 2
-1 10
-2 1
-"""
-LAB = """0="init" 1="goal"
-1: 0
-"""
-
-
-def _model(tmp_path):
-    for name, text in (("m.tra", TRA), ("m.srew", SREW), ("m.lab", LAB)):
-        (tmp_path / name).write_text(text)
-    return tmp_path / "m.tra"
+# `prism_model` (tests/conftest.py): a 3-state PRISM explicit model whose .lab's init is
+# state 1, which earns 10 per step.
 
 
 def _optimum(out_dir):
@@ -36,8 +17,8 @@ def _optimum(out_dir):
     return table[0]["optimal_value"]
 
 
-def test_initial_state_of_a_prism_model_is_honoured_and_checked(tmp_path):
-    path = _model(tmp_path)
+def test_initial_state_of_a_prism_model_is_honoured_and_checked(tmp_path, prism_model):
+    path = prism_model
     base = ["sweep", "--mdp", str(path), "--horizon", "2", "--ks", "40", "--trials", "2"]
     assert main([*base, "--initial-state", "2", "--out", str(tmp_path / "s2")]) == 0
     assert main([*base, "--out", str(tmp_path / "init")]) == 0
@@ -65,8 +46,8 @@ def test_a_dense_release_keeps_its_support(tmp_path):
     assert np.all(np.isfinite(b.pessimistic))
 
 
-def test_reward_structure_and_deadlocks_flags(tmp_path):
-    path = _model(tmp_path)
+def test_reward_structure_and_deadlocks_flags(tmp_path, prism_model):
+    path = prism_model
     (tmp_path / "m.srew").unlink()
     (tmp_path / "m1.srew").write_text('# Reward structure "gain"\n# State rewards\n3 1\n1 10\n')
     (tmp_path / "m2.srew").write_text('# Reward structure "cost"\n# State rewards\n3 1\n2 3\n')

@@ -13,28 +13,8 @@ import pytest
 import jaxprivmdp as jp
 from jaxprivmdp.cli import main
 
-# A 3-state MDP in PRISM's explicit format (written here): the .lab's init is state 1, which
-# earns 10 per step; state 0 chooses between a fair coin over {1, 2} and staying.
-TRA = """3 4 5
-0 0 1 0.5
-0 0 2 0.5
-1 0 1 1
-2 0 2 1
-0 1 0 1
-"""
-SREW = """3 2
-1 10
-2 1
-"""
-LAB = """0="init" 1="goal"
-1: 0
-"""
-
-
-def _prism_model(tmp_path):
-    for name, text in (("m.tra", TRA), ("m.srew", SREW), ("m.lab", LAB)):
-        (tmp_path / name).write_text(text)
-    return tmp_path / "m.tra"
+# `prism_model` (tests/conftest.py): a 3-state PRISM explicit model whose .lab's init is
+# state 1, which earns 10 per step.
 
 
 def _dense_npz(tmp_path, name="dense.npz", **extra):
@@ -63,8 +43,8 @@ def _one_line_error(capsys, command: str) -> str:
 # --------------------------------------------------------------------------- item 2
 
 
-def test_a_release_carries_every_public_field_and_round_trips(tmp_path):
-    path = _prism_model(tmp_path)
+def test_a_release_carries_every_public_field_and_round_trips(tmp_path, prism_model):
+    path = prism_model
     rel = tmp_path / "rel.npz"
     rc = main(
         ["privatize", "--mdp", str(path), "--k", "5", "--eta", "0.2", "--horizon", "2"]
@@ -296,8 +276,8 @@ def test_synthesize_writes_policies_and_chains_that_model_check(tmp_path, capsys
     assert got["model"] == {**meta["model"], "horizon": 2}
 
 
-def test_synthesize_an_infinite_horizon_sparse_release(tmp_path, capsys):
-    path = _prism_model(tmp_path)
+def test_synthesize_an_infinite_horizon_sparse_release(tmp_path, prism_model, capsys):
+    path = prism_model
     rel = tmp_path / "rel.npz"
     rc = main(
         ["privatize", "--mdp", str(path), "--k", "5", "--eta", "0.2", "--discount", "0.9"]

@@ -24,13 +24,14 @@ from jax.extend import core as jex_core
 
 import jaxprivmdp as jp
 from jaxprivmdp.experiments._chunks import chunk_runs, sweep_chunk
-from jaxprivmdp.mechanisms._registry import _privatize_jit, mechanism_class
+from jaxprivmdp.mechanisms._registry import _privatize_jit, as_mechanism, mechanism_class
 from jaxprivmdp.models._rows import with_probs
 from jaxprivmdp.models._support import model_mechanism_input
 from jaxprivmdp.planning._bellman import solve_core
-from jaxprivmdp.planning._bounds import bounds_core, prepare_set
+from jaxprivmdp.planning._bounds import bounds_core, set_up
 from jaxprivmdp.planning._evaluation import evaluate_core
 from jaxprivmdp.planning._robust_policy import robust_solve_core
+from jaxprivmdp.sets._sets import as_set
 
 HIGHEST = jax.lax.Precision.HIGHEST
 PRODUCTS = ("dot_general", "conv_general_dilated", "ragged_dot_general")
@@ -221,13 +222,14 @@ KERNEL_CASES = [
 
 @HORIZONS
 def test_bounds_and_robust_cores(horizon):
-    """``bounds_core`` and ``robust_solve_core`` with the arguments ``prepare_set`` builds
+    """``bounds_core`` and ``robust_solve_core`` with the arguments ``set_up`` builds
     (every kernel branch for an infinite horizon; the finite one shares the kernel)."""
     cases = {}
     for name, mechanism, bound, support_aware, k in KERNEL_CASES[:: 1 if horizon is None else 3]:
         mdp = models(horizon)[name]
         det, stoch = policies(mdp)
-        kind, params, width = prepare_set(mdp, k, 0.1, bound, support_aware, mechanism)
+        uset = as_set(bound, 0.1, support_aware)
+        kind, params, width = set_up(mdp, as_mechanism(mechanism, k), uset)
         static = dict(kind=kind, width=width, support_aware=support_aware)
         label = f"{name} {mechanism} {bound} support_aware={support_aware} width={width}"
         policy = stoch if name == "sparse3" else det
@@ -240,7 +242,7 @@ def test_bounds_and_robust_cores(horizon):
     # The gradient: implicit differentiation at the fixed point (a Jacobian and a solve).
     mdp = models(horizon)["dense5"]
     policy, _ = policies(mdp)
-    kind, params, width = prepare_set(mdp, 30.0, 0.1, "paper", False, "dirichlet")
+    kind, params, width = set_up(mdp, jp.Dirichlet(30.0), jp.PaperSet(0.1))
     static = dict(kind=kind, width=width, support_aware=False)
 
     def cost(rewards):
@@ -274,7 +276,7 @@ def test_synthesis_sweep_and_mechanism_cores(horizon, name, mechanism, bound, su
         )
     grid = mech.replace(ks)
     released = with_probs(mdp, inp.rows, inp.support)
-    kind, params, width = prepare_set(released, None, 0.1, bound, support_aware, grid, grid=True)
+    kind, params, width = set_up(released, grid, as_set(bound, 0.1, support_aware))
     runs = chunk_runs(0, 2, grid, jax.tree.map(np.asarray, params), 1)
     static = dict(
         kind=kind,

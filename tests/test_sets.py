@@ -18,9 +18,10 @@ from scipy.special import betainc
 import jaxprivmdp as jp
 from jaxprivmdp import examples
 from jaxprivmdp.models._rows import Rows
-from jaxprivmdp.planning._bounds import prepare_set
+from jaxprivmdp.planning._bounds import set_up
 from jaxprivmdp.planning._kernel import robust_backup
 from jaxprivmdp.sets._boxes import entry_level, row_box
+from jaxprivmdp.sets._sets import as_set
 
 KEY = jax.random.key(7)
 SETS = ["paper", "exact", "certified"]
@@ -50,7 +51,7 @@ def box_of(probs, k, beta, bound, *, support_aware=False, next_states=None, mdp=
         # Any model of n states fixes the dtype and the union bound's count (n per row).
         P = np.broadcast_to(probs.reshape(-1, n)[:1][None], (n, 1, n)).astype(np.float64)
         mdp = jp.make_mdp(P, np.zeros((n, 1)), discount=0.9, support=P > 0)
-    kind, params, _ = prepare_set(mdp, k, beta, bound, support_aware)
+    kind, params, _ = set_up(mdp, jp.Dirichlet(k), as_set(bound, beta, support_aware))
     # Here the rows' nonzero pattern stands for their public support.
     support = jnp.asarray(probs > 0) if next_states is None else None
     rows = Rows(jnp.asarray(probs), next_states, support)
@@ -201,7 +202,7 @@ def _coverage(p, k, beta, bound, trials, rng):
         np.broadcast_to(p[None], (n, rows, n)).copy(), np.zeros((n, rows)), discount=0.9
     )
     samples = np.stack([rng.dirichlet(k * p[r], size=trials) for r in range(rows)], 1)
-    kind, params, _ = prepare_set(model, k, beta, bound, False)
+    kind, params, _ = set_up(model, jp.Dirichlet(k), as_set(bound, beta, False))
     box = _row_box(Rows(jnp.asarray(samples, jnp.float32)), params, kind=kind, support_aware=False)
     return ((np.asarray(box.lower) <= p) & (p <= np.asarray(box.upper))).all(-1)
 
@@ -359,7 +360,7 @@ def test_beta_box_fill_width_is_exact(bound):
     P = rng.dirichlet(np.full(S, 0.3), size=(S, 2))
     mdp = jp.make_mdp(P, rng.uniform(size=(S, 2)), terminal_reward=rng.uniform(size=S), horizon=3)
     policy = jp.solve(mdp).policy
-    kind, params, width = prepare_set(mdp, 1.0, 0.1, bound, False)
+    kind, params, width = set_up(mdp, jp.Dirichlet(1.0), as_set(bound, 0.1, False))
     assert width < S
     got = bounds_core(mdp, policy, params, None, 10, kind=kind, width=width)
     full = bounds_core(mdp, policy, params, None, 10, kind=kind, width=S)

@@ -242,12 +242,13 @@ def _beta_box_holds(model, p_bar, k, bound, aware):
     input's nonzero pattern (``support="nonzero"``) or a sparse model's lists.
     """
     from jaxprivmdp.models._rows import transition_rows
-    from jaxprivmdp.planning._bounds import prepare_set
+    from jaxprivmdp.planning._bounds import set_up
     from jaxprivmdp.sets._boxes import row_box
+    from jaxprivmdp.sets._sets import as_set
 
     if isinstance(model, jp.TabularMDP):
         model = dataclasses.replace(model, support=model.transitions > 0)
-    kind, params, _ = prepare_set(model, k, BETA, bound, aware, "dirichlet")
+    kind, params, _ = set_up(model, jp.Dirichlet(k), as_set(bound, BETA, aware))
     rows = transition_rows(model)._replace(probs=p_bar)
     box = row_box(rows, params, kind=kind, support_aware=aware)
     return jax.numpy.all((box.lower <= p_bar) & (p_bar <= box.upper))

@@ -33,6 +33,7 @@ OUTPUT_FILES = {
     )
     + ("synthesize.json",),
     "evaluate": ("evaluate.json",),
+    "check": ("check.json",),
 }
 # Relative slack for "eta = 1/n" and "smoothing = 1/n" typed as decimals (0.333...).
 ONE_OVER_N_RTOL = 1e-12

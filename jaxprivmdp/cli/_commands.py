@@ -1,5 +1,5 @@
 """The entry point ``jaxprivmdp reproduce | sweep | frontier | privacy | privatize |
-synthesize | evaluate``.
+synthesize | evaluate | check``.
 
 :func:`main` parses and checks the arguments before it reads or computes anything, runs the
 command (``_sweep_commands``, ``_privacy_commands``), and reports a bad argument or file as a
@@ -18,6 +18,7 @@ from ._args import build_parser, check_args
 from ._interrupts import deferred_interrupts
 from ._policy_commands import cmd_evaluate, cmd_synthesize
 from ._privacy_commands import cmd_privacy
+from ._property_commands import cmd_check
 from ._release import cmd_privatize
 from ._sweep_commands import cmd_frontier, cmd_reproduce, cmd_sweep
 from ._terminal import note
@@ -55,6 +56,7 @@ COMMANDS = {
     "frontier": cmd_frontier,
     "synthesize": cmd_synthesize,
     "evaluate": cmd_evaluate,
+    "check": cmd_check,
 }
 
 

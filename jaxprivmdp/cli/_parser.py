@@ -95,7 +95,35 @@ _HORIZON_HELP = {
         "γ to record in the release (default: the --mdp file's, else 1 with --horizon)",
     ),
     "check": (_NOT_NEEDED + " (default: none)",) * 2,
+    "property": (
+        "the value of T in the property's step bounds (<=T) (default: the --mdp file's, else none)",
+        _NOT_NEEDED + ": PRISM properties are undiscounted (default: none)",
+    ),
 }
+
+
+def _property_options(p: argparse.ArgumentParser, *, required: bool) -> None:
+    """``--property`` and ``--labels``: a PRISM property, and the labels its formulas use."""
+    objective = (
+        ""
+        if required
+        else (
+            "; in place of the rewards: the private policy of this step-bounded property, its "
+            "bounds and true value (--horizon gives T) (default: none, the model's rewards)"
+        )
+    )
+    p.add_argument(
+        "--property",
+        required=required,
+        default=None,
+        help="a PRISM property, e.g. 'Pmax=? [F<=10 \"goal\"]'" + objective,
+    )
+    p.add_argument(
+        "--labels",
+        type=Path,
+        default=None,
+        help="labels file (.lab, PRISM or Storm) (default: the .lab beside a .tra --mdp)",
+    )
 
 
 def _mdp_options(
@@ -280,10 +308,19 @@ def build_parser() -> argparse.ArgumentParser:
     _mdp_options(p, use="plan")
     _smoothing_option(p)
     _sweep_options(p)
+    _property_options(p, required=False)
     p = sub.add_parser(
         "frontier", help="value against epsilon: every mechanism at the same (ε, δ)", **fmt
     )
     _frontier_options(p)
+    _property_options(p, required=False)
+    p = sub.add_parser(
+        "check", help="a PRISM property's value in every state, as PRISM and Storm answer", **fmt
+    )
+    _mdp_options(p, use="property", privatizes=False)
+    _property_options(p, required=True)
+    p.add_argument("--dtype", choices=("float32", "float64"), default="float64", help="floats")
+    _out_folder(p)
     p = sub.add_parser("privacy", help="(epsilon, delta) per k: table, plot, JSON", **fmt)
     _privacy_options(p)
     _smoothing_option(p)
@@ -324,6 +361,7 @@ def _policy_parsers(sub, fmt: dict) -> None:
     )
     _mdp_options(p, use="plan", privatizes=False)
     _set_options(p)
+    _property_options(p, required=False)
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
     _out_folder(p)
     p = sub.add_parser(

@@ -13,6 +13,7 @@ from ..io._files import atomic_outputs
 from ._interrupts import guarded
 from ._mdp_files import load_user_mdp, model_fields
 from ._policy_files import read_policy, write_chain, write_policy
+from ._property_commands import property_problem
 
 
 def _release_record(arrays: dict | None) -> dict:
@@ -43,25 +44,30 @@ def _release_mechanism(args, record: dict):
     return cls(record[cls.parameter_name()])
 
 
-def _robust_part(args, mdp, record, policy) -> tuple[dict, object]:
-    """The robust policy and both policies' pessimistic values over the ``--bound`` set."""
+def _robust_part(args, problem, record, policy) -> tuple[dict, object]:
+    """The robust policy and both policies' pessimistic values over the ``--bound`` set (for
+    a ``min`` property the pessimistic value is the upper bound)."""
     from ..planning import cost_of_privacy, robust_solve
     from ..sets._sets import as_set
 
     mech = _release_mechanism(args, record)
     uset = as_set(args.bound, args.beta, args.support_aware)
-    robust = guarded(robust_solve, mdp, mech, uset)
+    robust = guarded(robust_solve, problem, mech, uset)
+    mdp = getattr(problem, "model", problem)
     s0 = mdp.initial_state
 
     def at_s0(values):
         return float(values[0, s0] if mdp.is_finite_horizon else values[s0])
 
-    private_bound = guarded(cost_of_privacy, mdp, policy, mech, uset)
+    private_bound = guarded(cost_of_privacy, problem, policy, mech, uset)
+    minimize = getattr(problem, "minimize", False)
     return {
         "bound": args.bound,
         "beta": args.beta,
         "support_aware": args.support_aware,
-        "private_policy_pessimistic": at_s0(private_bound.pessimistic),
+        "private_policy_pessimistic": at_s0(
+            private_bound.optimistic if minimize else private_bound.pessimistic
+        ),
         "robust_policy_pessimistic": at_s0(robust.values),
         "robust_converged": bool(robust.converged),
     }, robust.policy
@@ -74,14 +80,19 @@ def cmd_synthesize(args) -> list[Path]:
 
     from ..planning import solve
 
-    user = load_user_mdp(args, metadata=True)
-    mdp, record = user.mdp, _release_record(user.arrays)
+    user = load_user_mdp(args, metadata=True, validation_only=args.property is not None)
+    record = _release_record(user.arrays)
+    problem = property_problem(args, user.mdp, user.horizon)
+    mdp = getattr(problem, "model", problem)  # with --property: the property's model
     solution = guarded(solve, mdp)
     s0 = mdp.initial_state
     values = np.asarray(solution.values)
+    if problem is not mdp:
+        values = np.asarray(problem.values(values))
     meta = {
         "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
         "mdp": str(args.mdp),
+        "property": args.property,
         "model": model_fields(mdp),
         "release": record,
         "private_value": float(values[0, s0] if mdp.is_finite_horizon else values[s0]),
@@ -90,7 +101,7 @@ def cmd_synthesize(args) -> list[Path]:
     }
     policies = {"policy": np.asarray(solution.policy)}
     if args.robust:
-        meta["robust"], robust_policy = _robust_part(args, mdp, record, solution.policy)
+        meta["robust"], robust_policy = _robust_part(args, problem, record, solution.policy)
         policies["robust_policy"] = np.asarray(robust_policy)
     files = []
     with atomic_outputs() as stage:

@@ -11,7 +11,8 @@ from pathlib import Path
 from ..io._files import atomic_outputs
 from ._accounting import sweep_guarantees
 from ._interrupts import guarded
-from ._mdp_files import load_user_mdp, model_fields
+from ._mdp_files import model_fields
+from ._property_commands import load_problem, property_problem
 from ._terminal import frontier_progress, note, print_frontier, print_sweep_tables, progress
 
 
@@ -24,13 +25,14 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
     start = time.perf_counter()
     key = jax.random.key(args.seed)
     tables, timings = {}, {}
-    for i, (name, mdp) in enumerate(mdps.items()):
+    for i, (name, problem) in enumerate(mdps.items()):
         t0 = time.perf_counter()
+        mdp = _model(problem)
         note(f"{name}: S={mdp.num_states}, A={mdp.num_actions}, horizon={mdp.horizon}")
         result = guarded(
             sweep,
             jax.random.fold_in(key, i),
-            mdp,
+            problem,
             ks=args.ks,
             mechanism=args.mechanism,
             num_trials=args.trials,
@@ -66,7 +68,7 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
         "support_aware": args.support_aware,
         "bound": args.bound,
         "robust": args.robust,
-        "models": {name: model_fields(mdp) for name, mdp in mdps.items()},
+        "models": {name: model_fields(_model(mdp)) for name, mdp in mdps.items()},
         "wall_time_s": None,
         "wall_time_per_sweep_s": timings,
         "environment": _report.environment(),
@@ -91,6 +93,11 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
         files = _report.write_tables(stem_path, tables, meta, stage=stage) + figs
     print_sweep_tables(tables)
     return files
+
+
+def _model(problem):
+    """The model a problem (a model, or a property's :class:`PropertyModel`) plans on."""
+    return getattr(problem, "model", problem)
 
 
 def set_settings(args) -> str:
@@ -127,10 +134,11 @@ def cmd_reproduce(args) -> list[Path]:
 
 def cmd_sweep(args) -> list[Path]:
     """The same sweep, figure and table on a user's MDP."""
-    mdp = load_user_mdp(args).mdp
+    problem, _ = load_problem(args)
     name = args.mdp.stem
     options = {name: {"support": args.support, "smoothing": args.smoothing}}
-    return _run_sweeps(args, {name: mdp}, options, "sweep", {"mdp": str(args.mdp)})
+    meta = {"mdp": str(args.mdp), "property": args.property}
+    return _run_sweeps(args, {name: problem}, options, "sweep", meta)
 
 
 def _frontier_mdp(args):
@@ -140,15 +148,21 @@ def _frontier_mdp(args):
     from ..models import examples
 
     if args.mdp is not None:
-        mdp = load_user_mdp(args).mdp
-        return args.mdp.stem, mdp, args.support
+        return args.mdp.stem, load_problem(args)[0], args.support
     if args.example == "1":
-        return "Example 1 (investment)", examples.investment(dtype=args.dtype), "nonzero"
-    if args.example == "2":
+        name, mdp, support = (
+            "Example 1 (investment)",
+            examples.investment(dtype=args.dtype),
+            "nonzero",
+        )
+    elif args.example == "2":
         mdp = examples.random_mdp(jax.random.key(0), dtype=args.dtype)
-        return "Example 2 (random, S=20, A=5, T=10)", mdp, None
-    grid = examples.gridworld(20, 20, horizon=60, discount=1.0, dtype=args.dtype)
-    return "20x20 gridworld (T=60)", grid, None
+        name, support = "Example 2 (random, S=20, A=5, T=10)", None
+    else:
+        mdp = examples.gridworld(20, 20, horizon=60, discount=1.0, dtype=args.dtype)
+        name, support = "20x20 gridworld (T=60)", None
+    horizon = mdp.horizon if args.horizon is None else args.horizon
+    return name, property_problem(args, mdp, horizon), support
 
 
 def cmd_frontier(args) -> list[Path]:
@@ -159,12 +173,13 @@ def cmd_frontier(args) -> list[Path]:
     from ..experiments._frontier import frontier
 
     start = time.perf_counter()
-    name, mdp, support = _frontier_mdp(args)
+    name, problem, support = _frontier_mdp(args)
+    mdp = _model(problem)
     note(f"{name}: S={mdp.num_states}, A={mdp.num_actions}, horizon={mdp.horizon}")
     result = guarded(
         frontier,
         jax.random.key(args.seed),
-        mdp,
+        problem,
         epsilons=args.epsilons,
         delta=args.delta,
         mechanisms=args.mechanisms,
@@ -181,6 +196,7 @@ def cmd_frontier(args) -> list[Path]:
     meta = {
         "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
         "model": name,
+        "property": args.property,
         "models": {name: model_fields(mdp)},
         "seed": args.seed,
         "trials": args.trials,

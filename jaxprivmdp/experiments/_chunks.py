@@ -1,9 +1,11 @@
 """How a sweep's runs are cut into compiled chunks, run, sharded and gathered.
 
-:func:`plan_chunks` picks the chunk size and vector width; :func:`chunk_runs` lists one
-chunk's runs on the host (never all ``K·N``); ``sweep_chunk`` runs them through one compiled
-function (sharded over devices; per run :func:`run_one`, which calls ``synthesize_core``);
-:func:`run_chunks` drives the chunks, reports progress and gathers `[K, N]` summaries.
+:func:`plan_chunks` picks the chunk size and vector width for the backend it runs on
+(:func:`describe_devices`: platform and device memory); :func:`chunk_runs` lists one chunk's
+runs on the host (never all ``K·N``); ``sweep_chunk`` runs them through one compiled function
+(sharded over devices; per run :func:`run_one`, which calls ``synthesize_core``), skipping the
+padded groups of the last chunk; :func:`run_chunks` drives the chunks, reports progress and
+gathers `[K, N]` summaries.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._checks import check_count
 from ..mechanisms._base import Mechanism
+from ..models._memory import device_memory
 from ..models._rows import Model, row_slots
 from ..planning._evaluation import evaluate_core
 from ..sets._boxes import SetParams
@@ -80,21 +83,24 @@ class ChunkRuns(NamedTuple):
       j: `[B]` int32 trial index.
       mechanism: the run's mechanism (its parameter `[B]`).
       params: its set's parameters (`[B]`/`[B, G]` fields, as in :func:`synthesize`).
+      real: `[B]` bool, False for the padding of the last chunk (None: every run is real).
     """
 
     i: np.ndarray
     j: np.ndarray
     mechanism: Mechanism
     params: SetParams
+    real: np.ndarray | None = None
 
 
 def chunk_runs(c: int, batch_size: int, grid: Mechanism, params, num_trials: int) -> ChunkRuns:
-    """Runs ``c·B .. (c+1)·B − 1`` (flat index ``i·N + j``); the padding repeats the last."""
+    """Runs ``c·B .. (c+1)·B − 1`` (flat index ``i·N + j``); the padding repeats the last
+    run and is marked not ``real``."""
     total = np.size(grid.parameter) * num_trials
-    r = np.minimum(np.arange(c * batch_size, (c + 1) * batch_size), total - 1)
-    i, j = np.divmod(r, num_trials)
+    flat = np.arange(c * batch_size, (c + 1) * batch_size)
+    i, j = np.divmod(np.minimum(flat, total - 1), num_trials)
     mech, params = jax.tree.map(lambda x: x[i], (grid, params))
-    return ChunkRuns(i.astype(np.int32), j.astype(np.int32), mech, params)
+    return ChunkRuns(i.astype(np.int32), j.astype(np.int32), mech, params, flat < total)
 
 
 @functools.partial(
@@ -113,7 +119,9 @@ def sweep_chunk(runs: ChunkRuns, key, mdp, rows, support, max_iterations, **stat
 
     On each device the runs go through ``lax.map`` in vmapped groups of ``vector_width``: the
     compiled per-group program is the same whatever the chunk size or device count, so each
-    run's result is bitwise independent of both. It also bounds the working memory.
+    run's result is bitwise independent of both. It also bounds the working memory. A group
+    with no ``real`` run (the padding of a sweep's last chunk) is skipped by a ``lax.cond``:
+    the last chunk costs its real runs rounded up to a group, in the one compiled program.
     """
     devices, vector_width = static.pop("devices"), static.pop("vector_width")
 
@@ -123,8 +131,20 @@ def sweep_chunk(runs: ChunkRuns, key, mdp, rows, support, max_iterations, **stat
             run_key, run.mechanism, run.params, mdp, rows, support, max_iterations, **static
         )
 
+    def group(runs: ChunkRuns):
+        if runs.real is None:
+            return jax.vmap(one)(runs)
+        shapes = jax.eval_shape(jax.vmap(one), runs)
+
+        def skip(_):
+            return jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
+
+        return jax.lax.cond(jnp.any(runs.real), jax.vmap(one), skip, runs)
+
     def batched(runs):
-        return jax.lax.map(one, runs, batch_size=vector_width)
+        groups = jax.tree.map(lambda x: x.reshape((-1, vector_width) + x.shape[1:]), runs)
+        out = jax.lax.map(group, groups)
+        return jax.tree.map(lambda x: x.reshape((-1,) + x.shape[2:]), out)
 
     if len(devices) == 1:
         return batched(runs)
@@ -135,32 +155,84 @@ def sweep_chunk(runs: ChunkRuns, key, mdp, rows, support, max_iterations, **stat
     return jax.shard_map(batched, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)(runs)
 
 
-def default_vector_width(mdp: Model, sampler: str, budget_bytes: float = 2**30) -> int:
-    """Runs vectorized together: a power of two ``<= 16`` whose working set fits the budget.
+class DeviceInfo(NamedTuple):
+    """What the chunking defaults read from the devices a sweep runs on.
 
-    The working set of a run is about 16 arrays of the rows' size with the ``"fast"`` sampler and
-    48 with ``"jax"`` (``benchmarks/bench_memory.py``; the additive mechanisms count as
-    ``"fast"``); small groups keep it in cache
-    (``benchmarks/RESULTS.md`` compares group sizes).
+    Attributes:
+      platform: ``"cpu"``, ``"gpu"``, ``"tpu"``, ... (the first device's ``platform``).
+      memory: bytes of one device (its allocator's ``bytes_limit``; the host's on a CPU),
+        None where unknown.
+      count: number of devices a chunk is sharded over.
     """
-    arrays = 16 if sampler == "fast" else 48
-    per_run = arrays * row_slots(mdp) * mdp.rewards.dtype.itemsize
-    fit = max(1, int(budget_bytes // per_run))
-    return min(16, 1 << (fit.bit_length() - 1))
+
+    platform: str
+    memory: int | None
+    count: int
+
+    @property
+    def accelerator(self) -> bool:
+        return self.platform != "cpu"
 
 
-def default_batch_size(total: int, group: int) -> int:
-    """Runs per compiled call: ``total`` rounded up to a power-of-two number of groups, <= 256.
+def describe_devices(devices) -> DeviceInfo:
+    """:class:`DeviceInfo` of ``devices`` (any objects with ``platform`` and ``memory_stats()``,
+    so tests can pass stand-ins); the memory is asked of this process's first one."""
+    devices = tuple(devices)
+    me = jax.process_index()
+    local = next((d for d in devices if getattr(d, "process_index", me) == me), devices[0])
+    return DeviceInfo(str(devices[0].platform).lower(), device_memory(local), len(devices))
+
+
+CPU_GROUP_ENTRIES = 2**13  # transition entries per group on a CPU: cache-sized groups
+CPU_MAX_WIDTH = 16
+MAX_BATCH_SIZE = 256  # runs per compiled call on a CPU
+ACCELERATOR_MEMORY_FRACTION = 0.25  # of the device's memory, for one group's working set
+ACCELERATOR_GROUP_ENTRIES = 2**25  # transition entries per group that fill an H100/H200
+ACCELERATOR_MAX_WIDTH = 4096
+ACCELERATOR_GROUPS = 16  # groups per compiled call on an accelerator
+
+
+def _floor_pow2(n: float) -> int:
+    return 1 << (max(1, int(n)).bit_length() - 1)
+
+
+def default_vector_width(mdp: Model, sampler: str, device: DeviceInfo | None = None) -> int:
+    """Runs vectorized together: a power of two sized for the backend.
+
+    On a CPU: cache-sized groups, at most ``2¹³`` transition entries (and 16 runs) per group:
+    4 runs of Example 2 (S = 20, A = 5), 1 of any model with 4,096 or more entries (a 20×20
+    gridworld has 4,800). Wider groups cost a CPU more than they save (on the 20×20 gridworld,
+    16 runs per group take 3× the CPU time per run of single runs: a vmapped iteration runs
+    until its slowest run has converged; ``benchmarks/bench_chunking.py``, RESULTS.md §15).
+    On an accelerator (GPU, TPU): enough runs to fill it, about ``2²⁵`` transition entries per
+    group (4096 runs of Example 2, 256 of a 100×100 gridworld, the best measured on an H200),
+    at most 4096, with a working set within a quarter of the device's memory (4 GiB where the
+    device does not say): about 16 arrays of the rows' size per run with the ``"fast"``
+    sampler and 48 with ``"jax"`` (``benchmarks/bench_memory.py``; the additive mechanisms
+    count as ``"fast"``). ``device`` defaults to this process's first device.
+    """
+    device = describe_devices(jax.local_devices()[:1]) if device is None else device
+    entries = row_slots(mdp)
+    if not device.accelerator:
+        return min(CPU_MAX_WIDTH, _floor_pow2(CPU_GROUP_ENTRIES // entries))
+    per_run = (16 if sampler == "fast" else 48) * entries * mdp.rewards.dtype.itemsize
+    budget = ACCELERATOR_MEMORY_FRACTION * (device.memory or 2**34)
+    fit = min(budget // per_run, ACCELERATOR_GROUP_ENTRIES // entries)
+    return min(ACCELERATOR_MAX_WIDTH, _floor_pow2(fit))
+
+
+def default_batch_size(total: int, group: int, device: DeviceInfo | None = None) -> int:
+    """Runs per compiled call: ``total`` rounded up to a power-of-two number of groups, at most
+    256 runs on a CPU and 16 groups on an accelerator (65,536 runs of Example 2 on a GPU).
 
     Powers of two keep the number of distinct compiled chunk shapes small (a new trial count
-    or grid of ``k`` recompiles only when it crosses a power of two below 256 runs) while a
-    small sweep is padded by less than 2x.
+    or grid of ``k`` recompiles only when it crosses a power of two below the cap); the groups
+    of padding are skipped (``sweep_chunk``), so they cost nothing but their compilation.
     """
-    groups = max(1, math.ceil(min(total, MAX_BATCH_SIZE) / group))
+    accelerator = device is not None and device.accelerator
+    cap = ACCELERATOR_GROUPS * group if accelerator else MAX_BATCH_SIZE
+    groups = max(1, math.ceil(min(total, cap) / group))
     return group * (1 << (groups - 1).bit_length())
-
-
-MAX_BATCH_SIZE = 256
 
 
 class ChunkPlan(NamedTuple):
@@ -170,7 +242,7 @@ class ChunkPlan(NamedTuple):
       batch_size: runs per compiled call (a multiple of ``vector_width × len(devices)``).
       vector_width: runs vectorized together on one device.
       devices: the devices each chunk is sharded over.
-      num_chunks: compiled calls; the last one is padded.
+      num_chunks: compiled calls; the last one is padded (its padded groups are skipped).
     """
 
     batch_size: int
@@ -181,7 +253,8 @@ class ChunkPlan(NamedTuple):
 
 def plan_chunks(mdp, total, grid: Mechanism, options: dict) -> ChunkPlan:
     """Validates the chunking options (``batch_size``, ``vector_width``, ``devices``) and
-    fills in the defaults."""
+    fills in the defaults for the devices' platform and memory (:func:`default_vector_width`,
+    :func:`default_batch_size`)."""
     devices = options.get("devices")
     devices = tuple(devices) if devices is not None else tuple(jax.devices())
     if not devices:
@@ -190,12 +263,13 @@ def plan_chunks(mdp, total, grid: Mechanism, options: dict) -> ChunkPlan:
     for name, value in (("batch_size", batch_size), ("vector_width", vector_width)):
         if value is not None:
             check_count(name, value)
+    device = describe_devices(devices)
     # The Dirichlet's "jax" sampler needs 3x the working memory of the others.
     sampler = grid.static_options().get("sampler", "fast")
-    vector_width = int(vector_width or default_vector_width(mdp, sampler))
+    vector_width = int(vector_width or default_vector_width(mdp, sampler, device))
     group = vector_width * len(devices)
     if batch_size is None:
-        batch_size = default_batch_size(total, group)
+        batch_size = default_batch_size(total, group, device)
     batch_size = group * math.ceil(int(batch_size) / group)
     return ChunkPlan(batch_size, vector_width, devices, math.ceil(total / batch_size))
 

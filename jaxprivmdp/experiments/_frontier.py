@@ -24,10 +24,11 @@ import numpy as np
 
 from .._checks import check_count, check_probability, check_range
 from ..mechanisms._registry import mechanism_class
-from ..models._rows import Model, check_model, transition_rows
-from ..models._support import MechanismInput, host_mechanism_input, private_rows
+from ..models._rows import Model, transition_rows
+from ..models._support import MechanismInput, private_rows
 from ..planning._bellman import solve_core
 from ..planning._evaluation import evaluate_core
+from ..planning._property_reward import PropertyModel, as_problem, host_problem_input
 from ..privacy import compose_rows
 from ..sets._sets import Bound
 from ._sweep import sweep
@@ -174,9 +175,17 @@ def _values_at(key, mdp, cls, params, num_trials, sweep_options, progress) -> di
 _QUANTITIES = ("true_value", "pessimistic", "optimistic", "cost")
 
 
+def _optimal(model: Model, prop: PropertyModel | None) -> float:
+    """The non-private optimum ``V*(s0)`` (in the property's scale)."""
+    values = evaluate_core(model, solve_core(model, None, 10_000).policy)
+    s0 = model.initial_state
+    optimal = float(values[0, s0] if model.is_finite_horizon else values[s0])
+    return optimal if prop is None else float(prop.values(optimal))
+
+
 def frontier(
     key: jax.Array,
-    mdp: Model,
+    mdp: Model | PropertyModel,
     *,
     epsilons: Sequence[float],
     delta: float = 1e-3,
@@ -194,10 +203,10 @@ def frontier(
 
     Args:
       key: PRNG key (one independent sub-key per mechanism).
-      mdp: the true MDP (dense or sparse).
+      mdp: the true MDP (dense or sparse), or a :class:`PropertyModel` (values in the
+        property's scale; only the undecided states' rows are private and counted).
       epsilons: the target ε's, each ``> 0``.
-      delta: the target δ in ``(0, 1)`` (Dirichlet and Gaussian; the Laplace mechanism is
-        pure ε-DP).
+      delta: the target δ in ``(0, 1)`` (the Laplace mechanism is pure ε-DP).
       mechanisms: mechanism classes (``jp.Dirichlet``, ``jp.Gaussian``, ``jp.Laplace``, or
         any :class:`~jaxprivmdp.Mechanism` that can ``calibrate``) or their names.
       num_trials: releases per (mechanism, ε).
@@ -218,7 +227,7 @@ def frontier(
       ValueError: for ``ε <= 0``, ``δ`` outside ``(0, 1)``, an unknown mechanism name or an
         empty list.
     """
-    check_model(mdp)
+    model, prop = as_problem(mdp)
     eps = np.asarray(epsilons, np.float64)
     if eps.ndim != 1 or eps.size == 0:
         raise ValueError(f"epsilons must be a non-empty 1-D sequence, got {epsilons!r}")
@@ -230,9 +239,9 @@ def frontier(
         raise ValueError(f"mechanisms must be a non-empty list, got {mechanisms!r}")
     classes = [mechanism_class(m) for m in mechanisms]
     # What the mechanisms privatize: one count of private rows and of their entries.
-    inp = host_mechanism_input(mdp, support=support, interior=False)
+    inp = host_problem_input(model, prop, support)
     n = row_dimension(inp)
-    eta = public_eta(mdp) if eta is None else float(eta)
+    eta = public_eta(model) if eta is None else float(eta)
     num_rows = int(private_rows(inp).sum())
     sweep_options = dict(bound=bound, beta=beta, support=support, support_aware=support_aware)
     fields = ("all_rows", "parameter", "reachable", "floor", "parameter_name", *_QUANTITIES)
@@ -248,17 +257,5 @@ def frontier(
         out["parameter_name"][cls.name] = cls.parameter_name()
         for q, v in values.items():
             out[q][cls.name] = v
-    solution = solve_core(mdp, None, 10_000)
-    values0 = evaluate_core(mdp, solution.policy)
-    s0 = mdp.initial_state
-    optimal = float(values0[0, s0] if mdp.is_finite_horizon else values0[s0])
-    return FrontierResult(
-        epsilons=eps,
-        delta=float(delta),
-        optimal_value=optimal,
-        n=n,
-        eta=eta,
-        b=float(b),
-        num_rows=num_rows,
-        **out,
-    )
+    scalars = dict(epsilons=eps, delta=float(delta), n=n, eta=eta, b=float(b), num_rows=num_rows)
+    return FrontierResult(optimal_value=_optimal(model, prop), **scalars, **out)

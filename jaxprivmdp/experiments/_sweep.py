@@ -3,6 +3,46 @@
 The driver :func:`sweep` maps its arguments once onto a grid of mechanisms and a set
 (:func:`mechanism_grid`), plans the chunks and runs them (``_chunks``), and returns the
 `[K, N]` summaries as a :class:`SweepResult`; :func:`sweep_key` names each run's key.
+
+What :func:`sweep` does:
+
+1. Validates the model and options once, on the host (``sweep`` is an eager driver: it
+   is not meant to be called under ``jax.jit``; compose :func:`synthesize` for that).
+2. Numbers the ``K·N`` runs ``r = i·N + j`` (``i``-th ``k``, ``j``-th trial) and cuts
+   them into chunks of ``batch_size`` runs (the last chunk padded by repeating the last
+   run). Each chunk is one call of a compiled function whose shape depends only on
+   ``batch_size``: a new grid of ``k`` or trial count does not recompile.
+3. Per chunk, the host lists its runs' indices ``(i, j)``, ``k`` and radius (nothing of
+   size ``K·N`` is built); inside, each run derives its key :func:`sweep_key` ``(key, i,
+   j)``, privatizes, solves, bounds and evaluates the policy on the true MDP, and keeps
+   only the values at ``s0`` (:class:`RunSummary`). The chunk is sharded over ``devices``
+   with ``jax.shard_map``; on each device its runs go through ``lax.map`` in vmapped groups
+   of ``vector_width``.
+4. Calls ``progress(done, total)`` after each chunk, then concatenates the chunks into
+   `[K, N]` arrays and adds the non-private optimum.
+
+Results are bitwise identical for every ``batch_size`` and device count at a fixed
+``vector_width``, and entry ``[i, j]`` equals ``synthesize(sweep_key(key, i, j), mdp,
+k=ks[i], sampler=sampler, ...)`` up to floating-point rounding. The grid is used in the
+order given (duplicates are distinct runs with distinct keys).
+
+The options of :func:`sweep` (``**options``), each mapped once onto the objects it takes:
+
+- ``batch_size``: runs per compiled call (progress is reported after each); rounded
+  up to a multiple of ``vector_width`` times the device count. Default
+  :func:`default_batch_size`: at most 256, a power of two of groups, so sweeps of
+  similar size share one compilation. Pass a fixed value to never recompile.
+- ``vector_width``: runs vectorized together on a device; the working memory is
+  about ``vector_width`` runs. Default :func:`default_vector_width` (16, or fewer for
+  large MDPs so that a group fits in about 1 GiB). Another ``vector_width``
+  compiles differently and may change results at the level of floating-point
+  rounding (seen: up to ~40 float32 ulps after 50 stages).
+- ``devices``: devices to shard each chunk over (default: all of ``jax.devices()``).
+- ``max_iterations``: infinite horizon: guard on iterations (default 10,000).
+- ``smoothing``: optional ``η``, see :func:`dirichlet_mechanism`, :func:`synthesize`.
+- ``beta``, ``support_aware``: with a set name, see :func:`cost_of_privacy`.
+- ``mechanism``, ``sampler``: with ``ks``, the mechanism's name and the Dirichlet's
+  sampler (``"fast"``, default here, or ``"jax"``).
 """
 
 from __future__ import annotations
@@ -19,11 +59,12 @@ from .._checks import as_numpy, check_count, check_key, check_positive
 from ..mechanisms._base import Mechanism
 from ..mechanisms._dirichlet import check_sampler
 from ..mechanisms._registry import as_mechanism, mechanism_class
-from ..models._rows import Model, check_model, with_probs
-from ..models._support import Support, mechanism_input_of
+from ..models._rows import Model, with_probs
+from ..models._support import Support
 from ..planning._bellman import check_iterations, solve_core
 from ..planning._bounds import set_up
 from ..planning._evaluation import evaluate_core
+from ..planning._property_reward import PropertyModel, as_problem, problem_input
 from ..sets._sets import Bound, UncertaintySet, as_set
 from ._chunks import RobustSummary, at_s0, plan_chunks, run_chunks
 
@@ -143,7 +184,7 @@ def _stack(mechanisms: list) -> Mechanism:
 
 def sweep(
     key: jax.Array,
-    mdp: Model,
+    mdp: Model | PropertyModel,
     mechanisms: Mechanism | Sequence[Mechanism] | None = None,
     bound: UncertaintySet | Bound = "paper",
     *,
@@ -156,63 +197,30 @@ def sweep(
 ) -> SweepResult:
     """Algorithm 1 and its bounds for every (k, trial), in jit-compiled chunks.
 
-    What it does:
-
-    1. Validates the model and options once, on the host (``sweep`` is an eager driver: it
-       is not meant to be called under ``jax.jit``; compose :func:`synthesize` for that).
-    2. Numbers the ``K·N`` runs ``r = i·N + j`` (``i``-th ``k``, ``j``-th trial) and cuts
-       them into chunks of ``batch_size`` runs (the last chunk padded by repeating the last
-       run). Each chunk is one call of a compiled function whose shape depends only on
-       ``batch_size``: a new grid of ``k`` or trial count does not recompile.
-    3. Per chunk, the host lists its runs' indices ``(i, j)``, ``k`` and radius (nothing of
-       size ``K·N`` is built); inside, each run derives its key :func:`sweep_key` ``(key, i,
-       j)``, privatizes, solves,
-       bounds and evaluates the policy on the true MDP, and keeps only the values at ``s0``
-       (:class:`RunSummary`). The chunk is sharded over ``devices`` with ``jax.shard_map``;
-       on each device its runs go through ``lax.map`` in vmapped groups of ``vector_width``.
-    4. Calls ``progress(done, total)`` after each chunk, then concatenates the chunks into
-       `[K, N]` arrays and adds the non-private optimum.
-
-    Results are bitwise identical for every ``batch_size`` and device count at a fixed
-    ``vector_width``, and entry ``[i, j]`` equals ``synthesize(sweep_key(key, i, j), mdp,
-    k=ks[i], sampler=sampler, ...)`` up to floating-point rounding. The grid is used in the
-    order given (duplicates are distinct runs with distinct keys).
+    An eager driver (compose :func:`synthesize` under ``jax.jit``); how the runs are cut,
+    keyed, sharded and gathered: see the module. Entry ``[i, j]`` equals
+    ``synthesize(sweep_key(key, i, j), mdp, k=ks[i], sampler=sampler, ...)`` up to rounding;
+    results are bitwise identical for every ``batch_size`` and device count at a fixed
+    ``vector_width``.
 
     Args:
       key: PRNG key.
-      mdp: the true MDP.
-      mechanisms: the grid of mechanisms: one object holding a 1-D grid of its parameter
-        (``jp.Dirichlet.grid(ks)``, ``jp.Gaussian.grid(sigmas)``) or a list of mechanisms
-        of one class with the same options (``[jp.Laplace(s) for s in scales]``).
-      bound: the uncertainty set: an object (``jp.CertifiedSet(0.1, support_aware=True)``)
-        or a name with the options ``beta``/``support_aware``, see :func:`cost_of_privacy`
-        (Beta-quantile tables are built once per grid entry).
+      mdp: the true MDP, or a :class:`PropertyModel` (a step-bounded property's problem:
+        every field in the property's scale).
+      mechanisms: one object holding a 1-D grid of its parameter (``jp.Dirichlet.grid(ks)``)
+        or a list of mechanisms of one class and options (``[jp.Laplace(s) for s in ...]``).
+      bound: the set: an object (``jp.CertifiedSet(0.1, support_aware=True)``) or a name with
+        the options ``beta``/``support_aware`` (:func:`cost_of_privacy`).
       ks: the paper's shorthand for the Dirichlet mechanism: `[K]` values of ``k > 0``
         (sampler ``"fast"``); with the option ``mechanism="gaussian"``/``"laplace"`` they are
         the noise's σ or λ (the 0.2 keyword form).
       num_trials: ``N``, independent runs per grid entry.
-      robust: also synthesize the robust private policy in every run
-        (``SweepResult.robust``).
+      robust: also the robust private policy in every run (``SweepResult.robust``).
       support: ``None`` or ``"nonzero"``, see :func:`dirichlet_mechanism`.
       progress: optional callback ``progress(done, total)`` after each chunk.
-      **options: execution options, and the 0.2 keyword form of the axes (mapped once onto
-        the objects above):
-
-        - ``batch_size``: runs per compiled call (progress is reported after each); rounded
-          up to a multiple of ``vector_width`` times the device count. Default
-          :func:`default_batch_size`: at most 256, a power of two of groups, so sweeps of
-          similar size share one compilation. Pass a fixed value to never recompile.
-        - ``vector_width``: runs vectorized together on a device; the working memory is
-          about ``vector_width`` runs. Default :func:`default_vector_width` (16, or fewer for
-          large MDPs so that a group fits in about 1 GiB). Another ``vector_width``
-          compiles differently and may change results at the level of floating-point
-          rounding (seen: up to ~40 float32 ulps after 50 stages).
-        - ``devices``: devices to shard each chunk over (default: all of ``jax.devices()``).
-        - ``max_iterations``: infinite horizon: guard on iterations (default 10,000).
-        - ``smoothing``: optional ``η``, see :func:`dirichlet_mechanism`, :func:`synthesize`.
-        - ``beta``, ``support_aware``: with a set name, see :func:`cost_of_privacy`.
-        - ``mechanism``, ``sampler``: with ``ks``, the mechanism's name and the Dirichlet's
-          sampler (``"fast"``, default here, or ``"jax"``).
+      **options: ``batch_size``, ``vector_width``, ``devices``, ``max_iterations``,
+        ``smoothing``, and the 0.2 keyword form ``beta``, ``support_aware``, ``mechanism``,
+        ``sampler`` (see the module).
 
     Returns:
       :class:`SweepResult` with `[K, N]` fields.
@@ -224,7 +232,7 @@ def sweep(
       TypeError: for an option not listed above.
     """
     key = check_key(key)
-    check_model(mdp)
+    mdp, prop = as_problem(mdp)
     unknown = sorted(set(options) - set(SWEEP_OPTIONS))
     if unknown:
         raise TypeError(f"sweep() got unexpected keyword arguments {', '.join(unknown)}")
@@ -236,23 +244,35 @@ def sweep(
     check_iterations(None, max_iterations)
     K, N = grid.parameter.size, num_trials
     plan = plan_chunks(mdp, K * N, grid, options)
-    inp = mechanism_input_of(mdp, support, options.get("smoothing"), interior=grid.needs_interior)
+    inp = problem_input(mdp, prop, support, options.get("smoothing"), interior=grid.needs_interior)
     kind, params, width = set_up(with_probs(mdp, inp.rows, inp.support), grid, uset)
     params = jax.tree.map(np.asarray, params)
     grid_dtype = grid.replace(grid.parameter.astype(dtype))
     args = (jax.random.fold_in(key, _SWEEP_TAG), mdp, inp.rows, inp.support, max_iterations)
-    static = dict(
-        kind=kind,
-        width=width,
-        support_aware=uset.support_aware,
-        robust=bool(robust),
-        devices=plan.devices,
-        vector_width=plan.vector_width,
-    )
+    static = dict(kind=kind, width=width, support_aware=uset.support_aware, robust=bool(robust))
+    static.update(devices=plan.devices, vector_width=plan.vector_width)
     runs = run_chunks(plan, grid_dtype, params, N, args, static, progress)
-    optimal = solve_core(mdp, None, max_iterations)
-    return SweepResult(
-        **runs._asdict(),
-        optimal_value=at_s0(mdp, evaluate_core(mdp, optimal.policy)),
-        ks=jnp.asarray(grid_dtype.parameter),
+    optimal = at_s0(mdp, evaluate_core(mdp, solve_core(mdp, None, max_iterations).policy))
+    res = SweepResult(**runs._asdict(), optimal_value=optimal, ks=jnp.asarray(grid_dtype.parameter))
+    return _property_scale(prop, res)
+
+
+def _property_scale(prop: PropertyModel | None, res: SweepResult) -> SweepResult:
+    """``res`` in the property's scale (see ``_synthesis.property_scale``)."""
+    if prop is None or not prop.minimize:
+        return res
+    robust = res.robust
+    if robust is not None:
+        low, high = prop.bounds(robust.pessimistic, robust.optimistic)
+        robust = robust._replace(
+            true_value=prop.values(robust.true_value), pessimistic=low, optimistic=high
+        )
+    low, high = prop.bounds(res.pessimistic, res.optimistic)
+    return res._replace(
+        private_value=prop.values(res.private_value),
+        true_value=prop.values(res.true_value),
+        optimal_value=prop.values(res.optimal_value),
+        pessimistic=low,
+        optimistic=high,
+        robust=robust,
     )

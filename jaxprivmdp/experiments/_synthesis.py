@@ -1,4 +1,18 @@
-"""Algorithm 1 with its bounds, one run: ``synthesize`` and its pure core."""
+"""Algorithm 1 with its bounds, one run: ``synthesize`` and its pure core.
+
+``synthesize`` works under ``jax.jit`` and ``jax.vmap`` over ``key``, ``k``, ``beta`` and the
+model's arrays (values are checked only when concrete). With a traced ``k`` or ``beta`` the
+greedy fill spans all ``S`` entries (exact, slower for large ``S``) unless ``fill_width`` is
+given; :func:`sweep` sizes it from its concrete grid.
+
+With ``smoothing=η`` the mechanism privatizes the smoothed rows ``p̃ = (1 − Sη) p + η``, so
+``P̄`` concentrates around ``p̃``, not ``P``: the bounds (Lemma 1, Theorem 1) are about the
+smoothed MDP, whose rows are up to ``(S − 1)η`` away from the true ones in ℓ∞.
+
+A :class:`~jaxprivmdp.PropertyModel` in place of the model: the policy of a step-bounded PRISM
+property, its values and bounds in the property's scale (``property_scale``; a ``min``
+property's ``pessimistic`` is its lower bound), see ``planning._property_reward``.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +25,12 @@ from .._checks import check_key, host_scalar
 from ..mechanisms._base import Mechanism
 from ..mechanisms._dirichlet import Sampler
 from ..mechanisms._registry import as_mechanism, privatize_rows
-from ..models._rows import Model, check_model, with_probs
-from ..models._support import Support, mechanism_input_of, mechanism_mask
+from ..models._rows import Model, with_probs
+from ..models._support import Support, mechanism_mask
 from ..planning._bellman import check_iterations, solve_core
 from ..planning._bounds import bounds_core, set_up
 from ..planning._evaluation import evaluate_core
+from ..planning._property_reward import PropertyModel, as_problem, problem_input
 from ..planning._robust_policy import robust_solve_core
 from ..sets._boxes import SetParams
 from ..sets._sets import Bound, UncertaintySet, as_set
@@ -119,7 +134,7 @@ _synthesize_jit = jax.jit(synthesize_core, static_argnames=_STATIC)
 
 def synthesize(
     key: jax.Array,
-    mdp: Model,
+    mdp: Model | PropertyModel,
     mechanism: Mechanism | str = "dirichlet",
     bound: UncertaintySet | Bound = "paper",
     *,
@@ -135,46 +150,28 @@ def synthesize(
 ) -> Synthesis:
     """Algorithm 1 (privatize, synthesize, evaluate) plus the cost-of-privacy bounds.
 
-    1. ``P̄(s, a) ~ Dirichlet(k · P(s, a))`` for every allowed row (:func:`dirichlet_mechanism`).
-    2. ``π̄``, ``V̄^π̄``: an optimal policy of the privatized MDP and its value (:func:`solve`).
-    3. ``v̲``, ``v̄``: its pessimistic and optimistic values (:func:`cost_of_privacy`).
-    4. With ``robust=True``: the robust private policy, which maximizes ``v̲`` over the
-       chosen set (robust dynamic programming with the bounds' kernel), and its bounds.
-    Steps 2-4 are post-processing of ``P̄``, so the output is as private as ``P̄``.
-
-    Works under ``jax.jit`` and ``jax.vmap`` over ``key``, ``k``, ``beta`` and the model's
-    arrays (values are checked only when concrete). With a traced ``k`` or ``beta`` the
-    greedy fill spans all ``S`` entries (exact, slower for large ``S``) unless ``fill_width``
-    is given; :func:`sweep` sizes it from its concrete grid.
+    ``P̄`` from the mechanism; ``π̄`` and ``V̄^π̄`` on ``P̄`` (:func:`solve`); its bounds
+    ``v̲``, ``v̄`` (:func:`cost_of_privacy`); with ``robust=True`` the robust private policy
+    (:func:`robust_solve`) and its bounds. Everything after ``P̄`` is post-processing. Works
+    under ``jax.jit``/``jax.vmap`` (see the module for ``fill_width`` with a traced ``k``).
 
     Args:
       key: PRNG key (use :func:`secure_key` for a real release).
-      mdp: the true MDP from :func:`make_mdp`.
-      mechanism: the mechanism: an object (``jp.Dirichlet(k)``, the paper's, ``jp.Gaussian(
-        sigma)``, ``jp.Laplace(scale)``: noise on every supported entry, then the Euclidean
-        projection onto the simplex over the support), or a name with ``k=`` (the 0.2
-        keyword form, where ``k`` is the Dirichlet's ``k`` or the noise's σ / λ).
-      bound: the uncertainty set: an object (``jp.PaperSet(beta)`` — the default with
-        ``β = 0.1`` —, ``jp.ExactSet(beta)``, ``jp.CertifiedSet(beta)``, each with
-        ``support_aware=``), or ``"paper"``, ``"exact"``, ``"certified"`` with
-        ``beta=``/``support_aware=``, see :func:`cost_of_privacy`.
-      k: with a mechanism name: its parameter ``> 0``.
-      beta: with a set name: ``β`` in ``(0, 1)`` (default 0.1).
-      support: ``None`` or ``"nonzero"``, see :func:`dirichlet_mechanism`.
-      smoothing: optional ``η``, see :func:`dirichlet_mechanism`. The mechanism then
-        privatizes the smoothed rows ``p̃ = (1 − Sη) p + η``, so ``P̄`` concentrates around
-        ``p̃``, not ``P``: the bounds (Lemma 1, Theorem 1) are about the smoothed MDP, whose
-        rows are up to ``(S − 1)η`` away from the true ones in ℓ∞.
-      support_aware: with a set name: restrict the set to each row's support, see
-        :func:`cost_of_privacy`.
-      robust: also synthesize the robust private policy (``Synthesis.robust``).
-      sampler: with the name ``"dirichlet"``: ``"jax"`` (default: ``jax.random.dirichlet``'s
-        sampler, the one to audit) or ``"fast"`` (same distribution, faster), see
-        :func:`dirichlet_mechanism`. An object carries its own (``jp.Dirichlet(k,
-        sampler="fast")``).
+      mdp: the true model (:func:`make_mdp`, :func:`make_sparse_mdp`), or a
+        :class:`PropertyModel` (:func:`property_model`): then ``π̄`` optimizes the
+        step-bounded property and every value and bound is the property's.
+      mechanism: an object (``jp.Dirichlet(k)``, ``jp.Gaussian(sigma)``,
+        ``jp.Laplace(scale)``), or a name with ``k=`` (the 0.2 keyword form).
+      bound: the set: an object (``jp.PaperSet(beta)``, the default with ``β = 0.1``,
+        ``jp.ExactSet``, ``jp.CertifiedSet``), or a name with ``beta=``/``support_aware=``.
+      k, beta, support_aware: the 0.2 keyword form of ``mechanism`` and ``bound``.
+      support: ``None`` or ``"nonzero"`` (:func:`dirichlet_mechanism`).
+      smoothing: optional ``η``: ``P̄`` is a release of ``(1 − Sη) P + η`` and the bounds are
+        about that smoothed model (see the module).
+      robust: also the robust private policy (``Synthesis.robust``).
+      sampler: with ``"dirichlet"``: ``"jax"`` (default) or ``"fast"`` (same distribution).
       max_iterations: infinite horizon: guard on iterations (not static).
-      fill_width: optional static int: how many entries, in value order, each greedy fill
-        may reach (see :func:`cost_of_privacy`; give it when ``k`` or ``β`` is traced).
+      fill_width: optional static int, the greedy fill's reach (:func:`cost_of_privacy`).
 
     Returns:
       :class:`Synthesis`.
@@ -187,15 +184,15 @@ def synthesize(
       Gohari, Hale, Topcu, CDC 2020, Algorithm 1, Theorems 1 and 2.
     """
     key = check_key(key)
-    check_model(mdp)
+    mdp, prop = as_problem(mdp)
     dtype = mdp.rewards.dtype
     check_iterations(None, max_iterations)
     mech = as_mechanism(mechanism, k, sampler, dtype=dtype)
     uset = as_set(bound, beta, support_aware)
-    inp = mechanism_input_of(mdp, support, smoothing, interior=mech.needs_interior)
+    inp = problem_input(mdp, prop, support, smoothing, interior=mech.needs_interior)
     mech = mech.replace(host_scalar(mech.parameter, dtype))
     kind, params, width = set_up(with_probs(mdp, inp.rows, inp.support), mech, uset, fill_width)
-    return _synthesize_jit(
+    out = _synthesize_jit(
         key,
         mdp,
         inp.rows,
@@ -208,3 +205,19 @@ def synthesize(
         support_aware=uset.support_aware,
         robust=bool(robust),
     )
+    return property_scale(prop, out)
+
+
+def property_scale(prop: PropertyModel | None, out: Synthesis) -> Synthesis:
+    """``out`` in the property's scale: a ``min`` property's values negated back, its
+    bounds swapped (``pessimistic`` the lower bound, ``optimistic`` the upper)."""
+    if prop is None or not prop.minimize:
+        return out
+    robust = out.robust
+    if robust is not None:
+        low, high = prop.bounds(robust.pessimistic, robust.optimistic)
+        values = prop.values(robust.private_values)
+        robust = robust._replace(private_values=values, pessimistic=low, optimistic=high)
+    low, high = prop.bounds(out.pessimistic, out.optimistic)
+    values = prop.values(out.private_values)
+    return out._replace(private_values=values, pessimistic=low, optimistic=high, robust=robust)

@@ -8,7 +8,8 @@ greedy fill that solves the paper's inner LP exactly over any box) and ``_width`
 its fill reaches (a static width, proven from concrete values or checked at run time);
 ``_bounds`` runs it through the stages for the cost-of-privacy bounds, ``_robust_policy``
 for the robust private policy; ``_property_*`` check PRISM-style properties by interval
-iteration (``_property_check`` is the boundary).
+iteration (``_property_check`` is the boundary), and ``_property_reward`` turns a step-bounded
+property into the finite-horizon reward problem the privacy functions take.
 
 Imports: ``jaxprivmdp._checks``, :mod:`jaxprivmdp.models`, :mod:`jaxprivmdp.mechanisms`,
 :mod:`jaxprivmdp.sets`.
@@ -22,15 +23,19 @@ from ._evaluation import evaluate as evaluate
 from ._kernel import robust_expectation as robust_expectation
 from ._property_check import CheckResult as CheckResult
 from ._property_check import check as check
+from ._property_reward import PropertyModel as PropertyModel
+from ._property_reward import property_model as property_model
 from ._robust_policy import robust_solve as robust_solve
 
 __all__ = [
     "CheckResult",
     "PrivacyBounds",
+    "PropertyModel",
     "Solution",
     "check",
     "cost_of_privacy",
     "evaluate",
+    "property_model",
     "robust_expectation",
     "robust_solve",
     "solve",

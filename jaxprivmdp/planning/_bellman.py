@@ -8,15 +8,21 @@ working dtype. Both take any monotone backup ``q_fn`` (the robust ones of ``_bou
 
 from __future__ import annotations
 
+import functools
 import math
+import sys
+import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 from .._checks import check_count, check_range, is_concrete
 from ..models._rows import Model, check_model, expect, transition_rows
+from ._policies import check_stage
 from ._rounding import (
     backup_ulps,
     contraction_modulus,
@@ -31,11 +37,14 @@ class Solution(NamedTuple):
     """An optimal policy and its values.
 
     Attributes:
-      policy: `[T, S]` int (finite horizon) or `[S]` int (infinite horizon): the action chosen
-        in each (stage,) state; ties go to the lowest action index.
-      values: `[T + 1, S]` optimal values per stage (``values[T] = R_T``), or `[S]` the value
-        iteration estimate of ``V*`` (within ``tol / 2`` of it when ``converged``).
-      iterations: number of value-iteration sweeps (the horizon ``T`` for a finite horizon).
+      policy: `[T, S]` int (finite horizon) or `[S]` int (infinite horizon, or the one stage
+        asked for with ``solve(..., stage=t)``): the action chosen in each (stage,) state; ties
+        go to the lowest action index.
+      values: `[T + 1, S]` optimal values per stage (``values[T] = R_T``; `[S]`, ``V_t``, with
+        ``stage=t``), or `[S]` the value iteration estimate of ``V*`` (within ``tol / 2`` of it
+        when ``converged``).
+      iterations: number of value-iteration sweeps (the stages backed up for a finite
+        horizon: ``T``, or ``T − t`` with ``stage=t``).
       converged: whether the stopping rule certified ``tol`` (always True for a finite
         horizon). Infinite horizon: then ``‖values − V*‖∞ <= tol / 2`` and the policy is
         ``tol``-optimal, rounding included; False after ``max_iterations`` sweeps, or when
@@ -62,6 +71,62 @@ def check_iterations(tol, max_iterations) -> None:
         check_count("max_iterations", max_iterations)
 
 
+PROGRESS_SECONDS = 5.0
+
+
+class Progress:
+    """Host-side reporter of a long run, called from the compiled loop by
+    ``jax.debug.callback`` and throttled to one report every ``every`` seconds (and the last).
+
+    ``fn(done, total)`` if given, else a line on stderr with the rate and the time left
+    (backward induction) or the last change ``δ`` (value iteration, whose ``total`` is
+    ``max_iterations``). Hashable by ``(fn, label, every)``: a static argument of a jitted
+    core that does not recompile per call. Its clock restarts when a run reports step 1.
+    """
+
+    def __init__(self, fn: Callable[[int, int], None] | None, label: str, every: float):
+        self.fn, self.label, self.every = fn, label, every
+        self.start = self.last = time.monotonic()
+
+    def _key(self):
+        return (self.fn, self.label, self.every)
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __eq__(self, other):
+        return isinstance(other, Progress) and self._key() == other._key()
+
+    def __call__(self, done, total, change, final=False):
+        done, total, now = int(np.max(done)), int(np.max(total)), time.monotonic()
+        if done <= 1:
+            self.start = self.last = now
+        if not (final or done >= total) and now - self.last < self.every:
+            return
+        self.last = now
+        if self.fn is not None:
+            self.fn(done, total)
+            return
+        elapsed = now - self.start
+        if self.label == "backward induction":
+            left = elapsed / max(done, 1) * (total - done)
+            text = f"stage {done:,}/{total:,}, {elapsed:.1f} s, about {left:.0f} s left"
+        else:
+            what = "error bound" if final else "last change"
+            text = f"sweep {done:,} (of at most {total:,}), {elapsed:.1f} s, {what} "
+            text += f"{np.max(change):.3g}"
+        print(f"{self.label}: {text}", file=sys.stderr, flush=True)
+
+
+def as_progress(progress, label: str) -> Progress | None:
+    """``solve``'s ``progress`` argument (None, True, or ``fn(done, total)``) as a reporter."""
+    if progress is None or progress is False:
+        return None
+    if progress is not True and not callable(progress):
+        raise ValueError(f"progress must be None, True or a callable, got {progress!r}")
+    return Progress(None if progress is True else progress, label, PROGRESS_SECONDS)
+
+
 def q_values(mdp: Model, values: jax.Array) -> jax.Array:
     """`[S, A]` ``r(s, a) + γ Σ_s' P(s, a, s') v(s')``; masked actions get the dtype's min."""
     q = mdp.rewards + mdp.discount * expect(transition_rows(mdp), values)
@@ -81,12 +146,14 @@ def value_iteration(
     *,
     ulps: float | None = None,
     modulus: jax.Array | None = None,
+    progress: Progress | None = None,
 ) -> Solution:
     """Value iteration of ``v ← max_a q_fn(v)`` from 0 (any monotone κ-contraction).
 
     ``q_fn`` maps `[S]` values to `[S, A]` action values (:func:`q_values`, or a robust one);
     ``ulps`` is the rounding of one of its backups (:func:`rounding_margin`; default the
     heuristic for robust backups) and ``modulus`` its contraction factor (default ``γ``).
+    ``progress`` (a :class:`Progress`) is called after every sweep (it throttles itself).
     """
     # Puterman (1994), Thm 6.3.1, with the rounding ρ of each computed backup T̃
     # (‖T̃v − Tv‖∞ <= ρ): for v' = T̃v and δ = ‖v' − v‖∞,
@@ -116,6 +183,8 @@ def value_iteration(
         rounding = kappa * delta * (1 + eps) <= rho
         since = since + rounding
         done = certified | (rounding & ((delta == 0) | (since > extra)))
+        if progress is not None:
+            jax.debug.callback(progress, it + 1, max_iterations, delta)
         return v_new, error_bound(kappa, delta, rho), certified, since, done, it + 1
 
     v0 = jnp.zeros(mdp.num_states, mdp.rewards.dtype)
@@ -123,40 +192,78 @@ def value_iteration(
     false = jnp.asarray(False)
     init = (v0, inf, false, jnp.asarray(0, jnp.int32), false, jnp.asarray(0))
     v, error, certified, _, _, it = jax.lax.while_loop(cond, body, init)
+    if progress is not None:
+        jax.debug.callback(progress, it, max_iterations, error, True)
     policy, _ = greedy(q_fn(v))
     return Solution(policy, v, it, certified, error)
 
 
 def backward_induction(
-    mdp: Model, q_fn, *, ulps: float | None = None, modulus: jax.Array | None = None
+    mdp: Model,
+    q_fn,
+    *,
+    ulps: float | None = None,
+    modulus: jax.Array | None = None,
+    stage: jax.Array | None = None,
+    progress: Progress | None = None,
 ) -> Solution:
     """Backward induction ``v_t = max_a q_fn(v_{t+1})`` from ``R_T`` (a reverse scan).
 
     The error bound follows the rounding stage by stage: ``e_t <= ρ_t + κ e_{t+1}``, ``e_T = 0``
-    (``ulps`` and ``modulus`` as for :func:`value_iteration`).
+    (``ulps`` and ``modulus`` as for :func:`value_iteration`). With ``stage=t`` (an int,
+    traced or not) only stage ``t``'s policy and values are kept: a loop of ``T − t`` backups
+    whose memory is `[S]`, not `[T + 1, S]` (the same numbers, bit for bit). ``progress`` is
+    called after every stage.
     """
     kappa = mdp.discount if modulus is None else modulus
+    T = mdp.horizon
+    end = 0 if stage is None else stage
 
-    def stage(carry, _):
-        v_next, e_next = carry
+    def backup(v_next, e_next, t):
         policy, v = greedy(q_fn(v_next))
         e = rounding_margin(mdp, v_next, ulps=ulps) + kappa * e_next
         e = e * (1 + 4 * jnp.finfo(e.dtype).eps)
-        return (v, e), (policy, v, e)
+        if progress is not None:
+            jax.debug.callback(progress, T - t, T - end, e)
+        return policy, v, e
 
     zero = jnp.zeros((), mdp.terminal_reward.dtype)
-    _, (policy, values, errors) = jax.lax.scan(
-        stage, (mdp.terminal_reward, zero), length=mdp.horizon, reverse=True
-    )
-    values = jnp.concatenate([values, mdp.terminal_reward[None]], axis=0)
-    return Solution(policy, values, jnp.asarray(mdp.horizon), jnp.asarray(True), jnp.max(errors))
+    if stage is None:
+
+        def step(carry, t):
+            policy, v, e = backup(*carry, t)
+            return (v, e), (policy, v, e)
+
+        xs = None if progress is None else jnp.arange(T)  # the stage index, for progress only
+        _, (policy, values, errors) = jax.lax.scan(
+            step, (mdp.terminal_reward, zero), xs, length=T, reverse=True
+        )
+        values = jnp.concatenate([values, mdp.terminal_reward[None]], axis=0)
+        return Solution(policy, values, jnp.asarray(T), jnp.asarray(True), jnp.max(errors))
+
+    def body(i, carry):
+        v_next, e_next, e_max, _ = carry
+        policy, v, e = backup(v_next, e_next, T - 1 - i)
+        return v, e, jnp.maximum(e_max, e), policy
+
+    S = mdp.num_states
+    init = (mdp.terminal_reward, zero, zero, jnp.zeros(S, jnp.int32))
+    v, _, e_max, policy = jax.lax.fori_loop(0, T - stage, body, init)
+    return Solution(policy, v, jnp.asarray(T - stage), jnp.asarray(True), e_max)
 
 
-@jax.jit
-def solve_core(mdp: Model, tol: jax.Array | None, max_iterations: jax.Array) -> Solution:
+@functools.partial(jax.jit, static_argnames=("progress",))
+def solve_core(
+    mdp: Model,
+    tol: jax.Array | None,
+    max_iterations: jax.Array,
+    stage: jax.Array | None = None,
+    progress: Progress | None = None,
+) -> Solution:
     """:func:`solve` on validated inputs: pure, jit/vmap-friendly; ``tol=None`` = default.
 
-    ``max_iterations`` is an array leaf (a new guard never recompiles).
+    ``max_iterations`` and ``stage`` are array leaves (a new guard or stage never recompiles);
+    ``progress`` a static :class:`Progress` (None: no callback in the program).
     """
 
     def q_fn(v):
@@ -164,15 +271,24 @@ def solve_core(mdp: Model, tol: jax.Array | None, max_iterations: jax.Array) -> 
 
     ulps, kappa = backup_ulps(mdp), contraction_modulus(mdp)
     if mdp.is_finite_horizon:
-        return backward_induction(mdp, q_fn, ulps=ulps, modulus=kappa)
+        return backward_induction(
+            mdp, q_fn, ulps=ulps, modulus=kappa, stage=stage, progress=progress
+        )
     if tol is None:
         tol = default_tolerance(mdp, ulps=ulps, modulus=kappa)
     tol = jnp.asarray(tol, mdp.rewards.dtype)
-    return value_iteration(mdp, q_fn, tol, max_iterations, ulps=ulps, modulus=kappa)
+    return value_iteration(
+        mdp, q_fn, tol, max_iterations, ulps=ulps, modulus=kappa, progress=progress
+    )
 
 
 def solve(
-    mdp: Model, *, tol: ArrayLike | None = None, max_iterations: ArrayLike = 10_000
+    mdp: Model,
+    *,
+    tol: ArrayLike | None = None,
+    max_iterations: ArrayLike = 10_000,
+    stage: int | None = None,
+    progress: bool | Callable[[int, int], None] | None = None,
 ) -> Solution:
     """An optimal deterministic Markov policy of ``mdp`` and its values.
 
@@ -197,13 +313,32 @@ def solve(
         :func:`default_tolerance` (always certifiable).
       max_iterations: guard on value-iteration sweeps (not static: changing it does not
         recompile).
+      stage: finite horizon: keep only stage ``t``'s policy and values (`[S]` each, bit for
+        bit those of the full result; memory `[S]`, not `[T + 1, S]`: a 1000×1000 map with
+        ``T = 2000`` needs tens of GB in full). ``stage=0`` gives ``V_0`` (``s0``'s value is
+        ``values[mdp.initial_state]``); another stage's policy is recomputed on request by
+        ``solve(mdp, stage=t)`` (``T − t`` backups; ``t`` is not static: no recompilation).
+        Infinite horizon: None or 0 (the results are `[S]` anyway).
+      progress: report long runs: True prints a line on stderr at most every 5 s (stage
+        and time left, or sweep and last change), a callable gets ``(done, total)`` as often
+        (``total`` is ``max_iterations`` for value iteration). Through ``jax.debug.callback``:
+        works under ``jax.jit``; when None the compiled program has no callback at all.
 
     Returns:
       A :class:`Solution`. Masked actions are never chosen; ties go to the lowest index.
+
+    Raises:
+      ValueError: for a ``tol``, ``max_iterations``, ``stage`` or ``progress`` out of range.
 
     References:
       Gohari, Hale, Topcu, CDC 2020, Algorithm 1 steps 3-4, Section III-A.
     """
     check_model(mdp)
     check_iterations(tol, max_iterations)
-    return solve_core(mdp, tol, max_iterations)
+    check_stage(mdp, stage)
+    label = "backward induction" if mdp.is_finite_horizon else "value iteration"
+    if stage is not None and mdp.is_finite_horizon:
+        stage = jnp.asarray(stage, jnp.int32)
+    else:
+        stage = None
+    return solve_core(mdp, tol, max_iterations, stage, as_progress(progress, label))

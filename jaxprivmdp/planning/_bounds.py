@@ -1,4 +1,59 @@
-"""Pessimistic and optimistic values of a privately synthesized policy (Theorems 1 and 2)."""
+"""Pessimistic and optimistic values of a privately synthesized policy (Theorems 1 and 2).
+
+:func:`cost_of_privacy` is the boundary, :func:`bounds_core` its pure core.
+
+What the bounds say depends on ``bound`` (the uncertainty set, ``jaxprivmdp.sets._boxes``):
+
+- ``"paper"`` (default): the paper's set P̂ and statement, below.
+- ``"exact"``: the same statement about ``E[V^π(s0) | P̄, k]``, with each row's box
+  built from the exact Beta marginals of the Dirichlet mechanism (Bonferroni over the
+  row's entries) instead of Lemma 1's uniform ``α``; the ``β`` mixture is kept.
+- ``"certified"``: a statement about the **true** MDP. With probability at least
+  ``1 − β`` over the mechanism, ``v̲_t(s) ≤ V_t^π(s) ≤ v̄_t(s)`` on the true MDP at every
+  stage and state at once, for every policy ``π`` (so also for one synthesized from
+  ``P̄``): every true row lies in its box jointly (Bonferroni over all entries of all
+  allowed rows), and robust evaluation over boxes that hold the true rows bounds the true
+  value (``docs/bounds.md``). Needs ``k`` to be the mechanism's parameter and ``P̄`` an
+  unmodified Dirichlet release; with ``smoothing`` it bounds the smoothed MDP.
+
+With ``α = sqrt(log(1/β) / (2(k + 1)))`` and ``P̂`` the set of the paper's eq. (1):
+
+.. math::
+    v̲_t(s) = Σ_a π_t(a|s) (r(s, a) + γ \\min_{p ∈ P̂(s, a)} p · v̲_{t+1}),
+    \\qquad v̲_T = R_T,
+
+and ``v̄`` with a max. Then ``v̲ ≤ V̄^π ≤ v̄`` at every stage and state, and
+``|E[V^π(s0) | P̄, k] − V̄^π(s0)| ≤ v̄_0(s0) − v̲_0(s0)`` (Theorem 1). For an infinite
+horizon the two fixed points (Theorem 2) are approached by iterating the γ-contractions to
+``tol``; the returned vectors are widened by ``(γ‖v_n − v_{n−1}‖∞ + ρ) / (1 − γ)``, the
+remaining contraction error plus a rounding margin ``ρ`` per backup (see
+``rounding_margin``), so they bound the fixed points even if not converged, in float32
+too. The radius ``α`` is rounded up to the model's dtype (a larger box is conservative).
+
+Works under ``jax.jit``, ``jax.vmap`` (over ``k``, ``beta``, the policy and the model's
+arrays) and ``jax.grad`` (with respect to ``k``, ``beta`` and the model's arrays; for an
+infinite horizon by implicit differentiation at the fixed point, which builds a dense
+`[2S, 2S]` Jacobian). Values are checked only when concrete.
+
+Each inner problem is solved exactly by the sort-based greedy of
+:func:`robust_expectation`, ranking the next-stage values once per stage. Only the first
+``⌈1/α⌉ + 1`` entries in value order are touched (plus, for a dense support-aware set,
+the most entries outside a row's support): a static width the call derives from
+concrete ``k`` and ``β``, also under ``jax.jit`` when the model and policy are traced
+and the mechanism and set are not. With a traced ``k`` or ``β`` nothing bounds it: pass
+``fill_width`` (checked at run time, see below), or all ``S`` entries are filled (exact,
+slower for large ``S``); :func:`sweep` sizes it from its concrete grid.
+
+``support_aware=True`` restricts ``P̂`` (both its ``β`` part and its box) to each row's
+*public* support: a :class:`SparseMDP`'s listed successors, or the support a dense model
+records (``TabularMDP.support``: a release from :func:`dirichlet_mechanism` /
+:func:`privatize` of a model, or ``make_mdp(..., support=mask)``). Never read off ``P̄``: its
+zeros may be noise (a projection, an underflowed draw) where the true row is positive. Valid
+when the support is public structure that ``P̄`` shares with ``P`` (``support="nonzero"``, or
+a sparse model): then the true row, ``P̄`` and ``E[P | P̄, k]`` all put no mass outside it,
+so restricting the set keeps every point the paper's argument uses (Lemma 2 and Theorem 1's
+induction).
+"""
 
 from __future__ import annotations
 
@@ -13,12 +68,13 @@ from jax.typing import ArrayLike
 from .._checks import check_positive
 from ..mechanisms._base import Mechanism
 from ..mechanisms._registry import as_mechanism
-from ..models._rows import Model, Rows, check_model, check_public_support, transition_rows
+from ..models._rows import Model, Rows, check_public_support, transition_rows
 from ..sets._boxes import RowBox, SetParams, policy_box, row_box
 from ..sets._sets import Bound, UncertaintySet, as_set
 from ._bellman import check_iterations
 from ._kernel import checked_backup
 from ._policies import policy_rows, select_rows, validate_policy, weighted_sum
+from ._property_reward import PropertyModel, as_problem
 from ._rounding import default_tolerance, rounding_margin
 from ._width import CheckedWidth, bounds_width
 
@@ -235,7 +291,7 @@ def prepare_set(
 
 
 def cost_of_privacy(
-    private_mdp: Model,
+    private_mdp: Model | PropertyModel,
     policy: ArrayLike,
     mechanism: Mechanism | str = "dirichlet",
     bound: UncertaintySet | Bound = "paper",
@@ -249,47 +305,12 @@ def cost_of_privacy(
 ) -> PrivacyBounds:
     """Pessimistic and optimistic values ``v̲``, ``v̄`` of a policy on a privatized MDP.
 
-    What the bounds say depends on ``bound`` (the uncertainty set, ``jaxprivmdp.sets._boxes``):
-
-    - ``"paper"`` (default): the paper's set P̂ and statement, below.
-    - ``"exact"``: the same statement about ``E[V^π(s0) | P̄, k]``, with each row's box
-      built from the exact Beta marginals of the Dirichlet mechanism (Bonferroni over the
-      row's entries) instead of Lemma 1's uniform ``α``; the ``β`` mixture is kept.
-    - ``"certified"``: a statement about the **true** MDP. With probability at least
-      ``1 − β`` over the mechanism, ``v̲_t(s) ≤ V_t^π(s) ≤ v̄_t(s)`` on the true MDP at every
-      stage and state at once, for every policy ``π`` (so also for one synthesized from
-      ``P̄``): every true row lies in its box jointly (Bonferroni over all entries of all
-      allowed rows), and robust evaluation over boxes that hold the true rows bounds the true
-      value (``docs/bounds.md``). Needs ``k`` to be the mechanism's parameter and ``P̄`` an
-      unmodified Dirichlet release; with ``smoothing`` it bounds the smoothed MDP.
-
-    With ``α = sqrt(log(1/β) / (2(k + 1)))`` and ``P̂`` the set of the paper's eq. (1):
-
-    .. math::
-        v̲_t(s) = Σ_a π_t(a|s) (r(s, a) + γ \\min_{p ∈ P̂(s, a)} p · v̲_{t+1}),
-        \\qquad v̲_T = R_T,
-
-    and ``v̄`` with a max. Then ``v̲ ≤ V̄^π ≤ v̄`` at every stage and state, and
-    ``|E[V^π(s0) | P̄, k] − V̄^π(s0)| ≤ v̄_0(s0) − v̲_0(s0)`` (Theorem 1). For an infinite
-    horizon the two fixed points (Theorem 2) are approached by iterating the γ-contractions to
-    ``tol``; the returned vectors are widened by ``(γ‖v_n − v_{n−1}‖∞ + ρ) / (1 − γ)``, the
-    remaining contraction error plus a rounding margin ``ρ`` per backup (see
-    ``rounding_margin``), so they bound the fixed points even if not converged, in float32
-    too. The radius ``α`` is rounded up to the model's dtype (a larger box is conservative).
-
-    Works under ``jax.jit``, ``jax.vmap`` (over ``k``, ``beta``, the policy and the model's
-    arrays) and ``jax.grad`` (with respect to ``k``, ``beta`` and the model's arrays; for an
-    infinite horizon by implicit differentiation at the fixed point, which builds a dense
-    `[2S, 2S]` Jacobian). Values are checked only when concrete.
-
-    Each inner problem is solved exactly by the sort-based greedy of
-    :func:`robust_expectation`, ranking the next-stage values once per stage. Only the first
-    ``⌈1/α⌉ + 1`` entries in value order are touched (plus, for a dense support-aware set,
-    the most entries outside a row's support): a static width the call derives from
-    concrete ``k`` and ``β``, also under ``jax.jit`` when the model and policy are traced
-    and the mechanism and set are not. With a traced ``k`` or ``β`` nothing bounds it: pass
-    ``fill_width`` (checked at run time, see below), or all ``S`` entries are filled (exact,
-    slower for large ``S``); :func:`sweep` sizes it from its concrete grid.
+    With ``P̂`` the set of ``bound``: ``v̲_t(s) = Σ_a π_t(a|s) (r(s, a) + γ min_{p ∈ P̂(s, a)}
+    p·v̲_{t+1})``, ``v̲_T = R_T``, and ``v̄`` with a max; then ``v̲ ≤ V̄^π ≤ v̄`` and the cost
+    of privacy is at most ``v̄_0(s0) − v̲_0(s0)`` (Theorem 1; Theorem 2 for an infinite
+    horizon, widened by the remaining contraction and rounding error). What each set's
+    bounds say, the greedy fill's width and ``jax.jit``/``vmap``/``grad``: see the module.
+    A :class:`PropertyModel` of a release gives the bounds of a step-bounded property.
 
     Args:
       private_mdp: the privatized MDP ``M̄`` (with ``P̄``).
@@ -306,17 +327,8 @@ def cost_of_privacy(
       k: with a mechanism name: its parameter, ``> 0``.
       beta: with a set name: ``β`` in ``(0, 1)`` of Lemma 1 (default 0.1; the paper's
         figures use 0.1); for ``"certified"``, the probability that the statement fails.
-      support_aware: with a set name: restrict ``P̂`` (both its ``β`` part and its box) to
-        each row's *public* support: a :class:`SparseMDP`'s listed successors, or the
-        support a dense model records (``TabularMDP.support``: a release from
-        :func:`dirichlet_mechanism` / :func:`privatize` of a model, or ``make_mdp(...,
-        support=mask)``). Never read off
-        ``P̄``: its zeros may be noise (a projection, an underflowed draw) where the true
-        row is positive. Valid when the support is public structure that ``P̄`` shares with
-        ``P`` (``support="nonzero"``, or a sparse model): then the true row, ``P̄`` and
-        ``E[P | P̄, k]`` all put no mass outside it, so restricting the set keeps every
-        point the paper's argument uses (Lemma 2 and Theorem 1's induction). Default False:
-        the paper's set over the whole simplex.
+      support_aware: with a set name: restrict ``P̂`` to each row's *public* support (see
+        the module; never read off ``P̄``). Default False: the whole simplex.
       tol: infinite horizon: iterate until the contraction error is below ``tol`` (default
         :func:`default_tolerance`).
       max_iterations: infinite horizon: guard on iterations (not static).
@@ -339,11 +351,15 @@ def cost_of_privacy(
     References:
       Gohari, Hale, Topcu, CDC 2020, Theorems 1 and 2, Lemma 1, problem (P).
     """
-    check_model(private_mdp, "private_mdp")
+    private_mdp, prop = as_problem(private_mdp, "private_mdp")
     policy = validate_policy(private_mdp, policy)
     check_iterations(tol, max_iterations)
     mech = as_mechanism(mechanism, k, dtype=private_mdp.rewards.dtype)
     uset = as_set(bound, beta, support_aware)
     kind, params, width = set_up(private_mdp, mech, uset, fill_width)
     static = dict(kind=kind, width=width, support_aware=uset.support_aware)
-    return bounds_core(private_mdp, policy, params, tol, max_iterations, **static)
+    out = bounds_core(private_mdp, policy, params, tol, max_iterations, **static)
+    if prop is None:
+        return out
+    low, high = prop.bounds(out.pessimistic, out.optimistic)
+    return out._replace(pessimistic=low, optimistic=high)

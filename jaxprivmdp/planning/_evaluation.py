@@ -22,21 +22,39 @@ from ..models._ragged import RaggedMDP, RaggedRows
 from ..models._rows import Model, Rows, expect, row_sums, row_terms, successors
 from ..models._sparse import SparseMDP
 from ._error_free import exact_product, ff_sum
-from ._policies import is_deterministic, policy_rows, validate_policy, weighted_sum
+from ._policies import (
+    check_stage,
+    is_deterministic,
+    policy_rows,
+    validate_policy,
+    weighted_sum,
+)
 from ._ragged import ragged_products
 from ._rounding import summation_ulps
 
 HIGHEST = jax.lax.Precision.HIGHEST
 
 
-def _evaluate_finite(mdp: Model, policy: jax.Array) -> jax.Array:
-    def stage(v_next, decision):
-        rows, rewards, weights = policy_rows(mdp, decision)
-        v = weighted_sum(weights, rewards + mdp.discount * expect(rows, v_next))
-        return v, v
+def _evaluate_finite(mdp: Model, policy: jax.Array, stage: jax.Array | None) -> jax.Array:
+    """`[T + 1, S]` values by a reverse scan, or with ``stage=t`` only `[S]` ``V_t`` (a loop
+    of ``T − t`` backups that keeps one value vector; the same numbers, bit for bit)."""
 
-    _, values = jax.lax.scan(stage, mdp.terminal_reward, policy, reverse=True)
-    return jnp.concatenate([values, mdp.terminal_reward[None]], axis=0)
+    def backup(v_next, decision):
+        rows, rewards, weights = policy_rows(mdp, decision)
+        return weighted_sum(weights, rewards + mdp.discount * expect(rows, v_next))
+
+    if stage is None:
+
+        def step(v_next, decision):
+            v = backup(v_next, decision)
+            return v, v
+
+        _, values = jax.lax.scan(step, mdp.terminal_reward, policy, reverse=True)
+        return jnp.concatenate([values, mdp.terminal_reward[None]], axis=0)
+    T = mdp.horizon
+    return jax.lax.fori_loop(
+        0, T - stage, lambda i, v: backup(v, policy[T - 1 - i]), mdp.terminal_reward
+    )
 
 
 def _evaluate_infinite(mdp: Model, policy: jax.Array) -> jax.Array:
@@ -200,14 +218,15 @@ def _evaluate_by_iteration(
 
 
 @jax.jit
-def evaluate_core(mdp: Model, policy: jax.Array) -> jax.Array:
-    """:func:`evaluate` on a validated policy: pure, jit/vmap/grad-friendly."""
+def evaluate_core(mdp: Model, policy: jax.Array, stage: jax.Array | None = None) -> jax.Array:
+    """:func:`evaluate` on a validated policy: pure, jit/vmap/grad-friendly (``stage``, an
+    int leaf, only for a finite horizon; reverse-mode ``grad`` needs ``stage=None``)."""
     if mdp.is_finite_horizon:
-        return _evaluate_finite(mdp, policy)
+        return _evaluate_finite(mdp, policy, stage)
     return _evaluate_infinite(mdp, policy)
 
 
-def evaluate(mdp: Model, policy: ArrayLike) -> jax.Array:
+def evaluate(mdp: Model, policy: ArrayLike, *, stage: int | None = None) -> jax.Array:
     """Values of a Markov policy on ``mdp``.
 
     Finite horizon: ``V_t(s) = Σ_a π_t(a|s) (r(s, a) + γ Σ_s' P(s, a, s') V_{t+1}(s'))`` by a
@@ -222,11 +241,19 @@ def evaluate(mdp: Model, policy: ArrayLike) -> jax.Array:
       mdp: the MDP to evaluate on (e.g. the true one, for a policy synthesized privately).
       policy: deterministic `[T, S]` / `[S]` ints, or stochastic `[T, S, A]` / `[S, A]`
         probabilities.
+      stage: finite horizon: return only ``V_t`` `[S]` (memory `[S]`, not `[T + 1, S]`; bit
+        for bit the full result's row ``t``; ``t`` is not static). Infinite horizon: None or 0.
 
     Returns:
-      `[T + 1, S]` values per stage (``V_T = R_T``), or `[S]` for an infinite horizon.
+      `[T + 1, S]` values per stage (``V_T = R_T``), `[S]` ``V_t`` with ``stage=t``, or `[S]`
+      for an infinite horizon.
 
     Raises:
-      ValueError: for a policy of the wrong shape or one using masked actions.
+      ValueError: for a policy of the wrong shape or one using masked actions, or a stage
+        outside ``[0, T)``.
     """
-    return evaluate_core(mdp, validate_policy(mdp, policy))
+    policy = validate_policy(mdp, policy)
+    check_stage(mdp, stage)
+    if stage is None or not mdp.is_finite_horizon:
+        return evaluate_core(mdp, policy)
+    return evaluate_core(mdp, policy, jnp.asarray(stage, jnp.int32))

@@ -22,6 +22,16 @@ def is_deterministic(policy: jax.Array) -> bool:
     return jnp.issubdtype(policy.dtype, jnp.integer)
 
 
+def check_stage(mdp: Model, stage) -> None:
+    """``stage``: None, or an int in ``[0, T)`` (finite horizon; only 0 for an infinite one)."""
+    if stage is None or not is_concrete(stage):
+        return
+    top = mdp.horizon if mdp.is_finite_horizon else 1
+    if isinstance(stage, bool) or not isinstance(stage, int | np.integer) or not 0 <= stage < top:
+        where = f"[0, {top})" if mdp.is_finite_horizon else "0 (infinite horizon)"
+        raise ValueError(f"stage must be None or an int in {where}, got {stage!r}")
+
+
 def select_rows(x: jax.Array, decision: jax.Array) -> tuple[jax.Array, jax.Array]:
     """The per-action entries a decision rule uses, and their weights.
 

@@ -150,43 +150,51 @@ def check(
     """
     mdp = check_model(mdp)
     prop_ = parse_property(prop)
-    if tol is not None:
-        check_range("tol", tol, low=0.0, low_open=True, scalar=True)
-    max_iterations = min(check_count("max_iterations", max_iterations), 2**31 - 1)
-    dtype = np.dtype(mdp.rewards.dtype)
-    tol = DEFAULT_TOL[dtype] if tol is None else float(tol)
+    tol, max_iterations = _iteration_limits(np.dtype(mdp.rewards.dtype), tol, max_iterations)
     _check_reward_structure(prop_, reward_name)
     bound = _step_bound(prop_, mdp, horizon)
     unbounded = bound is None and prop_.path in ("F", "U", "G")
     _check_dtmc(prop_, mdp)
-    minimize = prop_.opt == "min"
 
     concrete = unbounded or is_concrete(labels)
     if unbounded and not is_concrete(mdp):
         raise property_error(
             prop_.text,
             prop_.positions["path"],
-            "unbounded properties need a concrete model (the graph precomputation runs on the "
-            "host); under jax.jit use a step-bounded one",
+            "unbounded properties need a concrete model "
+            "(the graph precomputation runs on the host); under jax.jit use a step-bounded one",
         )
     lab = check_labels(mdp, labels, concrete)
     xp = np if concrete else jnp
     sat = functools.partial(satisfying, prop_.text, labels=lab, xp=xp)
+    out = _solve(prop_, mdp, sat, bound, tol, max_iterations, xp)
+    return _result(mdp, out)
+
+
+def _solve(prop_: Property, mdp: Model, sat, bound, tol, max_iterations, xp):
+    """Solves the parsed property: ``(values, error, policy, iterations, converged)``."""
+    dtype = np.dtype(mdp.rewards.dtype)
+    minimize = prop_.opt == "min"
     right = sat(prop_.right) if prop_.right is not None else None
     left = sat(prop_.left) if prop_.left is not None else None
-
     if prop_.kind == "R" and prop_.path == "F":
         _check_nonnegative_rewards(prop_, mdp)
-        out = solve_unbounded_reward(
+        return solve_unbounded_reward(
             Graph(mdp), mdp, np.asarray(right), minimize, tol, max_iterations
         )
-    elif prop_.kind == "R":  # C<=k
+    if prop_.kind == "R":  # C<=k
         zeros = np.zeros(mdp.num_states, dtype)
         no_fixed = np.zeros(mdp.num_states, bool)
-        out = solve_bounded(mdp, mdp.rewards, no_fixed, zeros, zeros, bound, minimize)
-    else:
-        out = _probability(mdp, prop_.path, left, right, bound, minimize, tol, max_iterations, xp)
-    return _result(mdp, out)
+        return solve_bounded(mdp, mdp.rewards, no_fixed, zeros, zeros, bound, minimize)
+    return _probability(mdp, prop_.path, left, right, bound, minimize, tol, max_iterations, xp)
+
+
+def _iteration_limits(dtype: np.dtype, tol, max_iterations) -> tuple[float, int]:
+    """``(tol, max_iterations)`` checked, with the dtype's default ``tol``."""
+    if tol is not None:
+        check_range("tol", tol, low=0.0, low_open=True, scalar=True)
+    max_iterations = min(check_count("max_iterations", max_iterations), 2**31 - 1)
+    return (DEFAULT_TOL[dtype] if tol is None else float(tol)), max_iterations
 
 
 def _check_reward_structure(prop_: Property, reward_name: str | None) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -75,16 +76,33 @@ def _widening(rows: Rows, usable: jax.Array, rounding: jax.Array) -> jax.Array:
     return 3 * rounding + 2 * delta
 
 
+class Unfixed(NamedTuple):
+    """What :func:`interval_iteration` iterates on (a pytree of arrays).
+
+    Attributes:
+      rewards: `[S, A]` rewards (zeros for probabilities).
+      usable: `[S, A]` the pairs the optimum ranges over (allowed, not internal to a
+        collapsed end component, not leading to an infinite state).
+      group: `[S]` int: states of one collapsed end component share the optimum over its
+        members (``group`` is the identity elsewhere).
+      fixed, fixed_value: `[S]` the precomputed states and their values.
+      upper0: `[S]` an upper bound on the unfixed states (used when ``has_upper``).
+      has_upper: bool scalar.
+    """
+
+    rewards: jax.Array
+    usable: jax.Array
+    group: jax.Array
+    fixed: jax.Array
+    fixed_value: jax.Array
+    upper0: jax.Array
+    has_upper: jax.Array
+
+
 @jax.jit
 def interval_iteration(
     rows: Rows,
-    rewards: jax.Array,
-    usable: jax.Array,
-    group: jax.Array,
-    fixed: jax.Array,
-    fixed_value: jax.Array,
-    upper0: jax.Array,
-    has_upper: jax.Array,
+    problem: Unfixed,
     sign: jax.Array,
     margin: jax.Array,
     tol: jax.Array,
@@ -93,13 +111,8 @@ def interval_iteration(
     """Interval iteration of ``v(s) = opt_{a usable} r(s, a) + Σ p v`` on the unfixed states.
 
     Args:
-      rows, rewards: the model's rows and `[S, A]` rewards (zeros for probabilities).
-      usable: `[S, A]` the pairs the optimum ranges over (allowed, not internal to a
-        collapsed end component, not leading to an infinite state).
-      group: `[S]` int: states of one collapsed end component share the optimum over its
-        members (``group`` is the identity elsewhere).
-      fixed, fixed_value: `[S]` the precomputed states and their values.
-      upper0: `[S]` an upper bound on the unfixed states (used when ``has_upper``).
+      rows: the model's rows; problem: the rewards, usable pairs, fixed states and starting
+        upper bound (:class:`Unfixed`).
       sign: ``1`` to maximize, ``-1`` to minimize (traced: one compilation for both).
       margin: ``m``, a bound on the relative error of a computed backup (its rounding and
         the rows' distance from sums of 1: :func:`host_widening`); tol: relative precision;
@@ -108,6 +121,7 @@ def interval_iteration(
     Returns:
       ``(lower, upper, iterations, converged)``.
     """
+    rewards, usable, group, fixed, fixed_value, upper0, has_upper = problem
     S = fixed.shape[0]
     dtype = rewards.dtype
     low = jnp.asarray(-jnp.inf, dtype)

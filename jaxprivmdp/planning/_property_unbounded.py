@@ -9,35 +9,51 @@ bound), then interval iteration on the device on the states left undecided
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax.numpy as jnp
 import numpy as np
 
 from ..models._rows import Model
 from ._property_graph import Graph
-from ._property_iteration import host_widening, interval_iteration, model_rows, opt_sign
+from ._property_iteration import (
+    Unfixed,
+    host_widening,
+    interval_iteration,
+    model_rows,
+    opt_sign,
+)
 from ._property_policy import extract_policy
 
 
-def _iterate(
-    g,
-    mdp,
-    rewards,
-    usable,
-    group,
-    candidate,
-    maybe,
-    fixed_value,
-    upper,
-    minimize,
-    tol,
-    max_iterations,
-    policy,
-    infinite=None,
-):
-    """Runs :func:`interval_iteration` on the unfixed states ``maybe`` and assembles the
-    answer on the host: values (midpoints), error bounds, the policy, iterations, converged.
-    ``candidate``: the pairs a policy may use on ``maybe`` (see :func:`extract_policy`).
+class Precomputed(NamedTuple):
+    """The host precomputation's answer for :func:`_iterate`.
+
+    Attributes:
+      rewards: `[S, A]` (zeros for probabilities); usable: `[S, A]` the pairs the optimum
+        ranges over; group: `[S]` end-component ids (-1: none); candidate: the pairs a policy
+        may use on ``maybe`` (see :func:`extract_policy`); maybe: `[S]` the unfixed states;
+        fixed_value: `[S]` the values of the others; upper: a float upper bound on the unfixed
+        states, or None; policy: `[S]` the actions chosen so far; infinite: `[S]` states whose
+        value is infinite, or None.
     """
+
+    rewards: np.ndarray
+    usable: np.ndarray
+    group: np.ndarray
+    candidate: np.ndarray
+    maybe: np.ndarray
+    fixed_value: np.ndarray
+    upper: float | None
+    policy: np.ndarray
+    infinite: np.ndarray | None = None
+
+
+def _iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
+    """Runs :func:`interval_iteration` on the unfixed states ``pre.maybe`` and assembles the
+    answer on the host: values (midpoints), error bounds, the policy, iterations, converged.
+    """
+    rewards, usable, group, candidate, maybe, fixed_value, upper, policy, infinite = pre
     S = g.S
     dtype = np.dtype(mdp.rewards.dtype)
     has_upper = upper is not None
@@ -46,8 +62,7 @@ def _iterate(
         if infinite is not None:
             values = np.where(infinite, np.inf, values).astype(dtype)
         return values, np.zeros(S, dtype), policy.astype(np.int32), 0, True
-    lo, up, it, conv = interval_iteration(
-        model_rows(mdp),
+    problem = Unfixed(
         jnp.asarray(rewards, dtype),
         jnp.asarray(usable),
         jnp.asarray(np.where(group >= 0, group, np.arange(S)).astype(np.int32)),
@@ -55,6 +70,10 @@ def _iterate(
         jnp.asarray(fixed_value, dtype),
         jnp.full(S, upper if has_upper else 0, dtype),
         jnp.asarray(has_upper),
+    )
+    lo, up, it, conv = interval_iteration(
+        model_rows(mdp),
+        problem,
         opt_sign(minimize, dtype),
         jnp.asarray(host_widening(mdp, g) * (1 + 1e-6), dtype),  # rounded up
         jnp.asarray(tol, dtype),
@@ -100,21 +119,10 @@ def solve_unbounded_probability(g: Graph, mdp: Model, target, avoid, minimize, t
         maybe = ~yes & ~no
         group, internal = g.end_components(maybe, g.allowed)
     usable = g.mask & ~internal.reshape(S, A)
-    return _iterate(
-        g,
-        mdp,
-        np.zeros((S, A)),
-        usable,
-        group,
-        g.allowed,
-        maybe,
-        yes.astype(float),
-        1.0,
-        minimize,
-        tol,
-        max_iterations,
-        policy,
+    pre = Precomputed(
+        np.zeros((S, A)), usable, group, g.allowed, maybe, yes.astype(float), 1.0, policy
     )
+    return _iterate(g, mdp, pre, minimize, tol, max_iterations)
 
 
 def solve_unbounded_reward(g: Graph, mdp: Model, target, minimize, tol, max_iterations):
@@ -165,19 +173,8 @@ def solve_unbounded_reward(g: Graph, mdp: Model, target, minimize, tol, max_iter
     upper = None
     if np.isfinite(bound) and bound <= big:
         upper = float(np.nextafter(np.asarray(bound, dtype), np.asarray(np.inf, dtype)))
-    return _iterate(
-        g,
-        mdp,
-        np.where(g.mask, R, 0),
-        usable,
-        group,
-        candidate,
-        maybe,
-        np.zeros(S),
-        upper,
-        minimize,
-        tol,
-        max_iterations,
-        policy,
-        infinite,
+    rewards = np.where(g.mask, R, 0)
+    pre = Precomputed(
+        rewards, usable, group, candidate, maybe, np.zeros(S), upper, policy, infinite
     )
+    return _iterate(g, mdp, pre, minimize, tol, max_iterations)

@@ -14,12 +14,13 @@ from jax.typing import ArrayLike
 
 from ..mechanisms._base import Mechanism
 from ..mechanisms._registry import as_mechanism
-from ..models._rows import Model, check_model, transition_rows
+from ..models._rows import Model, transition_rows
 from ..sets._boxes import RowBox, SetParams, row_box
 from ..sets._sets import Bound, UncertaintySet, as_set
 from ._bellman import Solution, backward_induction, check_iterations, value_iteration
 from ._bounds import set_up
 from ._kernel import robust_backup
+from ._property_reward import PropertyModel, as_problem
 from ._rounding import default_tolerance
 from ._width import CheckedWidth
 
@@ -64,7 +65,7 @@ def robust_solve_core(
 
 
 def robust_solve(
-    private_mdp: Model,
+    private_mdp: Model | PropertyModel,
     mechanism: Mechanism | str = "dirichlet",
     bound: UncertaintySet | Bound = "paper",
     *,
@@ -85,7 +86,9 @@ def robust_solve(
     ``robust=True`` runs this after Algorithm 1.
 
     Args:
-      private_mdp: the privatized MDP ``M̄``.
+      private_mdp: the privatized MDP ``M̄``, or a :class:`PropertyModel` of it: the robust
+        policy of a step-bounded property, ``values`` in its scale (for a ``min`` property
+        the policy minimizes the upper bound, and ``values`` are that bound).
       mechanism: the mechanism that released ``P̄`` (an object, or a name with ``k``), see
         :func:`cost_of_privacy`.
       bound: the uncertainty set (an object, or a name with ``beta``/``support_aware``).
@@ -104,12 +107,12 @@ def robust_solve(
       "Robust control of Markov decision processes with uncertain transition matrices",
       Oper. Res. 2005.
     """
-    check_model(private_mdp, "private_mdp")
+    private_mdp, prop = as_problem(private_mdp, "private_mdp")
     check_iterations(None, max_iterations)
     mech = as_mechanism(mechanism, k, dtype=private_mdp.rewards.dtype)
     uset = as_set(bound, beta, support_aware)
     kind, params, width = set_up(private_mdp, mech, uset, fill_width)
-    return robust_solve_core(
+    out = robust_solve_core(
         private_mdp,
         params,
         max_iterations,
@@ -117,3 +120,4 @@ def robust_solve(
         width=width,
         support_aware=uset.support_aware,
     )
+    return out if prop is None else out._replace(values=prop.values(out.values))

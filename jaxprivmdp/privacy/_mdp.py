@@ -49,7 +49,7 @@ class MDPGuarantee(NamedTuple):
 
     def __repr__(self) -> str:
         # A summary: per_row has one entry per privatized row (10,000 for a 50x50 grid).
-        distinct = len({(g.n, g.b, g.eta) for g in self.per_row.values()})
+        distinct = self.per_row.num_distinct() if self.per_row else 0
         return (
             f"MDPGuarantee(epsilon={self.epsilon!r}, delta={self.delta!r}, "
             f"adjacency={self.adjacency!r}, num_rows={self.num_rows}, "
@@ -108,131 +108,151 @@ def mdp_guarantee(
 ) -> MDPGuarantee:
     """The (ε, δ) of privatizing every allowed row of an MDP with ``Dirichlet(k·P(s, a))``.
 
-    Which rows are privatized, and how, follows :func:`jaxprivmdp.dirichlet_mechanism` with
-    the same ``action_mask``, ``support`` and ``smoothing``: every allowed row ``(s, a)``, of
-    dimension ``n = S``, or with ``support="nonzero"`` ``n =`` the size of its nonzero support.
-    Rows whose support has one entry are deterministic, not privatized and cost nothing: they
-    reveal nothing beyond the support structure, which is public. The rows counted are
-    :func:`jaxprivmdp.models._support.private_rows`, the same count as
-    :func:`jaxprivmdp.frontier`'s whole-MDP composition.
+    The rows privatized, and how, follow :func:`jaxprivmdp.dirichlet_mechanism` with the same
+    ``action_mask``, ``support``, ``smoothing``: every allowed row, of dimension ``n = S`` or
+    (``support="nonzero"``, sparse models) the size of its support. Rows with a one-entry
+    support are deterministic and cost nothing (the support is public); the rows counted are
+    :func:`jaxprivmdp.models._support.private_rows`, as in :func:`jaxprivmdp.frontier`.
 
-    Adjacency of two MDPs (same states, actions, action mask and zero pattern):
+    Adjacent MDPs have the same states, actions, action mask and zero pattern, and:
 
-    * ``"row"``: they differ in **one** row ``P(s, a)``, and that row pair is b-adjacent.
-      The rows are privatized independently and all others have identical inputs, so the
-      MDP guarantee is the per-row one of the differing row; since it may be any row,
-      ``ε = max ε_r`` and ``δ = max δ_r``, each row meeting ``target_delta``. This is ordinary
-      (ε, δ)-DP; a *probabilistic* DP statement (one good set for all possible differing rows)
-      would need ``δ = Σ δ_r``.
-    * ``"all"``: **every** row may differ, each pair b-adjacent. Basic composition over the
-      privatized rows: ``ε = Σ ε_r``, ``δ = Σ δ_r``, with ``target_delta`` split equally
-      (each row gets ``target_delta / num_rows``), so ``δ <= target_delta``.
+    * ``"row"``: differ in **one** row ``P(s, a)``, b-adjacent. Rows are privatized
+      independently, so the MDP guarantee is that of the differing row, which may be any:
+      ``ε = max ε_r``, ``δ = max δ_r``, each row meeting ``target_delta`` (ordinary (ε, δ)-DP;
+      a probabilistic-DP statement would need ``δ = Σ δ_r``).
+    * ``"all"``: **every** row may differ, each pair b-adjacent. Basic composition:
+      ``ε = Σ ε_r``, ``δ = Σ δ_r``, each row meeting ``target_delta / num_rows``.
 
-    The domain bound ``eta``: the guarantee holds for every pair of rows with entries
-    ``>= η`` on the support, so ``eta`` should be a *public* bound, and passing it explicitly
-    is the intended use. With ``eta=None`` each row's own minimum entry (after smoothing) is
-    used: convenient for exploration, but the resulting ε depends on the private data and
-    itself leaks it, and an adjacent row with a smaller entry is not covered.
-
-    With ``smoothing=η_s`` the mechanism's input is ``p̃ = (1 − nη_s) p + η_s`` (entries
-    ``>= η_s``; ``eta=η_s`` is then the natural public bound). Adjacency refers to the raw
-    rows ``p``: b-adjacent raw rows give smoothed rows differing in the same entries by
-    ``(1 − nη_s)·b`` in ℓ1, which is the ``b`` the accounting uses (``ε = 0`` for
-    ``η_s = 1/n``, where the output no longer depends on the data).
+    ``eta`` should be a *public* lower bound on the entries on the support. ``eta=None`` uses
+    each row's own minimum: convenient for exploration, but that ε depends on, and leaks, the
+    private data, and an adjacent row with a smaller entry is not covered. With
+    ``smoothing=η_s`` the input is ``p̃ = (1 − nη_s) p + η_s`` (``eta=η_s`` is the natural
+    bound); b-adjacent raw rows give smoothed rows ``(1 − nη_s)·b`` apart, the ``b`` used.
 
     Args:
       k: the mechanism's parameter, ``> 0``.
-      transitions: the non-private model: a :class:`TabularMDP` (its own action mask;
-        ``support`` and ``smoothing`` as for an array), a :class:`SparseMDP` (each row over
-        its listed successors, ``n`` = their number; no ``smoothing``), or its `[S, A, S]`
-        transition probabilities.
+      transitions: a :class:`TabularMDP` (its own action mask), a :class:`SparseMDP` (rows
+        over their listed successors; no ``smoothing``) or `[S, A, S]` probabilities.
       b: the per-row adjacency bound, in ``(0, 1]``.
       eta: the public lower bound on every (smoothed) entry on the support; None means
-        ``smoothing`` when it is given, else each row's minimum (see the caveat above).
+        ``smoothing`` when given, else each row's minimum (see above).
       target_delta: the MDP-level δ to meet, in ``(0, 1)``.
-      action_mask: `[S, A]` bool, True = allowed; masked rows are not privatized. Only
-        with an array (a model carries its own).
-      support: None (rows must be strictly positive) or ``"nonzero"`` (the zero pattern is
-        public, rows are privatized over their nonzero entries).
+      action_mask: `[S, A]` bool, True = allowed (only with an array).
+      support: None (rows strictly positive) or ``"nonzero"`` (over the nonzero entries).
       smoothing: ``η_s`` in ``(0, 1/S]``, as in the mechanism; not with ``support``.
       adjacency: ``"row"`` or ``"all"``, see above.
 
     Returns:
-      An :class:`MDPGuarantee`; with no privatized row, ``ε = δ = 0``.
+      An :class:`MDPGuarantee` (``ε = δ = 0`` with no privatized row); its ``per_row`` holds
+      one :class:`Guarantee` per distinct ``(n, b, η)`` and an index per row.
 
     Raises:
-      ValueError: invalid arguments; a row with a zero entry under ``support=None`` and no
-        smoothing; a row with an entry below a given ``eta`` (so also ``eta > 1/n``).
+      ValueError: invalid arguments; a zero entry under ``support=None`` without smoothing;
+        an entry below a given ``eta`` (so also ``eta > 1/n``).
 
     References:
       Gohari, Hale, Topcu, CDC 2020, Algorithm 1 (rows privatized independently).
     """
-    k = check_k(k)
-    b = check_b(b)
+    k, b = check_k(k), check_b(b)
     target_delta = check_target_delta(target_delta)
     if adjacency not in ("row", "all"):
         raise ValueError(f"adjacency must be 'row' or 'all', got {adjacency!r}")
     inp = host_mechanism_input(
         transitions, action_mask=action_mask, support=support, smoothing=smoothing
     )
-    if eta is None and smoothing is not None:
-        eta = smoothing  # the public bound that smoothing guarantees
-    if eta is not None:
-        eta = real("eta", eta, low=0.0, low_open=True)
-    rows = _privatized_rows(inp, b=b, eta=eta, smoothing=smoothing)
-    row_delta = target_delta if adjacency == "row" else target_delta / max(len(rows), 1)
-    per_row = _per_row_guarantees(rows, k, row_delta)
+    eta = smoothing if eta is None else eta  # smoothing's entries are a public bound
+    eta = None if eta is None else real("eta", eta, low=0.0, low_open=True)
+    per_row = _per_row(
+        inp, k, b=b, eta=eta, smoothing=smoothing, adjacency=adjacency, target_delta=target_delta
+    )
     if not per_row:
         return MDPGuarantee(0.0, 0.0, adjacency, 0, per_row)
+    eps, dlt = per_row.epsilons(), per_row.deltas()
     if adjacency == "row":
-        eps = max(g.epsilon for g in per_row.values())
-        dlt = max(g.delta for g in per_row.values())
-    else:
-        eps, dlt, _ = compose(per_row.values())
-    return MDPGuarantee(eps, dlt, adjacency, len(per_row), per_row)
+        return MDPGuarantee(float(eps.max()), float(dlt.max()), adjacency, len(per_row), per_row)
+    # Sequential sums (cumsum), bit for bit those of compose() over the rows in order.
+    eps_sum, dlt_sum = float(np.cumsum(eps)[-1]), float(np.cumsum(dlt)[-1])
+    return MDPGuarantee(eps_sum, min(dlt_sum, 1.0), adjacency, len(per_row), per_row)
 
 
-# One privatized row: ((state, action), n, its adjacency bound b, its domain bound η).
-_Row = tuple[tuple[int, int], int, float, float]
+class RowGuarantees(Mapping):
+    """``{(state, action): Guarantee}`` held as arrays: one :class:`Guarantee` per distinct
+    ``(n, b, η)`` and, per privatized row in row-major order, its state, action and index."""
+
+    def __init__(self, states, actions, which, distinct, shape):
+        self._states, self._actions, self._which, self._distinct = states, actions, which, distinct
+        self._index = np.full(shape, -1, np.int64)
+        self._index[states, actions] = np.arange(states.size)
+
+    def __getitem__(self, key):
+        s, a = key
+        S, A = self._index.shape
+        i = self._index[s, a] if 0 <= s < S and 0 <= a < A else -1
+        if i < 0:
+            raise KeyError(key)
+        return self._distinct[self._which[i]]
+
+    def __iter__(self):
+        return zip(self._states.tolist(), self._actions.tolist(), strict=True)
+
+    def __len__(self) -> int:
+        return int(self._states.size)
+
+    def num_distinct(self) -> int:
+        return len(self._distinct)
+
+    def epsilons(self) -> np.ndarray:
+        return np.array([g.epsilon for g in self._distinct], np.float64)[self._which]
+
+    def deltas(self) -> np.ndarray:
+        return np.array([g.delta for g in self._distinct], np.float64)[self._which]
 
 
-def _privatized_rows(inp, *, b, eta, smoothing) -> list[_Row]:
-    """Every row the mechanism changes (:func:`jaxprivmdp.models._support.private_rows`),
-    with its ``n``, ``b``, ``η``.
+def _per_row(inp, k, *, b, eta, smoothing, adjacency, target_delta) -> RowGuarantees:
+    """Every row the mechanism changes (:func:`jaxprivmdp.models._support.private_rows`) with
+    its guarantee, computed once per distinct ``(n, b, η)``.
 
     Raises:
       ValueError: for a row with an entry below a given ``eta``.
     """
-    P, supp = inp.rows, np.asarray(inp.support, bool)
-    rows: list[_Row] = []
-    for s, a in zip(*np.nonzero(private_rows(inp)), strict=True):
-        s, a = int(s), int(a)
-        entries = P[s, a][supp[s, a]]
-        n = entries.size
-        row_min = float(entries.min())
-        # Entries a rounding below η count as η (1 − 0.9 is 0.09999999999999998).
-        if eta is not None and row_min < eta * (1 - ETA_RELATIVE_TOLERANCE):
-            raise ValueError(
-                f"transitions row (state {s}, action {a}) has an entry {row_min!r} below "
-                f"eta={eta!r}: the row is outside the domain the guarantee covers"
-            )
-        row_b = b if smoothing is None else (1.0 - n * smoothing) * b
-        rows.append(((s, a), n, row_b, row_min if eta is None else eta))
-    return rows
+    states, actions = np.nonzero(private_rows(inp))
+    supp = np.asarray(inp.support, bool)[states, actions]
+    n = supp.sum(-1)
+    row_min = np.where(supp, inp.rows[states, actions], np.inf).min(-1)
+    # Entries a rounding below η count as η (1 − 0.9 is 0.09999999999999998).
+    if eta is not None and (row_min < eta * (1 - ETA_RELATIVE_TOLERANCE)).any():
+        i = int(np.argmax(row_min < eta * (1 - ETA_RELATIVE_TOLERANCE)))
+        raise ValueError(
+            f"transitions row (state {states[i]}, action {actions[i]}) has an entry "
+            f"{float(row_min[i])!r} below eta={eta!r}: the row is outside the domain the "
+            "guarantee covers"
+        )
+    row_b = np.full(n.shape, b) if smoothing is None else (1.0 - n * smoothing) * b
+    row_eta = row_min if eta is None else np.full(n.shape, eta)
+    first, which = _distinct(n, row_b, row_eta)
+    row_delta = target_delta if adjacency == "row" else target_delta / max(states.size, 1)
+    distinct = [
+        _guarantee(k, int(n[i]), float(row_b[i]), float(row_eta[i]), row_delta) for i in first
+    ]
+    return RowGuarantees(states, actions, which, distinct, inp.rows.shape[:2])
 
 
-def _per_row_guarantees(
-    rows: list[_Row], k: float, row_delta: float
-) -> dict[tuple[int, int], Guarantee]:
-    """``{(state, action): Guarantee}``, computed once per distinct ``(n, b, η)``."""
-    cache: dict[tuple[int, float, float], Guarantee] = {}
-    per_row: dict[tuple[int, int], Guarantee] = {}
-    for key, n, row_b, row_eta in rows:
-        cache_key = (n, row_b, row_eta)
-        if cache_key not in cache:
-            if row_b <= 0:  # smoothing = 1/n: the output is Dirichlet(k/n·1), data-free.
-                cache[cache_key] = Guarantee(0.0, 0.0, math.nan, k, 0.0, row_eta, n, math.nan)
-            else:
-                cache[cache_key] = guarantee(k, b=row_b, eta=row_eta, n=n, target_delta=row_delta)
-        per_row[key] = cache[cache_key]
-    return per_row
+def _distinct(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(first, which)``: a row index per distinct tuple of the columns' entries and, per
+    row, the number of its tuple (``columns[c][first[which]] == columns[c]``)."""
+    which = np.zeros(columns[0].size, np.int64)
+    for col in columns:  # a code per column (1-D sorts), combined into one integer per row
+        if col.size and col.min() < col.max():
+            values, inverse = np.unique(col, return_inverse=True)
+            which = which * values.size + inverse.reshape(-1)
+            if which.any():  # renumber: the codes stay below the row count
+                which = np.unique(which, return_inverse=True)[1].reshape(-1)
+    first = np.zeros(which.max(initial=-1) + 1, np.int64)
+    first[which[::-1]] = np.arange(which.size)[::-1]  # the last write wins: the first row
+    return first, which
+
+
+def _guarantee(k, n, row_b, row_eta, row_delta) -> Guarantee:
+    if row_b <= 0:  # smoothing = 1/n: the output is Dirichlet(k/n·1), data-free.
+        return Guarantee(0.0, 0.0, math.nan, k, 0.0, row_eta, n, math.nan)
+    return guarantee(k, b=row_b, eta=row_eta, n=n, target_delta=row_delta)

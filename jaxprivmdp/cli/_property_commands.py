@@ -1,0 +1,115 @@
+"""PRISM properties on the command line: ``check`` (a property's value per state, as PRISM
+and Storm answer it) and ``--property``/``--labels`` of ``sweep``, ``frontier`` and
+``synthesize`` (privacy with a step-bounded property as the objective,
+:func:`jaxprivmdp.property_model`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ..io._files import atomic_outputs
+from ._interrupts import guarded
+from ._mdp_files import load_user_mdp, model_fields
+
+
+def read_labels(args, num_states: int) -> dict | None:
+    """``--labels``, else the ``.lab`` beside a ``.tra`` ``--mdp`` (``init`` and ``deadlock``
+    without one), else None (only ``init``, the model's initial state)."""
+    from ..io import load_labels
+
+    path = args.labels
+    if path is None and args.mdp is not None and args.mdp.suffix == ".tra":
+        path = args.mdp  # its .lab, or init and deadlock without one
+    if path is None:
+        return None
+    try:
+        return load_labels(path, num_states=num_states)
+    except ValueError as e:
+        raise ValueError(f"--labels {str(path)!r}: {e}") from None
+
+
+def _horizon_for(args, prop: str, horizon: int | None) -> int | None:
+    """The value of ``T``: ``--horizon`` or the file's; a property using T needs one."""
+    from ..planning._property_parse import parse_property
+
+    try:
+        bound = parse_property(prop).bound
+    except ValueError as e:
+        raise ValueError(f"--property: {e}") from None
+    if horizon is None and bound == "T":
+        raise ValueError(f"--property {prop!r} uses T: give --horizon T")
+    return horizon
+
+
+def property_problem(args, mdp, horizon: int | None):
+    """``mdp`` as the problem of ``--property`` (:func:`jaxprivmdp.property_model`), or
+    ``mdp`` itself without one. ``horizon``: the declared horizon (the value of ``T``)."""
+    from ..planning import property_model
+
+    if args.property is None:
+        return mdp
+    labels = read_labels(args, mdp.num_states)
+    horizon = _horizon_for(args, args.property, horizon)
+    try:
+        return property_model(mdp, args.property, labels=labels, horizon=horizon)
+    except ValueError as e:
+        raise ValueError(f"--property: {e}") from None
+
+
+def load_problem(args):
+    """``--mdp`` and ``--property``: ``(problem, model)``, the model the problem is about.
+
+    With a property the horizon is its step bound: ``--horizon`` only gives ``T``.
+    """
+    if getattr(args, "property", None) is None:
+        mdp = load_user_mdp(args).mdp
+        return mdp, mdp
+    user = load_user_mdp(args, validation_only=True)
+    return property_problem(args, user.mdp, user.horizon), user.mdp
+
+
+def cmd_check(args) -> list[Path]:
+    """A PRISM property's value in every state, its policy and error bound (``check.json``)."""
+    import numpy as np
+
+    from ..planning import check
+
+    user = load_user_mdp(args, validation_only=True)
+    mdp = user.mdp
+    labels = read_labels(args, mdp.num_states)
+    horizon = _horizon_for(args, args.property, user.horizon)
+    try:
+        res = guarded(check, mdp, args.property, labels=labels, horizon=horizon)
+    except ValueError as e:
+        raise ValueError(f"--property: {e}") from None
+    values = np.asarray(res.values, np.float64)
+    s0 = mdp.initial_state
+
+    def numbers(x):  # JSON has no inf: PRISM's "Infinity" as a string
+        return [float(v) if np.isfinite(v) else str(float(v)) for v in np.ravel(x)]
+
+    model = model_fields(mdp)
+    del model["horizon"], model["discount"]  # not used: properties are undiscounted
+    meta = {
+        "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
+        "mdp": str(args.mdp),
+        "property": args.property,
+        "horizon": horizon,
+        "model": model,
+        "value_at_initial_state": numbers(values[s0])[0],
+        "error_bound_at_initial_state": numbers(np.asarray(res.error_bound)[s0])[0],
+        "converged": bool(res.converged),
+        "iterations": int(res.iterations),
+        "values": numbers(values),
+        "error_bound": numbers(np.asarray(res.error_bound, np.float64)),
+        "policy": np.asarray(res.policy).tolist(),
+    }
+    path = args.out / "check.json"
+    with atomic_outputs() as stage:
+        stage(path).write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n")
+    bound = meta["error_bound_at_initial_state"]
+    print(f"{args.property} at s0 = {s0}: {meta['value_at_initial_state']:.10g} (± {bound:.3g})")
+    return [path]

@@ -1,0 +1,102 @@
+"""The command line's ``check`` and ``--property``/``--labels`` (sweep, frontier, synthesize),
+against the library's ``jp.check`` and ``jp.property_model`` on the same files."""
+
+import json
+
+import jax
+import numpy as np
+import pytest
+
+import jaxprivmdp as jp
+from jaxprivmdp.cli import main
+
+# The README's game, as PRISM 4.8 exports it: 0 "safe"/"risky", 1 "back"/"gamble",
+# 2 (goal) and 3 (fail) stay.
+TRA = (
+    "4 6 9\n0 0 2 0.8 safe\n0 0 3 0.2 safe\n0 1 1 0.5 risky\n0 1 2 0.5 risky\n1 0 0 1 back\n"
+    "1 1 2 0.3 gamble\n1 1 3 0.7 gamble\n2 0 2 1 stay\n3 0 3 1 stay\n"
+)
+LAB = '0="init" 1="deadlock" 2="goal" 3="fail"\n0: 0\n2: 2\n3: 3\n'
+
+
+@pytest.fixture
+def game(tmp_path):
+    (tmp_path / "game.tra").write_text(TRA)
+    (tmp_path / "game.lab").write_text(LAB)
+    srew = '# Reward structure "steps"\n# State rewards\n4 2\n0 1\n1 1\n'
+    (tmp_path / "game.srew").write_text(srew)
+    return tmp_path / "game.tra"
+
+
+@pytest.mark.parametrize(
+    "prop, horizon",
+    [('Pmax=? [F "goal"]', None), ('Pmin=? [!"fail" U<=T "goal"]', 3), ("Rmin=? [C<=T]", 4)],
+)
+def test_check_writes_values_policy_and_error(game, tmp_path, capsys, prop, horizon):
+    out = tmp_path / "out"
+    argv = ["check", "--mdp", str(game), "--property", prop, "--out", str(out)]
+    argv += [] if horizon is None else ["--horizon", str(horizon)]
+    assert main(argv) == 0
+    meta = json.loads((out / "check.json").read_text())
+    with jax.enable_x64(True):
+        mdp = jp.load_mdp(game, dtype="float64")
+        want = jp.check(mdp, prop, labels=jp.load_labels(game), horizon=horizon)
+    np.testing.assert_allclose(meta["values"], want.values, atol=1e-12)
+    np.testing.assert_array_equal(meta["policy"], want.policy)
+    assert len(meta["error_bound"]) == 4 and meta["converged"]
+    assert f"{meta['value_at_initial_state']:.10g}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--property", 'Pmax=? [F "nowhere"]'], "no label 'nowhere'"),
+        (["--property", "Pmax=? [F <="], "--property"),
+        (["--property", 'Pmax=? [F<=T "goal"]'], "uses T: give --horizon"),
+    ],
+)
+def test_check_errors_are_one_line(game, tmp_path, capsys, argv, message):
+    status = main(["check", "--mdp", str(game), "--out", str(tmp_path / "o"), *argv])
+    err = capsys.readouterr().err
+    assert status == 2 and message in err and err.count("\n") == 1
+
+
+def test_sweep_with_a_property(game, tmp_path, capsys):
+    out = tmp_path / "out"
+    prop = 'Pmax=? [F<=5 "goal"]'
+    argv = ["sweep", "--mdp", str(game), "--property", prop, "--ks", "50", "--trials", "2"]
+    assert main([*argv, "--out", str(out), "--dtype", "float64"]) == 0
+    meta = json.loads((out / "sweep.json").read_text())
+    assert meta["property"] == prop
+    with jax.enable_x64(True):
+        mdp = jp.load_mdp(game, dtype="float64")
+        optimal = float(jp.check(mdp, prop, labels=jp.load_labels(game)).value_at_initial)
+    assert f"{optimal:.4f}"[:4] in (out / "sweep.csv").read_text()
+    # An unbounded property is refused, on one line, saying why.
+    capsys.readouterr()
+    status = main([*argv[:4], 'Pmax=? [F "goal"]', "--out", str(tmp_path / "o2")])
+    err = capsys.readouterr().err
+    assert status == 2 and "step-bounded" in err and err.count("\n") == 1
+
+
+def test_synthesize_a_release_with_a_property(game, tmp_path):
+    out = tmp_path / "out"
+    release = tmp_path / "release.npz"
+    assert (
+        main(
+            ["privatize", "--mdp", str(game), "--k", "50"] + ["--eta", "0.2", "--out", str(release)]
+        )
+        == 0
+    )
+    prop = 'Pmin=? [!"fail" U<=3 "goal"]'
+    argv = ["synthesize", "--mdp", str(release), "--labels", str(game.with_suffix(".lab"))]
+    argv += ["--property", prop, "--robust", "--out", str(out), "--dtype", "float64"]
+    assert main(argv) == 0
+    meta = json.loads((out / "synthesize.json").read_text())
+    with jax.enable_x64(True):
+        on_release = jp.load_mdp(release, horizon=3, dtype="float64")
+        pm = jp.property_model(on_release, prop, labels=jp.load_labels(game))
+        want = float(pm.values(jp.solve(pm.model).values[0, 0]))
+    assert meta["private_value"] == pytest.approx(want, abs=1e-6)
+    r = meta["robust"]
+    assert r["robust_policy_pessimistic"] <= r["private_policy_pessimistic"] + 1e-9
