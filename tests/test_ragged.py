@@ -314,3 +314,16 @@ def test_command_line_on_a_ragged_file(tmp_path, capsys):
     assert main(["evaluate", *args, "--policy", str(policy), "--out", str(out)]) == 0
     assert main(["privacy", "--mdp", str(tra), "--k", "10", "--eta", "0.05"]) == 2
     assert "to_padded" in capsys.readouterr().err
+
+
+def test_property_model_of_a_ragged_model():
+    mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5)
+    prop = 'Pmax=? [F<=30 "goal"]'
+    ragged = jp.property_model(mdp, prop, labels=_goal(mdp))
+    padded = jp.property_model(jp.to_padded(mdp), prop, labels=_goal(mdp))
+    assert isinstance(ragged.model, jp.RaggedMDP)
+    again = jp.to_padded(ragged.model, padded.model.max_successors)
+    np.testing.assert_array_equal(again.next_states, padded.model.next_states)
+    np.testing.assert_array_equal(again.probs, padded.model.probs)
+    out = jp.synthesize(jax.random.key(0), ragged, k=100.0, beta=0.1)
+    assert 0 <= float(out.cost) <= 1 + 1e-9 and bool(out.converged)

@@ -183,6 +183,21 @@ def entry_count(mdp: RaggedMDP, support_aware: bool, whole_model: bool) -> int:
     return int(sizes.sum() if whole_model else max(int(sizes.max()), 1))
 
 
+def with_self_loops(mdp: RaggedMDP, states: jax.Array, action_mask: jax.Array) -> RaggedMDP:
+    """Every row of the ``states`` (`[S]` bool) a self-loop (in its first slot), and the
+    given action mask: what ``property_model`` does to the decided states."""
+    A = mdp.num_actions
+    buckets = []
+    for b in mdp.buckets:
+        state = b.rows // A
+        K = b.next_states.shape[1]
+        loop = jnp.where(jnp.arange(K) == 0, state[:, None], PADDING).astype(jnp.int32)
+        hit = states[state][:, None]
+        probs = jnp.where(hit, (loop >= 0).astype(b.probs.dtype), b.probs)
+        buckets.append(b._replace(next_states=jnp.where(hit, loop, b.next_states), probs=probs))
+    return dataclasses.replace(mdp, buckets=tuple(buckets), action_mask=action_mask)
+
+
 def is_skewed(num_rows: int, max_successors: int, num_transitions: int) -> bool:
     """Whether padding every row to the longest would exceed twice ``transitions + rows``."""
     return num_rows * max_successors > 2 * (num_transitions + num_rows)

@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete
-from ..models._ragged import RaggedMDP
+from ..models._ragged import RaggedMDP, with_self_loops
 from ..models._rows import Model, check_model, with_probs
 from ..models._sparse import SparseMDP
 from ..models._support import (
@@ -183,6 +183,8 @@ def _absorb(mdp: Model, absorbing: jax.Array) -> Model:
     first = jax.nn.one_hot(jnp.argmax(mask, axis=1), A, dtype=bool)
     mask = jnp.where(absorbing[:, None], first, mask)
     a3 = absorbing[:, None, None]
+    if isinstance(mdp, RaggedMDP):
+        return with_self_loops(mdp, absorbing, mask)
     if isinstance(mdp, SparseMDP):
         K = mdp.max_successors
         loop = jnp.where(jnp.arange(K) == 0, jnp.arange(S)[:, None], -1).astype(jnp.int32)
