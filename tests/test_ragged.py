@@ -103,6 +103,15 @@ def test_float32_solve_and_finite_horizon():
     sol = jp.solve(mdp)
     assert sol.converged and float(sol.error_bound) < 5e-3  # the default tol: 1e-4 of 20
     np.testing.assert_allclose(sol.values, _oracle_values(mdp), atol=float(sol.error_bound))
+    # The policy's exact value (the model as stored, float64 linear solve): to ~1e-6.
+    rid, nxt, p = transition_lists(mdp)
+    S, A = mdp.num_states, mdp.num_actions
+    chosen = rid % A == np.asarray(sol.policy)[rid // A]
+    P = np.zeros((S, S))
+    np.add.at(P, (rid[chosen] // A, nxt[chosen]), p[chosen].astype(np.float64))
+    r = np.asarray(mdp.rewards, np.float64)[np.arange(S), np.asarray(sol.policy)]
+    exact = np.linalg.solve(np.eye(S) - 0.95 * P, r)
+    np.testing.assert_allclose(jp.evaluate(mdp, sol.policy), exact, rtol=1e-5)
     fin = _model(horizon=6)
     a, b = jp.solve(fin), jp.solve(jp.to_padded(fin))
     np.testing.assert_allclose(a.values, b.values, atol=1e-12)
