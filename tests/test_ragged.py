@@ -334,5 +334,11 @@ def test_property_model_of_a_ragged_model():
     again = jp.to_padded(ragged.model, padded.model.max_successors)
     np.testing.assert_array_equal(again.next_states, padded.model.next_states)
     np.testing.assert_array_equal(again.probs, padded.model.probs)
+
+
+@pytest.mark.slow
+def test_synthesize_a_property_of_a_ragged_model():
+    mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5)
+    ragged = jp.property_model(mdp, 'Pmax=? [F<=30 "goal"]', labels=_goal(mdp))
     out = jp.synthesize(jax.random.key(0), ragged, k=100.0, beta=0.1)
     assert 0 <= float(out.cost) <= 1 + 1e-9 and bool(out.converged)
