@@ -47,7 +47,7 @@ from .._checks import is_concrete
 from ..models._rows import Model, check_model, with_probs
 from ..models._sparse import SparseMDP
 from ..models._support import MechanismInput, host_mechanism_input, model_mechanism_input
-from ._property_check import _check_dtmc, _check_reward_structure, _step_bound
+from ._property_check import check_dtmc, check_reward_structure, step_bound
 from ._property_labels import check_labels, satisfying
 from ._property_parse import parse_property, property_error
 
@@ -124,9 +124,9 @@ def property_model(
     """
     mdp = check_model(mdp)
     p = parse_property(prop)
-    _check_reward_structure(p, reward_name)
-    bound = _step_bound(p, mdp, horizon)
-    _check_dtmc(p, mdp)
+    check_reward_structure(p, reward_name)
+    bound = step_bound(p, mdp, horizon)
+    check_dtmc(p, mdp)
     where = p.positions.get("bound", p.positions["path"])
     if bound is None and p.path != "X":
         raise property_error(
