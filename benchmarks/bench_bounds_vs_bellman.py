@@ -18,7 +18,7 @@ pytest-benchmark times (``--bench-quick``: S ∈ {100, 300}):
   the largest S it adds a per-XLA-op profile of the compiled bounds (``jax.profiler``).
 * ``test_bound_set[S-bound]``: the uncertainty set (``bound="paper" | "exact" |
   "certified"``, deterministic policy): ``bounds_core`` with what ``cost_of_privacy(...,
-  bound=bound)`` passes it (``_bounds.prepare_set``), interleaved with ``evaluate_core``
+  bound=bound)`` passes it (``common.prepare_set``), interleaved with ``evaluate_core``
   (``ratio_core``, same target ≤ 5), the paper's core, the public call and, for the non-paper
   sets, two diagnostics: the paper's box at ``width = S`` and ``_sets.row_box`` alone (the
   per-entry interpolated lookup in the Beta tables). ``extra_info.prepare_set``: the

@@ -9,7 +9,8 @@ Cases (``--cases``): ``example2``, Example 2 (``examples.random_mdp(key(0))``: S
 T = 10) with the paper's 9 values of k × ``--trials`` trials; ``grid``, the support-aware sweep
 of an n×n gridworld (infinite horizon, γ = 0.95; 9 k × ``--grid-trials``); and on request
 ``example2-infinite`` (the same rows, γ = 0.95, no horizon), ``dense100`` (a random dense
-MDP, S = 100, A = 5, T = 10) and ``grid-finite`` (the gridworld with T = 4n, γ = 1).
+MDP, S = 100, A = 5, T = 10), ``grid-finite`` (the gridworld with T = 4n, γ = 1) and
+``tail`` (14 runs in a 256-run chunk: the padded groups are skipped).
 Defaults per backend: on a CPU 9 × 200 runs and a 20×20 gridworld × 4 trials, widths 1..64,
 batches 256 and 1024; on an accelerator 9 × 20,000 runs and the 100×100 gridworld × 100
 trials, widths 16..4096, batches 4096 and 65,536. Each configuration is one ``sweep`` call
@@ -138,6 +139,35 @@ def run_case(name: str, mdp, trials: int, opts: dict, cfg: dict, repeats: int) -
     )
 
 
+def run_tail(repeats: int) -> None:
+    """The last chunk's padding: 14 runs in a 256-run chunk against 14 in a 16-run chunk and
+    256 in the 256-run chunk (20×20 support-aware gridworld, ``vector_width=16``)."""
+    import jax
+
+    import jaxprivmdp as jp
+
+    mdp = jp.examples.gridworld(20, 20)
+    print("\n## Padding of the last chunk: 20×20 gridworld, support-aware, vector_width 16\n")
+    print("| runs | batch_size | median | CPU s |")
+    print("|---|---|---|---|")
+    for trials, batch in ((7, 256), (7, 16), (128, 256)):
+
+        def run(trials=trials, batch=batch):
+            return jp.sweep(
+                jax.random.key(1),
+                mdp,
+                ks=(5.0, 10.0),
+                num_trials=trials,
+                batch_size=batch,
+                vector_width=16,
+                support_aware=True,
+            )
+
+        r = measure(run, 2 * trials, repeats)
+        cpu_s = r["cpu_ms_per_run"] * 2 * trials / 1e3
+        print(f"| {2 * trials} | {batch} | {r['wall_s']:.3f} s | {cpu_s:.3f} |")
+
+
 def main() -> None:
     args = parse_args()
     import jax
@@ -154,6 +184,8 @@ def main() -> None:
         [f"backend {info.platform}, {info.count} device(s) of {mem}", f"settings {cfg}"],
     )
     cases = args.cases.split(",")
+    if "tail" in cases:
+        run_tail(args.repeats)
     if "example2" in cases:
         mdp = jp.examples.random_mdp(jax.random.key(0))
         run_case("Example 2", mdp, cfg["trials"], {}, cfg, args.repeats)

@@ -405,7 +405,7 @@ def public_call_overhead(mdp, k, trial_key):
             k, BETA, dtype
         ),
         "fill_width (host)": lambda: _width.fill_width(alpha, mdp.num_states),
-        "prepare_set: the three above + set_params + width (host)": lambda: _bounds.prepare_set(
+        "prepare_set: the three above + set_params + width (host)": lambda: common.prepare_set(
             private, k, BETA, "paper", False
         ),
         "bounds_core (the jitted computation)": lambda: _bounds.bounds_core(*core_args, **core_kw),
@@ -435,7 +435,7 @@ def sweep_breakdown(mdp, ks, num_trials, key, samplers, bounds):
     """Times the sweep's two phases apart (vmapped over all K·N runs at once, no chunking).
 
     The sampling phase per sampler; the planning-and-bounds phase per uncertainty set, with
-    the sets' parameters the sweep builds (``_bounds.prepare_set`` on the grid, host).
+    the sets' parameters the sweep builds (``common.prepare_set`` on the grid, host).
     """
     dtype = mdp.rewards.dtype
     inp = _support.mechanism_input(mdp.transitions, mdp.action_mask, None, None, dtype)

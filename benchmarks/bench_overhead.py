@@ -56,7 +56,7 @@ def calls(S: int, dtype: str) -> dict[str, dict[str, object]]:
     private = dataclasses.replace(mdp, transitions=p_bar)
     policy = jp.solve(private).policy
     np_dtype = mdp.rewards.dtype
-    # What the boundaries pass their cores: the paper's set from `_bounds.prepare_set` (as
+    # What the boundaries pass their cores: the paper's set from `common.prepare_set` (as
     # cost_of_privacy and synthesize build it) and `k` as a host scalar in the model's dtype.
     params, set_kw = common.set_args(private, K, BETA, "paper")
     k = np.asarray(K, np_dtype)
@@ -92,10 +92,9 @@ def calls(S: int, dtype: str) -> dict[str, dict[str, object]]:
                 mdp,
                 inp.rows,
                 inp.support,
-                k,
+                jp.Dirichlet(k, sampler="fast"),
                 params,
                 MAX_ITERATIONS,
-                sampler="fast",
                 robust=False,
                 **set_kw,
             ),

@@ -69,7 +69,7 @@ def problem(S: int, A: int, T: int, dtype: str):
     p_bar = jp.dirichlet_mechanism(jax.random.key(S * 100 + A), mdp.transitions, K, sampler="fast")
     private = dataclasses.replace(mdp, transitions=p_bar)
     policy = jp.solve(private).policy
-    # The paper's set exactly as cost_of_privacy builds it (`_bounds.prepare_set`).
+    # The paper's set exactly as cost_of_privacy builds it (`common.prepare_set`).
     params, set_kw = common.set_args(private, K, BETA, "paper")
     return private, policy, (private, policy, params, None), set_kw
 

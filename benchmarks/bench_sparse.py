@@ -31,7 +31,7 @@ by ``jax.block_until_ready``.
 * ``test_bound_set_sparse[n-bound-aware]``: the uncertainty sets (``bound="paper" |
   "exact" | "certified"``) on ``examples.gridworld(n, n, horizon=60, discount=1.0)``,
   ``n ∈ {20, 32}`` (``S = 400, 1024``; ``--bench-quick``: 20), privatized at ``k = 10``, with
-  its optimal deterministic policy: ``bounds_core`` (arguments from ``_bounds.prepare_set``,
+  its optimal deterministic policy: ``bounds_core`` (arguments from ``common.prepare_set``,
   ``support_aware`` True and False) / ``evaluate_core``, interleaved with the paper's core and
   ``_sets.row_box`` alone; ``extra_info.prepare_set``: the host set-up, first call (quantile
   tables built) and cached. Target ≤ 5 with ``support_aware=True``.

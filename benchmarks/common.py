@@ -215,16 +215,31 @@ def set_static_name() -> str:
     return "kind" if "kind" in inspect.signature(_bounds.bounds_core).parameters else "bound"
 
 
+def prepare_set(
+    mdp: Any, k: Any, beta: Any, bound: str, support_aware: bool = False, *, grid: bool = False
+) -> Any:
+    """``_bounds.set_up`` from the 0.2 keyword form the benchmarks use (``k`` a scalar, or a
+    1-D grid with ``grid=True``): the Dirichlet mechanism at ``k`` and the set ``bound``,
+    ``k`` checked as the public boundaries check it."""
+    from jaxprivmdp._checks import check_positive
+    from jaxprivmdp.mechanisms import Dirichlet
+    from jaxprivmdp.planning import _bounds
+    from jaxprivmdp.sets._sets import as_set
+
+    if not grid:
+        check_positive("k", k, dtype=mdp.rewards.dtype)
+    return _bounds.set_up(mdp, Dirichlet(k), as_set(bound, beta, support_aware))
+
+
 def set_args(
     mdp: Any, k: Any, beta: Any, bound: str, support_aware: bool = False, *, grid: bool = False
 ) -> tuple[Any, dict[str, Any]]:
     """``(params, static kwargs)`` exactly as ``cost_of_privacy(..., bound=bound)`` (or, with
-    ``grid``, ``sweep``) passes them to ``_bounds.bounds_core``, from ``_bounds.prepare_set``.
+    ``grid``, ``sweep``) passes them to ``_bounds.bounds_core``, from :func:`prepare_set`.
     The kwargs (``bound``/``kind``, ``width``, ``support_aware``) also fit
     ``_synthesis.synthesize_core``, ``_bounds.robust_solve_core`` and :func:`row_box`."""
-    from jaxprivmdp.planning import _bounds
 
-    first, params, width = _bounds.prepare_set(mdp, k, beta, bound, support_aware, grid=grid)
+    first, params, width = prepare_set(mdp, k, beta, bound, support_aware, grid=grid)
     return params, {set_static_name(): first, "width": width, "support_aware": bool(support_aware)}
 
 
@@ -248,7 +263,7 @@ def time_prepare_set(
     cold: int = 3,
     grid: bool = False,
 ) -> dict[str, Any]:
-    """Host time of ``_bounds.prepare_set`` (the boundary's set work): first call and cached.
+    """Host time of :func:`prepare_set` (the boundary's set work): first call and cached.
 
     ``"exact"``/``"certified"`` tabulate Beta quantiles on the host (``scipy``'s
     ``betaincinv`` on a grid of ``p``), cached per ``(k, level, dtype)``. ``first_s``: median of
@@ -259,11 +274,10 @@ def time_prepare_set(
     """
     import statistics
 
-    from jaxprivmdp.planning import _bounds
     from jaxprivmdp.sets import _beta
 
     def call():
-        return _bounds.prepare_set(mdp, k, beta, bound, support_aware, grid=grid)
+        return prepare_set(mdp, k, beta, bound, support_aware, grid=grid)
 
     firsts = []
     for _ in range(cold):

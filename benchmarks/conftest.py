@@ -20,6 +20,15 @@ SCRIPTS = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """One process: pytest-benchmark does not time under pytest-xdist, which the project's
+    ``addopts`` turn on for the tests (``-n 2``)."""
+    if hasattr(config.option, "numprocesses"):
+        config.option.numprocesses = 0
+        config.option.dist = "no"
+
+
 def pytest_addoption(parser):
     group = parser.getgroup("jaxprivmdp benchmarks")
     group.addoption(

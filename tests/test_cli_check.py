@@ -53,6 +53,8 @@ def test_check_writes_values_policy_and_error(game, tmp_path, capsys, prop, hori
         (["--property", 'Pmax=? [F "nowhere"]'], "no label 'nowhere'"),
         (["--property", "Pmax=? [F <="], "--property"),
         (["--property", 'Pmax=? [F<=T "goal"]'], "uses T: give --horizon"),
+        # R{"name"} is matched against the structure --reward-structure names
+        (["--property", 'R{"time"}min=? [C<=2]', "--reward-structure", "steps"], "time"),
     ],
 )
 def test_check_errors_are_one_line(game, tmp_path, capsys, argv, message):

@@ -379,7 +379,10 @@ def _interrupt_reproduce(tmp_path, delay: float):
     return proc.returncode, "".join(lines) + rest, out
 
 
-@pytest.mark.parametrize("delay", [0.5, 4.0])
+# 4 s in (a chunk running) with the tests marked slow; the default run presses Ctrl-C while XLA
+# compiles, and test_a_ctrl_c_while_computing_is_raised_at_a_safe_point covers a Ctrl-C that
+# arrives inside a running computation.
+@pytest.mark.parametrize("delay", [0.5, pytest.param(4.0, marks=pytest.mark.slow)])
 def test_ctrl_c_during_reproduce_exits_130_on_one_line(tmp_path, delay):
     """Ctrl-C while XLA compiles or runs a chunk: exit 130 and one line, never a crash (it
     used to segfault: the interpreter shut down under running computations)."""

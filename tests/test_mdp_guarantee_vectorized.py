@@ -5,6 +5,7 @@ dict per row, ``compose`` for ``adjacency="all"``. The results must agree to the
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -30,7 +31,11 @@ def _loop_oracle(k, transitions, *, b, eta, target_delta, support, smoothing, ad
             raise ValueError("below eta")
         row_b = b if smoothing is None else (1.0 - n * smoothing) * b
         rows.append(((int(s), int(a)), n, row_b, row_min if eta is None else eta))
-    row_delta = target_delta if adjacency == "row" else target_delta / max(len(rows), 1)
+    row_delta = target_delta
+    if adjacency == "all":  # the largest float d with len(rows) * d <= target_delta exactly
+        row_delta = target_delta / max(len(rows), 1)
+        while Fraction(row_delta) * len(rows) > Fraction(target_delta):
+            row_delta = math.nextafter(row_delta, 0.0)
     per_row = {}
     for key, n, row_b, row_eta in rows:
         if row_b <= 0:
@@ -110,3 +115,16 @@ def test_distinct_tuples_against_a_set():
     for c in cols:
         np.testing.assert_array_equal(c[first[which]], c)
     assert all(tuples.index(tuples[f]) == f for f in first)  # the first row of each tuple
+
+
+def test_composed_sums_are_rounded_up_and_meet_the_target():
+    # 1.2 * 10^5 rows each meeting target/n: a float sum rounds (here below the exact sum); the
+    # reported ε and δ are the exact sums rounded up, and δ never exceeds the target.
+    model = gridworld(100, 300)
+    got = mdp_guarantee(7.0, model, b=0.1, target_delta=1e-3, adjacency="all")
+    per_row = got.per_row
+    exact_eps = sum((Fraction(per_row[key].epsilon) for key in per_row), Fraction())
+    exact_dlt = sum((Fraction(per_row[key].delta) for key in per_row), Fraction())
+    assert Fraction(got.epsilon) >= exact_eps and Fraction(got.delta) >= exact_dlt
+    assert math.nextafter(got.epsilon, 0.0) < exact_eps  # the smallest such float
+    assert got.delta <= 1e-3

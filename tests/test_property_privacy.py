@@ -19,7 +19,9 @@ SAFE = np.array([1, 1, 0, 1, 1, 1], bool)
 LABELS = {"goal": GOAL, "safe": SAFE}
 SETS = {
     "paper": jp.PaperSet(0.1),
+    "paper-aware": jp.PaperSet(0.1, support_aware=True),
     "exact": jp.ExactSet(0.1),
+    "exact-aware": jp.ExactSet(0.1, support_aware=True),
     "certified": jp.CertifiedSet(0.1),
     "certified-aware": jp.CertifiedSet(0.1, support_aware=True),
 }

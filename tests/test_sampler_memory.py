@@ -22,14 +22,16 @@ def test_chunks_draw_what_jax_draws(dtype, chunk):
         np.testing.assert_array_equal(got, want)  # bit for bit
 
 
-def test_the_mechanism_in_chunks_is_jax_dirichlet(monkeypatch):
-    monkeypatch.setattr(_dirichlet, "JAX_CHUNK", 50)
+def test_the_mechanism_in_chunks_releases_what_it_did_whole(monkeypatch):
     rows = jax.random.dirichlet(jax.random.key(0), jnp.ones(6), (23, 3))
-    ones = jnp.ones(rows.shape, bool)
+    ones, mask = jnp.ones(rows.shape, bool), jnp.ones((23, 3), bool)
     key, k = jax.random.key(9), jnp.float32(4.0)
-    mask = jnp.ones((23, 3), bool)
-    got = _dirichlet._privatize_jit(key, rows, k, ones, mask, sampler="jax")  # 414 > 50
-    np.testing.assert_array_equal(got, jax.random.dirichlet(key, k * rows))
+    out = {}
+    for chunk in (50, 10**6):  # 414 entries: chunked, then whole (jax.random.loggamma)
+        monkeypatch.setattr(_dirichlet, "JAX_CHUNK", chunk)
+        jitted = jax.jit(privatize, static_argnames="sampler")  # traced afresh
+        out[chunk] = jitted(key, rows, k, ones, mask, sampler="jax")
+    np.testing.assert_array_equal(out[50], out[10**6])
 
 
 @pytest.mark.slow

@@ -144,9 +144,25 @@ def _bounds(private, policy, k, beta, cls, support_aware):
 
 
 # Over the whole simplex (the paper's default) too, in CI's slow pass (a minute on 2 cores).
+# The default run takes each set and each kind of model once (the issue's case, certified on a
+# sparse model, included); every other (set, kind) pair runs with the tests marked slow.
+DEFAULT_PAIRS = {("paper", "dense"), ("exact", "sparse"), ("certified", "sparse")}
+
+
 @pytest.mark.parametrize("support_aware", [True, pytest.param(False, marks=pytest.mark.slow)])
-@pytest.mark.parametrize("kind", ["sparse", "dense"])
-@pytest.mark.parametrize("cls", SETS, ids=lambda c: c.name)
+@pytest.mark.parametrize(
+    ("cls", "kind"),
+    [
+        pytest.param(
+            cls,
+            kind,
+            id=f"{cls.name}-{kind}",
+            marks=() if (cls.name, kind) in DEFAULT_PAIRS else pytest.mark.slow,
+        )
+        for cls in SETS
+        for kind in ("sparse", "dense")
+    ],
+)
 def test_every_set_under_jit_and_vmap_on_both_model_kinds(cls, kind, support_aware):
     private, policy = _released(kind)
     run = lambda m, k, b: _bounds(m, policy, k, b, cls, support_aware)  # noqa: E731
@@ -208,15 +224,25 @@ def _dense_rows(sparse, probs):
     return out
 
 
-def test_fast_sampler_draws_a_dense_model_and_its_sparse_twin_alike():
+# Full rows (Example 2's kind) with the tests marked slow; the default run draws Example 1
+# (rows with zeros, dense first) and a gridworld (sparse first) through the same sampler.
+@pytest.mark.parametrize(
+    "case",
+    [
+        "investment",
+        "gridworld",
+        pytest.param("random", marks=pytest.mark.slow),
+    ],
+)
+def test_fast_sampler_draws_a_dense_model_and_its_sparse_twin_alike(case):
     """Example 1 and its to_sparse (the issue: 0.785 vs 0.940 from one key), a gridworld
     (listed in state order) and its dense form, full rows (Example 2's kind)."""
-    cases = [
-        (jp.examples.investment(), None),
-        (None, jp.examples.gridworld(3, 4, horizon=5)),
-        (jp.examples.random_mdp(KEY, 6, 2), None),
-    ]
-    for dense, sparse in cases:
+    cases = {
+        "investment": (jp.examples.investment(), None),
+        "gridworld": (None, jp.examples.gridworld(3, 4, horizon=5)),
+        "random": (jp.examples.random_mdp(KEY, 6, 2), None),
+    }
+    for dense, sparse in [cases[case]]:
         dense = jp.to_dense(sparse) if dense is None else dense
         sparse = jp.to_sparse(dense) if sparse is None else sparse
         support = "nonzero" if bool(np.any(np.asarray(dense.transitions) == 0)) else None

@@ -44,6 +44,13 @@ def _horizon_for(args, prop: str, horizon: int | None) -> int | None:
     return horizon
 
 
+def _reward_name(args) -> str | None:
+    """``--reward-structure`` given by name: ``R{"name"}`` must then name it (an index or no
+    choice accepts any name, as :func:`jaxprivmdp.check` does without ``reward_name``)."""
+    value = getattr(args, "reward_structure", None)
+    return None if value is None or value.isdigit() else value
+
+
 def property_problem(args, mdp, horizon: int | None):
     """``mdp`` as the problem of ``--property`` (:func:`jaxprivmdp.property_model`), or
     ``mdp`` itself without one. ``horizon``: the declared horizon (the value of ``T``)."""
@@ -54,7 +61,9 @@ def property_problem(args, mdp, horizon: int | None):
     labels = read_labels(args, mdp.num_states)
     horizon = _horizon_for(args, args.property, horizon)
     try:
-        return property_model(mdp, args.property, labels=labels, horizon=horizon)
+        return property_model(
+            mdp, args.property, labels=labels, horizon=horizon, reward_name=_reward_name(args)
+        )
     except ValueError as e:
         raise ValueError(f"--property: {e}") from None
 
@@ -82,7 +91,8 @@ def cmd_check(args) -> list[Path]:
     labels = read_labels(args, mdp.num_states)
     horizon = _horizon_for(args, args.property, user.horizon)
     try:
-        res = guarded(check, mdp, args.property, labels=labels, horizon=horizon)
+        name = _reward_name(args)
+        res = guarded(check, mdp, args.property, labels=labels, horizon=horizon, reward_name=name)
     except ValueError as e:
         raise ValueError(f"--property: {e}") from None
     values = np.asarray(res.values, np.float64)

@@ -10,8 +10,9 @@ What :func:`sweep` does:
    is not meant to be called under ``jax.jit``; compose :func:`synthesize` for that).
 2. Numbers the ``K·N`` runs ``r = i·N + j`` (``i``-th ``k``, ``j``-th trial) and cuts
    them into chunks of ``batch_size`` runs (the last chunk padded by repeating the last
-   run). Each chunk is one call of a compiled function whose shape depends only on
-   ``batch_size``: a new grid of ``k`` or trial count does not recompile.
+   run; its groups holding only padding are skipped inside the program). Each chunk is
+   one call of a compiled function whose shape depends only on ``batch_size``: a new grid
+   of ``k`` or trial count does not recompile.
 3. Per chunk, the host lists its runs' indices ``(i, j)``, ``k`` and radius (nothing of
    size ``K·N`` is built); inside, each run derives its key :func:`sweep_key` ``(key, i,
    j)``, privatizes, solves, bounds and evaluates the policy on the true MDP, and keeps
@@ -30,11 +31,14 @@ The options of :func:`sweep` (``**options``), each mapped once onto the objects 
 
 - ``batch_size``: runs per compiled call (progress is reported after each); rounded
   up to a multiple of ``vector_width`` times the device count. Default
-  :func:`default_batch_size`: at most 256, a power of two of groups, so sweeps of
-  similar size share one compilation. Pass a fixed value to never recompile.
+  :func:`default_batch_size`: a power of two of groups, at most 256 runs on a CPU and 16
+  groups on a GPU/TPU, so sweeps of similar size share one compilation.
+  Pass a fixed value to never recompile.
 - ``vector_width``: runs vectorized together on a device; the working memory is
-  about ``vector_width`` runs. Default :func:`default_vector_width` (16, or fewer for
-  large MDPs so that a group fits in about 1 GiB). Another ``vector_width``
+  about ``vector_width`` runs. Default :func:`default_vector_width`, by backend: on a CPU
+  cache-sized groups (<= 2^13 transition entries and 16 runs: 4 for Example 2, 1 for
+  gridworlds); on a GPU/TPU about 2^25 entries, <= 4096 runs, within a quarter of the
+  device's memory. Another ``vector_width``
   compiles differently and may change results at the level of floating-point
   rounding (seen: up to ~40 float32 ulps after 50 stages).
 - ``devices``: devices to shard each chunk over (default: all of ``jax.devices()``).

@@ -27,10 +27,10 @@ values), ``check``, ``privatize`` (every mechanism; each bucket drawn with the k
 with its index: the padded layout's distribution, not its draws), ``synthesize`` (its
 ``private_transitions`` is then a tuple, one `[n_b, K_b]` per bucket), ``sweep``,
 ``cost_of_privacy`` and ``robust_solve`` (every set, support-aware or not),
-``property_model``, ``save_mdp`` / ``load_mdp``. Not supported, a ValueError saying to use :func:`to_padded`
-(:func:`unsupported`): the privacy accounting (``privacy.mdp_guarantee``, ``frontier``, the
-CLI's accounting), ``dirichlet_mechanism(key, model, k)``, and any code that reads a ragged
-model's rows as one `[S, A, K]` array (:class:`RaggedRows` refuses ``probs``).
+``property_model``, ``save_mdp`` / ``load_mdp``. Not supported, a ValueError saying to use
+:func:`to_padded` (:func:`unsupported`): the privacy accounting (``privacy.mdp_guarantee``,
+``frontier``, the CLI's accounting), ``dirichlet_mechanism(key, model, k)``, and any code that
+reads a ragged model's rows as one `[S, A, K]` array (:class:`RaggedRows` refuses ``probs``).
 """
 
 from __future__ import annotations

@@ -49,11 +49,11 @@ class Solution(NamedTuple):
         horizon). Infinite horizon: then ``‖values − V*‖∞ <= tol / 2`` and the policy is
         ``tol``-optimal, rounding included; False after ``max_iterations`` sweeps, or when
         ``tol`` is below what the dtype can certify (see :func:`solve`).
-      error_bound: scalar bound on ``‖values − V*‖∞`` (over all stages for a finite horizon)
-        that holds in the working dtype: the contraction bound plus the rounding of every
-        backup (:func:`rounding_margin`). ``V*`` is the optimal value of the model as stored
-        (its arrays in the working dtype; the robust optimum for ``robust_solve``). None only
-        for a Solution built by hand.
+      error_bound: scalar bound on ``‖values − V*‖∞`` (over all stages for a finite horizon;
+        over stages ``t..T − 1`` with ``stage=t``) that holds in the working dtype: the
+        contraction bound plus the rounding of every backup (:func:`rounding_margin`). ``V*``
+        is the optimal value of the model as stored (its arrays in the working dtype; the
+        robust optimum for ``robust_solve``). None only for a Solution built by hand.
     """
 
     policy: jax.Array

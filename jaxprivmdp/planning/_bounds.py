@@ -65,7 +65,6 @@ import jax.numpy as jnp
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
-from .._checks import check_positive
 from ..mechanisms._base import Mechanism
 from ..mechanisms._registry import as_mechanism
 from ..models._rows import Model, Rows, check_public_support, transition_rows
@@ -273,21 +272,6 @@ def set_up(mdp: Model, mech: Mechanism, uset: UncertaintySet, fill_width: int | 
         kind, params = mech.set_params(mdp, uset)
     width = bounds_width(mdp, params.alpha, kind, uset.support_aware, fill_width)
     return kind, params, width
-
-
-def prepare_set(
-    mdp: Model, k, beta, bound, support_aware, mechanism="dirichlet", *, grid: bool = False
-):
-    """:func:`set_up` from the 0.2 keyword form (``k`` a scalar, or a 1-D grid with
-    ``grid=True``), checked as the public boundaries check it."""
-    dtype = mdp.rewards.dtype
-    if isinstance(mechanism, Mechanism):
-        mech = mechanism.replace(k) if k is not None else mechanism
-    else:
-        mech = as_mechanism(mechanism, k)
-    if not grid:
-        check_positive(mech.parameter_name(), mech.parameter, dtype=dtype)
-    return set_up(mdp, mech, as_set(bound, beta, support_aware))
 
 
 def cost_of_privacy(

@@ -151,10 +151,10 @@ def check(
     mdp = check_model(mdp)
     prop_ = parse_property(prop)
     tol, max_iterations = _iteration_limits(np.dtype(mdp.rewards.dtype), tol, max_iterations)
-    _check_reward_structure(prop_, reward_name)
-    bound = _step_bound(prop_, mdp, horizon)
+    check_reward_structure(prop_, reward_name)
+    bound = step_bound(prop_, mdp, horizon)
     unbounded = bound is None and prop_.path in ("F", "U", "G")
-    _check_dtmc(prop_, mdp)
+    check_dtmc(prop_, mdp)
 
     concrete = unbounded or is_concrete(labels)
     if unbounded and not is_concrete(mdp):
@@ -197,7 +197,7 @@ def _iteration_limits(dtype: np.dtype, tol, max_iterations) -> tuple[float, int]
     return (DEFAULT_TOL[dtype] if tol is None else float(tol)), max_iterations
 
 
-def _check_reward_structure(prop_: Property, reward_name: str | None) -> None:
+def check_reward_structure(prop_: Property, reward_name: str | None) -> None:
     """``R{i}`` must be ``R{1}``, ``R{"name"}`` the model's ``reward_name`` when given."""
     text, pos = prop_.text, prop_.positions
     if prop_.kind == "R":
@@ -214,7 +214,7 @@ def _check_reward_structure(prop_: Property, reward_name: str | None) -> None:
                 )
 
 
-def _step_bound(prop_: Property, mdp: Model, horizon: int | None) -> int | None:
+def step_bound(prop_: Property, mdp: Model, horizon: int | None) -> int | None:
     """The step bound ``k``, ``T`` resolved to ``horizon`` or the model's; None if unbounded."""
     bound = prop_.bound
     if bound == "T":
@@ -227,7 +227,7 @@ def _step_bound(prop_: Property, mdp: Model, horizon: int | None) -> int | None:
     return bound
 
 
-def _check_dtmc(prop_: Property, mdp: Model) -> None:
+def check_dtmc(prop_: Property, mdp: Model) -> None:
     """``P=?``/``R=?`` need a DTMC (not checked on a traced mask: computed as the max)."""
     if prop_.opt is None and is_concrete(mdp.action_mask):
         if np.any(np.asarray(mdp.action_mask).sum(axis=1) != 1):

@@ -53,7 +53,7 @@ from ..models._support import (
     mechanism_input_of,
     model_mechanism_input,
 )
-from ._property_check import _check_dtmc, _check_reward_structure, _step_bound
+from ._property_check import check_dtmc, check_reward_structure, step_bound
 from ._property_labels import check_labels, satisfying
 from ._property_parse import parse_property, property_error
 
@@ -130,9 +130,9 @@ def property_model(
     """
     mdp = check_model(mdp)
     p = parse_property(prop)
-    _check_reward_structure(p, reward_name)
-    bound = _step_bound(p, mdp, horizon)
-    _check_dtmc(p, mdp)
+    check_reward_structure(p, reward_name)
+    bound = step_bound(p, mdp, horizon)
+    check_dtmc(p, mdp)
     where = p.positions.get("bound", p.positions["path"])
     if bound is None and p.path != "X":
         raise property_error(

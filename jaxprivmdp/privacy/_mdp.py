@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from typing import Literal, NamedTuple
 
 import numpy as np
@@ -77,7 +78,7 @@ def compose(guarantees: Iterable) -> Composition:
       C. Dwork, A. Roth, "The Algorithmic Foundations of Differential Privacy", 2014,
       Theorem 3.16.
     """
-    eps, dlt, count = 0.0, 0.0, 0
+    eps, dlt = [], []
     for i, g in enumerate(guarantees):
         if hasattr(g, "epsilon") and hasattr(g, "delta"):
             e, d = g.epsilon, g.delta
@@ -88,10 +89,27 @@ def compose(guarantees: Iterable) -> Composition:
                 f"guarantees[{i}] must have epsilon and delta attributes or be an "
                 f"(epsilon, delta) pair, got {g!r}"
             )
-        eps += real(f"guarantees[{i}].epsilon", e, low=0.0)
-        dlt += real(f"guarantees[{i}].delta", d, low=0.0, high=1.0)
-        count += 1
-    return Composition(epsilon=eps, delta=min(dlt, 1.0), num_mechanisms=count)
+        eps.append(real(f"guarantees[{i}].epsilon", e, low=0.0))
+        dlt.append(real(f"guarantees[{i}].delta", d, low=0.0, high=1.0))
+    return Composition(sum_up(eps), min(sum_up(dlt), 1.0), len(eps))
+
+
+def sum_up(values, counts=None) -> float:
+    """``Σ counts_i · values_i`` of floats ≥ 0, exactly, rounded *up* to a float (inf or NaN
+    if a term is).
+
+    A guarantee must never be reported below its true value: a float sum of many rows' ε or δ
+    can round down (by up to ``n`` ulps for ``n`` terms). The sum is exact over the distinct
+    values (``counts`` default: each value once), so it costs one pass over them.
+    """
+    x = np.asarray(values, np.float64).ravel()
+    if counts is None:
+        x, counts = np.unique(x, return_counts=True)
+    if not np.all(np.isfinite(x[np.asarray(counts) > 0])):  # an infinite (or NaN) term
+        return float(np.sum(x[np.asarray(counts) > 0]))
+    exact = sum((Fraction(float(v)) * int(c) for v, c in zip(x, counts, strict=True)), Fraction())
+    up = float(exact)
+    return up if Fraction(up) >= exact else math.nextafter(up, math.inf)
 
 
 def mdp_guarantee(
@@ -167,11 +185,10 @@ def mdp_guarantee(
     )
     if not per_row:
         return MDPGuarantee(0.0, 0.0, adjacency, 0, per_row)
-    eps, dlt = per_row.epsilons(), per_row.deltas()
     if adjacency == "row":
-        return MDPGuarantee(float(eps.max()), float(dlt.max()), adjacency, len(per_row), per_row)
-    # Sequential sums (cumsum), bit for bit those of compose() over the rows in order.
-    eps_sum, dlt_sum = float(np.cumsum(eps)[-1]), float(np.cumsum(dlt)[-1])
+        eps, dlt = per_row.epsilons().max(), per_row.deltas().max()
+        return MDPGuarantee(float(eps), float(dlt), adjacency, len(per_row), per_row)
+    eps_sum, dlt_sum = per_row.totals()  # exact sums rounded up, as compose()'s
     return MDPGuarantee(eps_sum, min(dlt_sum, 1.0), adjacency, len(per_row), per_row)
 
 
@@ -207,6 +224,12 @@ class RowGuarantees(Mapping):
     def deltas(self) -> np.ndarray:
         return np.array([g.delta for g in self._distinct], np.float64)[self._which]
 
+    def totals(self) -> tuple[float, float]:
+        """``(Σ ε_r, Σ δ_r)`` over the rows, exact and rounded up (:func:`sum_up`)."""
+        counts = np.bincount(self._which, minlength=len(self._distinct))
+        eps = [g.epsilon for g in self._distinct]
+        return sum_up(eps, counts), sum_up([g.delta for g in self._distinct], counts)
+
 
 def _per_row(inp, k, *, b, eta, smoothing, adjacency, target_delta) -> RowGuarantees:
     """Every row the mechanism changes (:func:`jaxprivmdp.models._support.private_rows`) with
@@ -230,11 +253,20 @@ def _per_row(inp, k, *, b, eta, smoothing, adjacency, target_delta) -> RowGuaran
     row_b = np.full(n.shape, b) if smoothing is None else (1.0 - n * smoothing) * b
     row_eta = row_min if eta is None else np.full(n.shape, eta)
     first, which = _distinct(n, row_b, row_eta)
-    row_delta = target_delta if adjacency == "row" else target_delta / max(states.size, 1)
+    row_delta = target_delta if adjacency == "row" else share(target_delta, states.size)
     distinct = [
         _guarantee(k, int(n[i]), float(row_b[i]), float(row_eta[i]), row_delta) for i in first
     ]
     return RowGuarantees(states, actions, which, distinct, inp.rows.shape[:2])
+
+
+def share(target_delta: float, n: int) -> float:
+    """The largest float ``d <= target_delta / n`` with ``n·d <= target_delta`` exactly, so
+    that ``n`` rows meeting ``d`` sum to at most ``target_delta``."""
+    d = target_delta / max(n, 1)
+    while Fraction(d) * n > Fraction(target_delta):
+        d = math.nextafter(d, 0.0)
+    return d
 
 
 def _distinct(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

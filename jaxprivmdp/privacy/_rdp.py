@@ -39,6 +39,7 @@ from scipy import special
 
 from .._checks import check_int, real
 from . import _additive, _row, _split
+from ._mdp import share, sum_up
 
 # Orders λ for the RDP conversions: dp_accounting's default grid, plus finer ones near 1
 # for the Dirichlet mechanism, whose RDP is finite only below 1 + 2η/b.
@@ -218,18 +219,21 @@ def compose_rows(
     if mechanism == "dirichlet":
         if eta is None or n is None:
             raise ValueError("the Dirichlet mechanism's accounting needs eta and n")
-        row = _row.guarantee(parameter, b=b, eta=eta, n=n, target_delta=delta / num_rows)
-        basic = num_rows * row.epsilon
-        curve = [num_rows * dirichlet_rdp(parameter, o, b=b, eta=eta, n=n) for o in orders]
+        row = _row.guarantee(parameter, b=b, eta=eta, n=n, target_delta=share(delta, num_rows))
+        basic = sum_up([row.epsilon], [num_rows])
+        curve = [
+            sum_up([dirichlet_rdp(parameter, o, b=b, eta=eta, n=n)], [num_rows]) for o in orders
+        ]
         eps, order = rdp.compute_epsilon(orders, curve, delta)
     elif mechanism in ("gaussian", "laplace"):
         if mechanism == "gaussian":
             noise = parameter / _additive.l2_sensitivity(b)
             event = dp_accounting.GaussianDpEvent(noise)
-            basic = num_rows * _additive.gaussian_epsilon(parameter, delta / num_rows, b=b)
+            row_eps = _additive.gaussian_epsilon(parameter, share(delta, num_rows), b=b)
+            basic = sum_up([row_eps], [num_rows])
         else:
             event = dp_accounting.LaplaceDpEvent(parameter / b)
-            basic = num_rows * _additive.laplace_epsilon(parameter, b=b)
+            basic = sum_up([_additive.laplace_epsilon(parameter, b=b)], [num_rows])
         accountant = rdp.RdpAccountant(orders)
         accountant.compose(event, num_rows)
         eps, order = accountant.get_epsilon_and_optimal_order(delta)
