@@ -23,6 +23,7 @@ from .experiments import synthesize as synthesize
 from .io import load_labels as load_labels
 from .io import load_mdp as load_mdp
 from .io import load_prism as load_prism
+from .io import save_mdp as save_mdp
 from .mechanisms import Dirichlet as Dirichlet
 from .mechanisms import Gaussian as Gaussian
 from .mechanisms import Laplace as Laplace
@@ -31,12 +32,16 @@ from .mechanisms import RowGuarantee as RowGuarantee
 from .mechanisms import dirichlet_mechanism as dirichlet_mechanism
 from .mechanisms import privatize as privatize
 from .mechanisms import secure_key as secure_key
+from .models import RaggedMDP as RaggedMDP
 from .models import SparseMDP as SparseMDP
 from .models import TabularMDP as TabularMDP
 from .models import examples as examples
 from .models import make_mdp as make_mdp
+from .models import make_ragged_mdp as make_ragged_mdp
 from .models import make_sparse_mdp as make_sparse_mdp
 from .models import to_dense as to_dense
+from .models import to_padded as to_padded
+from .models import to_ragged as to_ragged
 from .models import to_sparse as to_sparse
 from .planning import CheckResult as CheckResult
 from .planning import PrivacyBounds as PrivacyBounds
@@ -74,6 +79,7 @@ __all__ = [
     "RobustPolicy",
     "RobustSummary",
     "Solution",
+    "RaggedMDP",
     "SparseMDP",
     "SweepResult",
     "Synthesis",
@@ -88,7 +94,9 @@ __all__ = [
     "load_labels",
     "load_mdp",
     "load_prism",
+    "save_mdp",
     "make_mdp",
+    "make_ragged_mdp",
     "make_sparse_mdp",
     "privacy",
     "privatize",
@@ -101,5 +109,7 @@ __all__ = [
     "sweep_key",
     "synthesize",
     "to_dense",
+    "to_padded",
+    "to_ragged",
     "to_sparse",
 ]

@@ -83,9 +83,9 @@ def command_guarantee(args, mdp, k):
     import numpy as np
 
     from .. import privacy
-    from ..models import SparseMDP
+    from ..models import RaggedMDP, SparseMDP
 
-    if isinstance(mdp, SparseMDP):  # successor lists carry their own support and mask
+    if isinstance(mdp, SparseMDP | RaggedMDP):  # successor lists carry their own support
         return accounting(
             "--k",
             k,

@@ -100,9 +100,11 @@ def read_policy(path: Path, flag: str = "--policy") -> np.ndarray:
 
 def _policy_rows(mdp, policy: np.ndarray):
     """``(targets [S, K], probs [S, K])`` of ``P(s, π(s), ·)`` for a `[S]` decision rule."""
-    from ..models import SparseMDP
+    from ..models import RaggedMDP, SparseMDP, to_padded
 
     S = mdp.num_states
+    if isinstance(mdp, RaggedMDP):  # O(S·A·K) here: the chain export only
+        mdp = to_padded(mdp)
     if isinstance(mdp, SparseMDP):
         nxt = np.asarray(mdp.next_states)[np.arange(S), policy]
         return nxt, np.asarray(mdp.probs, np.float64)[np.arange(S), policy]

@@ -22,7 +22,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from .._checks import check_count
 from ..mechanisms._base import Mechanism
 from ..models._memory import device_memory
-from ..models._rows import Model, transition_rows
+from ..models._rows import Model, row_slots
 from ..planning._evaluation import evaluate_core
 from ..sets._boxes import SetParams
 from ._synthesis import synthesize_core
@@ -212,7 +212,7 @@ def default_vector_width(mdp: Model, sampler: str, device: DeviceInfo | None = N
     count as ``"fast"``). ``device`` defaults to this process's first device.
     """
     device = describe_devices(jax.local_devices()[:1]) if device is None else device
-    entries = transition_rows(mdp).probs.size
+    entries = row_slots(mdp)
     if not device.accelerator:
         return min(CPU_MAX_WIDTH, _floor_pow2(CPU_GROUP_ENTRIES // entries))
     per_run = (16 if sampler == "fast" else 48) * entries * mdp.rewards.dtype.itemsize

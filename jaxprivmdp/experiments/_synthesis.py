@@ -24,9 +24,9 @@ from jax.typing import ArrayLike
 from .._checks import check_key, host_scalar
 from ..mechanisms._base import Mechanism
 from ..mechanisms._dirichlet import Sampler
-from ..mechanisms._registry import as_mechanism
+from ..mechanisms._registry import as_mechanism, privatize_rows
 from ..models._rows import Model, with_probs
-from ..models._support import Support
+from ..models._support import Support, mechanism_mask
 from ..planning._bellman import check_iterations, solve_core
 from ..planning._bounds import bounds_core, set_up
 from ..planning._evaluation import evaluate_core
@@ -101,7 +101,7 @@ def synthesize_core(
     ``mech`` is a mechanism object (its parameter a leaf: traced, batched); ``params`` its
     set's (:func:`jaxprivmdp.planning._bounds.set_up`).
     """
-    p_bar = mech.privatize(key, rows, support, mdp.action_mask)
+    p_bar = privatize_rows(mech, key, rows, support, mechanism_mask(mdp))
     private = with_probs(mdp, p_bar, support)
     sol = solve_core(private, None, max_iterations)
     values = sol.values

@@ -16,5 +16,6 @@ Imports: ``jaxprivmdp._checks`` and :mod:`jaxprivmdp.models`.
 from ._load import load_labels as load_labels
 from ._load import load_mdp as load_mdp
 from ._prism_source import load_prism as load_prism
+from ._save import save_mdp as save_mdp
 
-__all__ = ["load_labels", "load_mdp", "load_prism"]
+__all__ = ["load_labels", "load_mdp", "load_prism", "save_mdp"]

@@ -42,13 +42,21 @@ from pathlib import Path
 import numpy as np
 
 from ..models._dense import TabularMDP, make_mdp, resolve_discount
+from ..models._ragged import RaggedMDP
 from ..models._sparse import SparseMDP, make_sparse_mdp
 from ._files import read_npz
 from ._labels import initial_state as labelled_initial_state
 from ._labels import label_arrays, read_labels
 from ._rewards import pick_structure, read_rewards
+from ._save import ragged_model
 from ._text import where
-from ._transitions import deadlock_states, fix_deadlocks, make_layout, read_transitions
+from ._transitions import (
+    deadlock_states,
+    fix_deadlocks,
+    layout_model,
+    make_layout,
+    read_transitions,
+)
 
 # Arrays a release of `jaxprivmdp privatize` stores beside the model: its mechanism, the
 # mechanism's parameter (under its own name) and guarantee. Checked, never loaded.
@@ -66,10 +74,11 @@ RELEASE_METADATA = (
 )
 DENSE = ("transitions",)
 SPARSE = ("next_states", "probs")
+RAGGED = ("row_ids",)  # with 1-D next_states and probs: a RaggedMDP's transition lists
 COMMON = ("rewards", "terminal_reward", "action_mask", "support")
 # The model's public scalars (a release stores them): defaults that arguments override.
 MODEL_SCALARS = ("horizon", "discount", "initial_state")
-NPZ_ARRAYS = DENSE + SPARSE + COMMON + MODEL_SCALARS
+NPZ_ARRAYS = DENSE + SPARSE + RAGGED + COMMON + MODEL_SCALARS
 DEADLOCKS = ("error", "self-loop")
 
 
@@ -83,7 +92,8 @@ def load_mdp(
     discount: float | None = None,
     initial_state: int | None = None,
     dtype=None,
-) -> TabularMDP | SparseMDP:
+    layout: str = "auto",
+) -> TabularMDP | SparseMDP | RaggedMDP:
     """Reads and validates a model: ``.npz`` (dense or sparse), or a PRISM or Storm ``.tra``.
 
     Args:
@@ -112,9 +122,14 @@ def load_mdp(
         ``.tra`` the state labelled ``init`` in the ``.lab`` file beside it; else 0).
       dtype: float dtype. The files are parsed in float64 (rationals exactly, then rounded
         once), then cast.
+      layout: ``.tra`` only: ``"padded"`` (a :class:`SparseMDP` `[S, A, K]`, ``K`` the
+        longest row), ``"ragged"`` (a :class:`RaggedMDP`: rows bucketed by length, memory
+        O(transitions)), or ``"auto"``: ragged where padding would exceed twice the
+        transitions plus rows (one state with many successors), else padded. An ``.npz``
+        holds its own layout (``row_ids`` and 1-D lists: ragged, see :func:`save_mdp`).
 
     Returns:
-      A :class:`TabularMDP` or :class:`SparseMDP`.
+      A :class:`TabularMDP`, :class:`SparseMDP` or :class:`RaggedMDP`.
 
     Raises:
       ValueError: one line naming the file (and line, for text files): unreadable or
@@ -129,7 +144,15 @@ def load_mdp(
         if deadlocks not in DEADLOCKS:
             raise ValueError(f"deadlocks must be one of {DEADLOCKS}, got {deadlocks!r}")
         return _load_explicit(
-            path, rewards, reward_structure, deadlocks, horizon, discount, initial_state, dtype
+            path,
+            rewards,
+            reward_structure,
+            deadlocks,
+            horizon,
+            discount,
+            initial_state,
+            dtype,
+            layout,
         )
     if rewards is not None or reward_structure is not None:
         raise ValueError(
@@ -259,6 +282,8 @@ def model_from_arrays(arrays: dict, where_: str, **fields) -> TabularMDP | Spars
         **fields,
     )
     try:
+        if "row_ids" in arrays:
+            return ragged_model(arrays, **kw)
         if sparse:
             return make_sparse_mdp(arrays["next_states"], arrays["probs"], arrays["rewards"], **kw)
         return make_mdp(arrays["transitions"], arrays["rewards"], **kw)
@@ -279,18 +304,24 @@ def _load_npz(path: Path, horizon, discount, initial_state, dtype) -> TabularMDP
 
 
 def _load_explicit(
-    path: Path, rewards, reward_structure, deadlocks, horizon, discount, initial_state, dtype
-) -> SparseMDP:
+    path: Path,
+    rewards,
+    reward_structure,
+    deadlocks,
+    horizon,
+    discount,
+    initial_state,
+    dtype,
+    layout,
+) -> SparseMDP | RaggedMDP:
     """A PRISM or Storm ``.tra``, its reward structure and (for ``s0``) the ``.lab`` beside it."""
     ex = fix_deadlocks(read_transitions(path), deadlocks)
-    layout = make_layout(ex)
+    layout = make_layout(ex, layout)
     r = read_rewards(ex, layout, pick_structure(path, rewards, reward_structure))
     try:
-        return make_sparse_mdp(
-            layout.next_states,
-            layout.probs,
+        return layout_model(
+            layout,
             r,
-            action_mask=layout.mask,
             horizon=horizon,
             discount=discount,
             initial_state=(

@@ -23,9 +23,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..models._dense import TabularMDP, resolve_discount
-from ..models._sparse import SparseMDP, make_sparse_mdp, to_dense
+from ..models._ragged import RaggedMDP, to_padded
+from ..models._sparse import SparseMDP, to_dense
 from ._text import where
-from ._transitions import Explicit, make_layout
+from ._transitions import Explicit, layout_model, make_layout
 
 JANI = (".jani",)
 DEADLOCKS = ("error", "self-loop")
@@ -43,7 +44,7 @@ class PrismModel(NamedTuple):
         ``""``), 0 where an action is masked.
     """
 
-    model: TabularMDP | SparseMDP
+    model: TabularMDP | SparseMDP | RaggedMDP
     labels: dict[str, np.ndarray]
     rewards: dict[str, np.ndarray]
 
@@ -111,17 +112,17 @@ def load_prism(
         initial_state = _initial_state(path, built)
     discount = resolve_discount(horizon, discount)
     try:
-        model = make_sparse_mdp(
-            layout.next_states,
-            layout.probs,
+        model = layout_model(
+            layout,
             chosen,
-            action_mask=mask,
             horizon=horizon,
             discount=discount,
             initial_state=initial_state,
             dtype=dtype,
         )
-        return PrismModel(to_dense(model) if dense else model, labels, rewards)
+        if dense:
+            model = to_dense(to_padded(model) if isinstance(model, RaggedMDP) else model)
+        return PrismModel(model, labels, rewards)
     except ValueError as e:
         raise ValueError(f"{where(path)}: {e}") from None
 

@@ -3,7 +3,9 @@
 :func:`read_transitions` reads the transitions flat and in file order (PRISM's ``S C T`` /
 ``S T`` header or Storm's ``dtmc`` / ``mdp`` line, plain or ``:rows`` lines) and refuses
 models that are no DTMC or MDP; :func:`fix_deadlocks` handles states without a transition;
-:func:`make_layout` places each transition in the arrays of a :class:`SparseMDP`.
+:func:`make_layout` places each transition in the arrays of a :class:`SparseMDP` (or, for
+rows of very unequal lengths, leaves them as lists for a :class:`RaggedMDP`), and
+:func:`layout_model` builds the model.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models._sparse import PADDING
+from ..models._ragged import LAYOUTS, RaggedMDP, is_skewed, make_ragged_mdp
+from ..models._sparse import PADDING, SparseMDP, make_sparse_mdp
 from ._columns import head_lines, read_columns
 from ._text import (
     data_lines,
@@ -287,11 +290,12 @@ def fix_deadlocks(ex: Explicit, deadlocks: str) -> Explicit:
 
 @dataclasses.dataclass
 class Layout:
-    """The padded `[S, A, K]` arrays, and where each flat transition went."""
+    """The padded `[S, A, K]` arrays (None for a ragged layout), and where each flat
+    transition went."""
 
     ex: Explicit
-    next_states: np.ndarray
-    probs: np.ndarray
+    next_states: np.ndarray | None
+    probs: np.ndarray | None
     mask: np.ndarray
 
     @functools.cached_property
@@ -306,8 +310,15 @@ class Layout:
         return keys[order], order
 
 
-def make_layout(ex: Explicit) -> Layout:
-    """The padded arrays; a state's choices must be ``0 .. n_s − 1``."""
+def make_layout(ex: Explicit, layout: str = "auto") -> Layout:
+    """The padded arrays; a state's choices must be ``0 .. n_s − 1``.
+
+    ``layout``: ``"padded"``, ``"ragged"`` (no padded arrays: ``next_states`` and ``probs``
+    None, the model is built from the flat lists by :func:`layout_model`), or ``"auto"``:
+    ragged where padding would exceed twice the transitions (:func:`is_skewed`).
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {LAYOUTS}, got {layout!r}")
     S = ex.num_states
     rows = ex.rows
     A = rows.A
@@ -325,6 +336,10 @@ def make_layout(ex: Explicit) -> Layout:
         )
     counts = np.diff(np.append(rows.starts, ex.src.size))
     K = int(counts.max())
+    if layout == "ragged" or (layout == "auto" and is_skewed(S * A, K, ex.src.size)):
+        mask = np.zeros(S * A, bool)
+        mask[rows.pairs] = True
+        return Layout(ex, None, None, mask.reshape(S, A))
     # Each transition's place in [S, A, K] (in row order): its row's, plus its rank there,
     # as a running sum of steps (one array: fresh memory is what costs most here).
     flat = np.ones(ex.src.size, np.int64)
@@ -341,3 +356,15 @@ def make_layout(ex: Explicit) -> Layout:
     mask = np.zeros(S * A, bool)
     mask[rows.pairs] = True
     return Layout(ex, next_states.reshape(S, A, K), probs.reshape(S, A, K), mask.reshape(S, A))
+
+
+def layout_model(layout: Layout, rewards: np.ndarray, **fields) -> SparseMDP | RaggedMDP:
+    """The validated model of a layout: :func:`make_sparse_mdp` of the padded arrays, or
+    :func:`make_ragged_mdp` of the flat lists; ``fields``: their keyword arguments."""
+    if layout.next_states is not None:
+        return make_sparse_mdp(
+            layout.next_states, layout.probs, rewards, action_mask=layout.mask, **fields
+        )
+    ex, A = layout.ex, layout.mask.shape[1]
+    row_ids = ex.src.astype(np.int64) * A + ex.choice
+    return make_ragged_mdp(row_ids, ex.tgt, ex.prob, rewards, action_mask=layout.mask, **fields)

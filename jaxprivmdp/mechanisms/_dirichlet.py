@@ -23,6 +23,7 @@ from .._checks import (
     working_dtype,
 )
 from ..models._dense import TabularMDP
+from ..models._ragged import RaggedMDP
 from ..models._rows import with_probs
 from ..models._sparse import SparseMDP
 from ..models._support import Support, mechanism_input, model_mechanism_input
@@ -263,7 +264,7 @@ def dirichlet_mechanism(
     """
     key = check_key(key)
     sampler = check_sampler(sampler)
-    if isinstance(transitions, TabularMDP | SparseMDP):
+    if isinstance(transitions, TabularMDP | SparseMDP | RaggedMDP):
         return _privatize_model(key, transitions, k, action_mask, support, smoothing, sampler)
     given = getattr(transitions, "dtype", None)
     floating = given is not None and np.dtype(given) in (np.float32, np.float64)

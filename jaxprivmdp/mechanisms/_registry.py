@@ -11,8 +11,9 @@ import jax
 import jax.numpy as jnp
 
 from .._checks import check_key, check_positive
+from ..models._ragged import RaggedMDP
 from ..models._rows import check_model, with_probs
-from ..models._support import model_mechanism_input
+from ..models._support import model_mechanism_input, ragged_mechanism_input
 from ._additive import Gaussian, Laplace
 from ._base import Mechanism
 from ._dirichlet import Dirichlet, check_sampler
@@ -89,7 +90,9 @@ def privatize(
 
     Args:
       key: a JAX PRNG key.
-      mdp: a :class:`TabularMDP` or :class:`SparseMDP` (its own action mask is used).
+      mdp: a :class:`TabularMDP`, :class:`SparseMDP` or :class:`RaggedMDP` (its own action
+        mask is used; a ragged model's buckets are privatized one by one, each with the key
+        folded with its index: the same distribution as the padded layout's, other draws).
       parameter: a :class:`Mechanism`, or ``k`` / ``σ`` / ``λ`` ``> 0`` for ``mechanism``.
       mechanism: with a number as ``parameter``: ``"dirichlet"``, ``"gaussian"`` or
         ``"laplace"``.
@@ -111,12 +114,35 @@ def privatize(
         mech = as_mechanism(parameter, None, sampler, dtype=dtype)
     else:
         mech = as_mechanism(mechanism, parameter, sampler, dtype=dtype)
+    if isinstance(mdp, RaggedMDP):
+        return _privatize_ragged(
+            key, mdp, mech.replace(jnp.asarray(mech.parameter, dtype)), support, smoothing
+        )
     inp = model_mechanism_input(mdp, support, smoothing, interior=mech.needs_interior)
     mech = mech.replace(jnp.asarray(mech.parameter, dtype))
     p_bar = _privatize_jit(key, inp.rows, mech, inp.support, inp.action_mask)
     return with_probs(mdp, p_bar, inp.support)
 
 
+def _privatize_ragged(key, mdp, mech: Mechanism, support, smoothing):
+    inp = ragged_mechanism_input(mdp, support, smoothing)
+    return with_probs(mdp, _privatize_jit(key, inp.rows, mech, inp.support, inp.action_mask))
+
+
+def privatize_rows(mech: Mechanism, key, rows, support, action_mask):
+    """``mech.privatize``, also of a ragged model's rows (tuples, one entry per bucket:
+    :func:`~jaxprivmdp.models._support.ragged_mechanism_input`). Each bucket is privatized
+    as `[n_b, 1, K_b]` rows with the key folded with the bucket's index: every row's release
+    has the distribution it has in the padded layout (rows are privatized independently
+    over their support), not the same draws."""
+    if not isinstance(rows, tuple):
+        return mech.privatize(key, rows, support, action_mask)
+    return tuple(
+        mech.privatize(jax.random.fold_in(key, i), p[:, None], s[:, None], m[:, None])[:, 0]
+        for i, (p, s, m) in enumerate(zip(rows, support, action_mask, strict=True))
+    )
+
+
 @jax.jit
 def _privatize_jit(key, rows, mech: Mechanism, support, action_mask):
-    return mech.privatize(key, rows, support, action_mask)
+    return privatize_rows(mech, key, rows, support, action_mask)

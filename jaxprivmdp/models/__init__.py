@@ -1,11 +1,12 @@
 """Models: what an agent's MDP is, dense or sparse, and its public structure.
 
 A :class:`TabularMDP` holds dense ``[S, A, S]`` transitions; a :class:`SparseMDP` holds
-successor lists ``[S, A, K]``; both carry rewards, horizon, discount, the action mask and the
-public support a release keeps. ``_rows`` is what every layer above needs of either kind (the
-rows a policy picks, their support, expectations); ``_support`` decides which rows and entries
-a mechanism privatizes; ``examples`` builds the paper's models and test problems;
-``_memory`` checks that dense arrays fit before they are allocated.
+successor lists ``[S, A, K]``; a :class:`RaggedMDP` the same lists bucketed by length
+(``_ragged``: O(transitions) however unequal the rows); all carry rewards, horizon, discount,
+the action mask and the public support a release keeps. ``_rows`` is what every layer above
+needs of any kind (the rows a policy picks, their support, expectations); ``_support``
+decides which rows and entries a mechanism privatizes; ``examples`` builds the paper's
+models and test problems; ``_memory`` checks that dense arrays fit before they are allocated.
 
 Imports: only ``jaxprivmdp._checks``. Everything else imports this.
 """
@@ -13,17 +14,25 @@ Imports: only ``jaxprivmdp._checks``. Everything else imports this.
 from . import examples as examples
 from ._dense import TabularMDP as TabularMDP
 from ._dense import make_mdp as make_mdp
+from ._ragged import RaggedMDP as RaggedMDP
+from ._ragged import make_ragged_mdp as make_ragged_mdp
+from ._ragged import to_padded as to_padded
+from ._ragged import to_ragged as to_ragged
 from ._sparse import SparseMDP as SparseMDP
 from ._sparse import make_sparse_mdp as make_sparse_mdp
 from ._sparse import to_dense as to_dense
 from ._sparse import to_sparse as to_sparse
 
 __all__ = [
+    "RaggedMDP",
     "SparseMDP",
     "TabularMDP",
     "examples",
     "make_mdp",
+    "make_ragged_mdp",
     "make_sparse_mdp",
     "to_dense",
+    "to_padded",
+    "to_ragged",
     "to_sparse",
 ]

@@ -1,8 +1,10 @@
 """The model axis: what planning, bounds and the mechanism need of either kind of MDP.
 
 A dense :class:`TabularMDP` keeps rows `[S, A, S]`; a :class:`SparseMDP` keeps successor
-lists `[S, A, K]`. Every other module reaches the rows only through :class:`Rows` and the
-functions here, so neither kind needs special cases elsewhere.
+lists `[S, A, K]`; a :class:`RaggedMDP` keeps them in blocks by length (its rows are a
+:class:`RaggedRows`, whose row operations run block by block: :func:`map_blocks`). Every
+other module reaches the rows only through :class:`Rows` and the functions here, so no kind
+needs special cases elsewhere.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ import jax.numpy as jnp
 from jax.lax import Precision
 
 from ._dense import TabularMDP
+from ._ragged import RaggedMDP, RaggedRows, map_blocks
 from ._sparse import SparseMDP
 
-Model = TabularMDP | SparseMDP
+Model = TabularMDP | SparseMDP | RaggedMDP
 
 
 class Rows(NamedTuple):
@@ -36,17 +39,21 @@ class Rows(NamedTuple):
 
 
 def check_model(mdp, name: str = "mdp") -> Model:
-    """``mdp`` itself if it is a :class:`TabularMDP` or :class:`SparseMDP`, else a ValueError."""
-    if not isinstance(mdp, TabularMDP | SparseMDP):
+    """``mdp`` itself if it is a :class:`TabularMDP`, :class:`SparseMDP` or :class:`RaggedMDP`,
+    else a ValueError."""
+    if not isinstance(mdp, TabularMDP | SparseMDP | RaggedMDP):
         raise ValueError(
-            f"{name} must be a TabularMDP (make_mdp) or a SparseMDP (make_sparse_mdp), got "
-            f"{type(mdp).__name__}"
+            f"{name} must be a TabularMDP (make_mdp), a SparseMDP (make_sparse_mdp) or a "
+            f"RaggedMDP (make_ragged_mdp), got {type(mdp).__name__}"
         )
     return mdp
 
 
-def transition_rows(mdp: Model) -> Rows:
-    """All rows of the model, `[S, A, ·]`."""
+def transition_rows(mdp: Model) -> Rows | RaggedRows:
+    """All rows of the model, `[S, A, ·]` (a :class:`RaggedRows` for a :class:`RaggedMDP`)."""
+    if isinstance(mdp, RaggedMDP):
+        blocks = tuple(Rows(b.probs, b.next_states, b.next_states >= 0) for b in mdp.buckets)
+        return RaggedRows(blocks, tuple(b.rows for b in mdp.buckets), mdp.action_mask.shape)
     if isinstance(mdp, SparseMDP):
         return Rows(mdp.probs, mdp.next_states, mdp.next_states >= 0)
     return Rows(mdp.transitions, None, mdp.support)
@@ -55,10 +62,14 @@ def transition_rows(mdp: Model) -> Rows:
 def with_probs(mdp: Model, probs: jax.Array, support: jax.Array | None = None) -> Model:
     """The same model with other row probabilities (a privatized copy) and public support.
 
-    A sparse model's support is its successor lists, which are kept. A dense model records
+    A sparse model's support is its successor lists, which are kept (a :class:`RaggedMDP`
+    takes one `[n_b, K_b]` array per bucket). A dense model records
     ``support`` (`[S, A, S]` bool, the entries the mechanism privatized over) when given,
     else keeps its own.
     """
+    if isinstance(mdp, RaggedMDP):
+        buckets = tuple(b._replace(probs=p) for b, p in zip(mdp.buckets, probs, strict=True))
+        return dataclasses.replace(mdp, buckets=buckets)
     if isinstance(mdp, SparseMDP):
         return dataclasses.replace(mdp, probs=probs)
     if support is None:
@@ -73,9 +84,39 @@ def successors(rows: Rows) -> jax.Array:
 
 def expect(rows: Rows, values: jax.Array) -> jax.Array:
     """`[...]` ``Σ_s' p(s') v(s')`` for every row: a product (dense) or a gather (sparse)."""
+    if isinstance(rows, RaggedRows):
+        return map_blocks(lambda block: expect(block, values), rows)
     if rows.next_states is None:
         return jnp.matmul(rows.probs, values, precision=Precision.HIGHEST)
     return jnp.sum(rows.probs * values[successors(rows)], axis=-1)
+
+
+def row_sums(rows: Rows | RaggedRows) -> jax.Array:
+    """`[...]` each row's ``Σ p`` (0 for a ragged model's rows without successors)."""
+    if isinstance(rows, RaggedRows):
+        return map_blocks(lambda block: jnp.sum(block.probs, axis=-1), rows)
+    return jnp.sum(rows.probs, axis=-1)
+
+
+def row_terms(rows: Rows | RaggedRows) -> int:
+    """Terms in one state's ``Σ_a Σ_s'`` over the rows given (`[S, A', n]` or ragged)."""
+    if isinstance(rows, RaggedRows):
+        return rows.shape[1] * max(block.probs.shape[-1] for block in rows.blocks)
+    return rows.probs.shape[1] * rows.probs.shape[-1]
+
+
+def row_slots(mdp: Model) -> int:
+    """Stored row entries, padding included: ``S·A·S``, ``S·A·K`` or a ragged model's slots."""
+    if isinstance(mdp, RaggedMDP):
+        return mdp.num_slots
+    return transition_rows(mdp).probs.size
+
+
+def row_length(mdp: Model) -> int:
+    """Terms in one row's sum: ``S`` (dense rows) or the longest successor list."""
+    if isinstance(mdp, SparseMDP | RaggedMDP):
+        return mdp.max_successors
+    return mdp.num_states
 
 
 def row_support(rows: Rows) -> jax.Array:

@@ -212,15 +212,19 @@ def to_sparse(mdp: TabularMDP, max_successors: int | None = None) -> SparseMDP:
 
 
 def to_dense(mdp: SparseMDP) -> TabularMDP:
-    """The `[S, A, S]` model of a sparse one (for small models: tests, comparisons); its
-    successor lists become the recorded support.
+    """The `[S, A, S]` model of a sparse or ragged one (for small models: tests, comparisons);
+    its successor lists become the recorded support.
 
     Raises:
       ValueError: for a model whose dense arrays (``S·A·S`` probabilities and support flags)
         do not fit in the device's memory, checked before anything is allocated.
     """
+    from ._ragged import RaggedMDP, to_padded  # (it imports this module)
+
+    if isinstance(mdp, RaggedMDP):
+        mdp = to_padded(mdp)
     if not isinstance(mdp, SparseMDP):
-        raise ValueError(f"mdp must be a SparseMDP, got {type(mdp).__name__}")
+        raise ValueError(f"mdp must be a SparseMDP or RaggedMDP, got {type(mdp).__name__}")
     S, A, _ = mdp.next_states.shape
     dtype = np.dtype(mdp.probs.dtype)
     check_fits(

@@ -20,6 +20,7 @@ from jax.typing import ArrayLike
 
 from .._checks import check_range, check_shape, is_concrete
 from ._dense import TabularMDP, validate_transitions
+from ._ragged import RaggedMDP, unsupported
 from ._sparse import SparseMDP
 
 Support = Literal["nonzero"] | None
@@ -162,6 +163,11 @@ def model_mechanism_input(
     ``interior=False`` (additive mechanisms): zero entries are allowed without ``support``.
     """
     check_options(support, smoothing)
+    if isinstance(mdp, RaggedMDP):
+        raise unsupported(
+            "this function (dirichlet_mechanism, the command line's accounting; "
+            "jp.privatize, synthesize and sweep take a RaggedMDP)"
+        )
     if isinstance(mdp, SparseMDP):
         # Successor lists are privatized over their support: the lists are public structure.
         if smoothing is not None:
@@ -185,6 +191,42 @@ def model_mechanism_input(
     return inp
 
 
+def ragged_mechanism_input(mdp: RaggedMDP, support: Support, smoothing) -> MechanismInput:
+    """:func:`model_mechanism_input` of a :class:`RaggedMDP`: ``rows`` and ``support`` are
+    tuples, one `[n_b, K_b]` array per bucket, privatized over the listed successors with
+    positive probability, as a :class:`SparseMDP`'s; ``action_mask`` is a tuple of `[n_b]`
+    (each row allowed or not)."""
+    check_options(support, smoothing)
+    if smoothing is not None:
+        raise ValueError(
+            "smoothing mixes every row with the uniform distribution over all S states, "
+            "which a RaggedMDP cannot hold; its rows are privatized over their listed successors"
+        )
+    allowed = mechanism_mask(mdp)
+    supp = tuple(
+        (b.probs > 0) & (b.next_states >= 0) | ~m[:, None]
+        for b, m in zip(mdp.buckets, allowed, strict=True)
+    )
+    return MechanismInput(tuple(b.probs for b in mdp.buckets), supp, allowed)
+
+
+def mechanism_mask(mdp):
+    """The action mask a mechanism takes: ``mdp.action_mask``, or for a :class:`RaggedMDP`
+    one `[n_b]` per bucket (whether each of its rows is allowed)."""
+    if isinstance(mdp, RaggedMDP):
+        mask = mdp.action_mask.reshape(-1)
+        return tuple(mask[b.rows] for b in mdp.buckets)
+    return mdp.action_mask
+
+
+def mechanism_input_of(mdp, support: Support, smoothing, *, interior: bool = True):
+    """:func:`model_mechanism_input`, or :func:`ragged_mechanism_input` for a ragged model
+    (for the functions that privatize with :func:`jaxprivmdp.mechanisms.privatize_rows`)."""
+    if isinstance(mdp, RaggedMDP):
+        return ragged_mechanism_input(mdp, support, smoothing)
+    return model_mechanism_input(mdp, support, smoothing, interior=interior)
+
+
 def host_mechanism_input(
     model: ArrayLike | TabularMDP | SparseMDP,
     *,
@@ -206,6 +248,8 @@ def host_mechanism_input(
       ValueError: as :func:`prepare_mechanism_input`; an ``action_mask`` beside a model;
         ``smoothing`` for a sparse model.
     """
+    if isinstance(model, RaggedMDP):
+        raise unsupported("the privacy accounting of a model")
     if isinstance(model, TabularMDP | SparseMDP) and action_mask is not None:
         raise ValueError("a model carries its own action_mask; do not pass another")
     if isinstance(model, SparseMDP):

@@ -1,4 +1,5 @@
-"""Example models: the paper's two (Section VI) and a gridworld (a sparse robot map)."""
+"""Example models: the paper's two (Section VI), a gridworld (a sparse robot map) and a
+leader-election-like chain with one state of huge fan-out (ragged rows)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import numpy as np
 from .._checks import check_count, check_key, check_range, working_dtype
 from ._dense import TabularMDP, make_mdp, resolve_discount
 from ._memory import check_fits, device_memory, host_memory
+from ._ragged import RaggedMDP, make_ragged_mdp
 from ._sparse import PADDING, SparseMDP, make_sparse_mdp
 
 HIT_PROBABILITIES = (0.9, 0.2, 0.8, 0.3)
@@ -227,3 +229,56 @@ def _merge_duplicates(next_states: np.ndarray, probs: np.ndarray):
     order = np.argsort(np.where(probs > 0, next_states, np.iinfo(np.int64).max), axis=-1)
     next_states = np.take_along_axis(np.where(probs > 0, next_states, PADDING), order, -1)
     return next_states, np.take_along_axis(probs, order, -1)
+
+
+def leader_like(
+    num_states: int = 12_400,
+    fanout: int = 4_096,
+    *,
+    actions: int = 1,
+    restart: float = 0.0,
+    seed: int = 0,
+    discount: float | None = None,
+    horizon: int | None = None,
+    dtype=None,
+) -> RaggedMDP:
+    """A chain shaped like Storm's ``leader4_8`` (synchronous leader election, 12,400 states,
+    16,495 transitions, one state with 4,096 successors): rows of very unequal length.
+
+    Our own generator (no file of Storm's). State 0 draws a "round" uniformly among states
+    ``1 .. fanout``; each state ``s`` in ``1 .. S − 2`` moves to ``s + 1`` (action 0) or, for
+    ``a >= 1``, with probability ``restart · u`` (``u`` uniform, on 30% of the rows) back to
+    0; state ``S − 1`` (the goal, "elected") is absorbing. Actions ``a >= 1`` of state 0
+    go to state ``a``. Rewards uniform in ``[0, 1)``, 0 at the goal. Defaults: one action, no
+    restart: ``fanout + S − 1`` transitions (16,495 at the defaults).
+
+    Returns:
+      A :class:`RaggedMDP` (``to_padded`` gives the `[S, A, fanout]` layout).
+    """
+    S, A, F = num_states, actions, fanout
+    if not (A >= 1 and 1 <= F <= S - 2):
+        raise ValueError(f"need actions >= 1 and 1 <= fanout <= num_states - 2, got {A}, {F}")
+    rng = np.random.default_rng(seed)
+    chain = np.arange(1, S - 1)
+    rid = [np.zeros(F, np.int64), np.arange(1, A), chain * A]  # state 0; 1..S-2, action 0
+    nxt = [np.arange(1, F + 1), np.arange(2, A + 1), chain + 1]
+    p = [np.full(F, 1.0 / F), np.ones(A - 1), np.ones(chain.size)]
+    for a in range(1, A):
+        back = restart * rng.random(chain.size) * (rng.random(chain.size) < 0.3)
+        rid += [chain * A + a, chain * A + a]
+        nxt += [chain + 1, np.zeros(chain.size, np.int64)]
+        p += [1 - back, back]
+    rid.append((S - 1) * A + np.arange(A))
+    nxt.append(np.full(A, S - 1))
+    p.append(np.ones(A))
+    rewards = rng.random((S, A))
+    rewards[S - 1] = 0
+    return make_ragged_mdp(
+        np.concatenate(rid),
+        np.concatenate(nxt),
+        np.concatenate(p),
+        rewards,
+        discount=discount,
+        horizon=horizon,
+        dtype=dtype,
+    )

@@ -18,7 +18,8 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from ..models._rows import Model, Rows, expect, successors
+from ..models._ragged import RaggedMDP, RaggedRows
+from ..models._rows import Model, Rows, expect, row_sums, row_terms, successors
 from ..models._sparse import SparseMDP
 from ._error_free import exact_product, ff_sum
 from ._policies import (
@@ -28,6 +29,7 @@ from ._policies import (
     validate_policy,
     weighted_sum,
 )
+from ._ragged import ragged_products
 from ._rounding import summation_ulps
 
 HIGHEST = jax.lax.Precision.HIGHEST
@@ -57,7 +59,7 @@ def _evaluate_finite(mdp: Model, policy: jax.Array, stage: jax.Array | None) -> 
 
 def _evaluate_infinite(mdp: Model, policy: jax.Array) -> jax.Array:
     rows, rewards, weights = policy_rows(mdp, policy)
-    if isinstance(mdp, SparseMDP):
+    if isinstance(mdp, SparseMDP | RaggedMDP):
         return _evaluate_by_iteration(mdp, rows, rewards, weights, is_deterministic(policy))
     used = weights > 0
     p_pi = jnp.einsum(
@@ -78,14 +80,16 @@ def _accurate_residual(
     A ``deterministic`` rule (``weights`` `[S, 1]` ones) skips the products with ``π``.
     """
     S = v.shape[0]
-    vals = v[successors(rows)]
     used = weights > 0
-    p = jnp.where(used[..., None], rows.probs, 0)
     r = jnp.where(used, rewards, 0)
-    if deterministic:
-        pv = exact_product(p, vals)
+    if isinstance(rows, RaggedRows):  # each row's Σ p v as a pair, block by block
+        pv, wr = ragged_products(rows, weights, r, v, deterministic)
+    elif deterministic:
+        pv = exact_product(jnp.where(used[..., None], rows.probs, 0), v[successors(rows)])
         wr = [r]
     else:
+        vals = v[successors(rows)]
+        p = jnp.where(used[..., None], rows.probs, 0)
         w = jnp.where(used, weights, 0)
         # π(a|s) p(s'|s, a) as an unevaluated pair, then times v(s'): eight exact products.
         wp_hi, wp_lo = ff_sum(jnp.stack(exact_product(w[..., None], p), axis=-1))
@@ -165,10 +169,10 @@ def _evaluate_by_iteration(
     gamma = mdp.discount
     r_pi = weighted_sum(weights, rewards)
     used = weights > 0
-    sums = jnp.sum(jnp.where(used[..., None], rows.probs, 0), axis=-1)
+    sums = jnp.where(used, row_sums(rows), 0)
     kappa = gamma * jnp.maximum(jnp.max(weighted_sum(weights, sums)), 1)
     rate = jnp.where(kappa < 1, kappa, gamma)  # κ >= 1 (rows summing above 1/γ): no bound
-    terms = rows.probs.shape[1] * rows.probs.shape[-1]
+    terms = row_terms(rows)
     ulps = min((terms + 3) / 2, summation_ulps(terms))
     # The relative accuracy a sweep's rounding allows a solve: 2ρ/(1 − κ) of the solution.
     floor = jnp.where(kappa < 1, 2 * ulps * eps / (1 - kappa), jnp.inf)

@@ -34,6 +34,7 @@ from .._checks import (
     check_range,
     is_concrete,
 )
+from ..models._ragged import RaggedRows, blockwise
 from ..models._rows import Rows, row_support, successors
 from ._width import CheckedWidth
 
@@ -315,6 +316,9 @@ def checked_backup(
       the one over all entries; always for support-aware successor lists (no width), never
       for a support-aware dense row with no support (a masked row, say).
     """
+    if isinstance(rows, RaggedRows):  # block by block
+        kw = dict(width=width, support_aware=support_aware)
+        return blockwise(checked_backup, rows, box, v_low, v_high, **kw)
     values = jnp.stack([v_low, -v_high])  # [2, S]: a max is a min of −v.
     table = jnp.stack([v_low, -v_high, jnp.ones_like(v_low)], axis=-1)  # [S, 3]
     if rows.next_states is None:
@@ -375,6 +379,9 @@ def robust_backup(
     Returns:
       Two arrays `[...]`: the min for ``v_low`` and the max for ``v_high``.
     """
+    if isinstance(rows, RaggedRows):  # block by block (each checks its own fills)
+        kw = dict(width=width, support_aware=support_aware)
+        return blockwise(robust_backup, rows, box, v_low, v_high, **kw)
     S = v_low.shape[-1]
     args = (rows, box, v_low, v_high)
     if not isinstance(width, CheckedWidth):

@@ -13,6 +13,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from .._checks import as_numpy, is_concrete
+from ..models._ragged import RaggedRows
 from ..models._rows import Model, Rows, check_model, transition_rows
 
 
@@ -153,8 +154,16 @@ def _as_device(given, host: np.ndarray, dtype) -> jax.Array:
 
 
 def policy_rows(mdp: Model, decision: jax.Array):
-    """``(rows, rewards, weights)`` a decision rule uses: see :func:`select_rows`."""
+    """``(rows, rewards, weights)`` a decision rule uses: see :func:`select_rows`.
+
+    A :class:`RaggedMDP`'s rows stay in their blocks: all rows, with ``π`` `[S, A]` as the
+    weights (a deterministic rule's one-hot), whose zeros drop the unused rows exactly.
+    """
     all_rows = transition_rows(mdp)
+    if isinstance(all_rows, RaggedRows):
+        if is_deterministic(decision):
+            decision = jax.nn.one_hot(decision, mdp.num_actions, dtype=mdp.rewards.dtype)
+        return all_rows, mdp.rewards, decision.astype(mdp.rewards.dtype)
     probs, weights = select_rows(all_rows.probs, decision)
 
     def chosen(x):

@@ -20,6 +20,7 @@ import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from ..models._ragged import RaggedMDP, transition_lists
 from ..models._rows import Model, transition_rows
 
 
@@ -39,14 +40,18 @@ class Graph:
     """
 
     def __init__(self, mdp: Model):
-        rows = transition_rows(mdp)
         mask = np.asarray(mdp.action_mask, bool)
-        probs = np.asarray(rows.probs, np.float64)
         S, A = mask.shape
-        if rows.next_states is None:
+        if isinstance(mdp, RaggedMDP):
+            rid, t, p = transition_lists(mdp)
+            keep = (p > 0) & mask.reshape(-1)[rid]
+            (s, a), t, p = np.divmod(rid[keep], A), t[keep], p[keep].astype(np.float64)
+        elif (rows := transition_rows(mdp)).next_states is None:
+            probs = np.asarray(rows.probs, np.float64)
             s, a, t = np.nonzero((probs > 0) & mask[:, :, None])
             p = probs[s, a, t]
         else:
+            probs = np.asarray(rows.probs, np.float64)
             nxt = np.asarray(rows.next_states)
             s, a, k = np.nonzero((nxt >= 0) & (probs > 0) & mask[:, :, None])
             t, p = nxt[s, a, k], probs[s, a, k]

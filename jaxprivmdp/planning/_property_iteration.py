@@ -30,14 +30,16 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..models._rows import Model, Rows, expect, transition_rows
-from ..models._sparse import SparseMDP
+from ..models._ragged import RaggedRows
+from ..models._rows import Model, Rows, expect, row_length, row_sums, transition_rows
 from ._property_graph import Graph
 
 
 def model_rows(mdp: Model) -> Rows:
     """The model's transition rows as the :class:`Rows` pytree the cores take."""
     rows = transition_rows(mdp)
+    if isinstance(rows, RaggedRows):
+        return rows
     return Rows(rows.probs, rows.next_states)
 
 
@@ -49,7 +51,7 @@ def opt_sign(minimize: bool, dtype) -> jax.Array:
 def rounding_margin(mdp: Model) -> float:
     """The rounding of one backup ``r + Σ p v`` relative to its value, ``(n + 5) u``; the cores
     add the rows' distance from sums of 1 (:func:`host_widening`, :func:`_widening`)."""
-    n = mdp.max_successors if isinstance(mdp, SparseMDP) else mdp.num_states
+    n = row_length(mdp)
     ulps = min(n + 5, 2 * (16 + 2 * math.ceil(math.log2(max(n, 2)))))  # units of eps/2
     return ulps * float(np.finfo(mdp.rewards.dtype).eps) / 2
 
@@ -69,7 +71,7 @@ def _widening(rows: Rows, usable: jax.Array, rounding: jax.Array) -> jax.Array:
     usable rows (rows are validated within 3.1e-5 of 1 and never renormalized; the values
     here are those of the rows read as the distributions they stand for):
     ``rounding + 2 (δ̂ + rounding)``, the computed sum ``δ̂`` being itself rounded."""
-    sums = jnp.sum(rows.probs, axis=-1)
+    sums = row_sums(rows)
     delta = jnp.max(jnp.where(usable, jnp.abs(sums - 1), 0))
     return 3 * rounding + 2 * delta
 

@@ -44,9 +44,15 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete
+from ..models._ragged import RaggedMDP, with_self_loops
 from ..models._rows import Model, check_model, with_probs
 from ..models._sparse import SparseMDP
-from ..models._support import MechanismInput, host_mechanism_input, model_mechanism_input
+from ..models._support import (
+    MechanismInput,
+    host_mechanism_input,
+    mechanism_input_of,
+    model_mechanism_input,
+)
 from ._property_check import check_dtmc, check_reward_structure, step_bound
 from ._property_labels import check_labels, satisfying
 from ._property_parse import parse_property, property_error
@@ -177,6 +183,8 @@ def _absorb(mdp: Model, absorbing: jax.Array) -> Model:
     first = jax.nn.one_hot(jnp.argmax(mask, axis=1), A, dtype=bool)
     mask = jnp.where(absorbing[:, None], first, mask)
     a3 = absorbing[:, None, None]
+    if isinstance(mdp, RaggedMDP):
+        return with_self_loops(mdp, absorbing, mask)
     if isinstance(mdp, SparseMDP):
         K = mdp.max_successors
         loop = jnp.where(jnp.arange(K) == 0, jnp.arange(S)[:, None], -1).astype(jnp.int32)
@@ -201,8 +209,8 @@ def problem_input(
 ) -> MechanismInput:
     """What the mechanism privatizes: :func:`model_mechanism_input`, the decided states'
     self-loops kept as one-entry rows (never privatized, whatever ``support`` says)."""
-    if pm is None or isinstance(mdp, SparseMDP):  # a sparse self-loop lists one successor
-        return model_mechanism_input(mdp, support, smoothing, interior=interior)
+    if pm is None or isinstance(mdp, SparseMDP | RaggedMDP):  # a self-loop lists one successor
+        return mechanism_input_of(mdp, support, smoothing, interior=interior)
     a3 = pm.absorbing[:, None, None]
     # The self-loops would fail the interior check a Dirichlet release of full rows makes:
     # check (and smooth) a uniform row in their place, then put them back.

@@ -15,8 +15,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from ..models._rows import Model, transition_rows
-from ..models._sparse import SparseMDP
+from ..models._rows import Model, row_length, row_sums, transition_rows
 
 
 def summation_ulps(n: int) -> float:
@@ -39,7 +38,7 @@ def backup_ulps(mdp: Model) -> float:
     terms this worst case exceeds :func:`summation_ulps`, which is used instead (XLA sums in
     blocks and trees, whose errors grow far slower than the worst case).
     """
-    n = mdp.max_successors if isinstance(mdp, SparseMDP) else mdp.num_states
+    n = row_length(mdp)
     return min((n + 3) / 2, summation_ulps(n))
 
 
@@ -65,7 +64,7 @@ def contraction_modulus(mdp: Model) -> jax.Array:
     model may contract slightly slower than ``γ``; it matters only for ``γ`` near 1.
     """
     rows = transition_rows(mdp)
-    sums = jnp.sum(rows.probs, axis=-1)
+    sums = row_sums(rows)
     most = jnp.max(jnp.where(mdp.action_mask, sums, 0))
     return mdp.discount * jnp.maximum(most, 1)
 

@@ -27,6 +27,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from .._checks import check_int, is_concrete
+from ..models._ragged import RaggedMDP
 from ..models._rows import Model
 from ..models._sparse import SparseMDP
 
@@ -90,7 +91,7 @@ def _outside_support(mdp: Model, support_aware: bool) -> int | None:
     """The most entries outside an allowed row's support, which the shared value order may
     rank before the row's own: 0 unless the set is support-aware on dense rows; None when
     the support is traced."""
-    if not support_aware or isinstance(mdp, SparseMDP):
+    if not support_aware or isinstance(mdp, SparseMDP | RaggedMDP):
         return 0
     if not is_concrete(mdp.support, mdp.action_mask):
         return None
@@ -115,7 +116,7 @@ def bounds_width(
     S = mdp.num_states
     if fill_width is not None:
         fill_width = check_int("fill_width", fill_width, low=1)
-    if support_aware and isinstance(mdp, SparseMDP):
+    if support_aware and isinstance(mdp, SparseMDP | RaggedMDP):
         return S
     reach, outside = _reach(alpha, kind), _outside_support(mdp, support_aware)
     if reach is not None and outside is not None:

@@ -46,6 +46,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete
+from ..models._ragged import RaggedMDP, RaggedRows
+from ..models._ragged import entry_count as ragged_entry_count
 from ..models._rows import Model, Rows, row_support, transition_rows
 from ._beta import BetaTables, device_tables, host_tables, intervals, smallest_width
 from ._sets import UncertaintySet
@@ -94,6 +96,8 @@ def entry_count(mdp: Model, *, support_aware: bool, whole_model: bool) -> int:
     counted from its shapes alone (every row, ``K`` or ``S`` entries each): an upper bound,
     so the sets stay valid, only wider.
     """
+    if isinstance(mdp, RaggedMDP):
+        return ragged_entry_count(mdp, support_aware, whole_model)
     rows = transition_rows(mdp)
     width = rows.probs.shape[-1] if support_aware else mdp.num_states
     if not is_concrete(mdp.action_mask, rows.support):
@@ -181,6 +185,10 @@ def row_box(rows: Rows, params: SetParams, *, kind: str, support_aware: bool) ->
     ``kind`` (:func:`set_kind`): ``"radius"``, the box ``P̄ ± α``; ``"beta"``, the exact
     Beta intervals from the tables.
     """
+    if isinstance(rows, RaggedRows):  # one box per block
+        return tuple(
+            row_box(b, params, kind=kind, support_aware=support_aware) for b in rows.blocks
+        )
     p = rows.probs
     if kind == "radius":
         alpha = params.alpha
@@ -199,5 +207,10 @@ def row_box(rows: Rows, params: SetParams, *, kind: str, support_aware: bool) ->
 
 
 def policy_box(box: RowBox, select) -> RowBox:
-    """The box rows a decision rule uses: ``select`` picks rows like the transition rows."""
+    """The box rows a decision rule uses: ``select`` picks rows like the transition rows.
+
+    A ragged model's boxes (a tuple, one per block) stay whole: its decision rules use all
+    rows, weighted (``planning._policies.policy_rows``)."""
+    if isinstance(box, tuple) and not isinstance(box, RowBox):
+        return box
     return box._replace(lower=select(box.lower), upper=select(box.upper))
