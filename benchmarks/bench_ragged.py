@@ -77,7 +77,9 @@ def child(layout: str, path: Path, sweeps: int) -> dict:
     slots = mdp.num_slots if isinstance(mdp, jp.RaggedMDP) else mdp.next_states.size
     out = dict(load_s=load_s, peak_rss_after_load_mb=rss, slots=int(slots))
     for dtype in (jnp.float64, jnp.float32):
-        m = jax.tree.map(lambda x: x.astype(dtype) if x.dtype == jnp.float64 else x, mdp)
+        m = jax.tree.map(
+            lambda x, dtype=dtype: x.astype(dtype) if x.dtype == jnp.float64 else x, mdp
+        )
         name = jnp.dtype(dtype).name
         out[f"sweeps_{name}_s"] = _timed(lambda m=m: jp.solve(m, max_iterations=sweeps).values)
         if layout == "ragged":
