@@ -24,12 +24,14 @@ from ._sweep_commands import cmd_frontier, cmd_reproduce, cmd_sweep
 from ._terminal import note
 
 
-def _setup(args) -> None:
-    """A computing command's JAX settings: float64, and one computation across processes."""
+def _setup(args, stack: contextlib.ExitStack) -> None:
+    """A computing command's JAX settings: float64 (in ``stack``'s scope only: a caller in
+    Python keeps its own setting, global or in a ``jax.enable_x64`` block), and one
+    computation across processes."""
     import jax
 
     if args.dtype == "float64":
-        jax.config.update("jax_enable_x64", True)
+        stack.enter_context(jax.enable_x64(True))
     if getattr(args, "coordinator", None) is not None:
         # One sweep across processes (hosts): CPU processes talk through gloo.
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
@@ -99,12 +101,12 @@ def _run(argv: list[str] | None) -> int:
 
             from ..models._support import ZeroEntryError
 
-            x64 = jax.config.jax_enable_x64  # restored: callers in Python keep their setting
             try:
                 check_args(args)
-                if hasattr(args, "dtype"):
-                    _setup(args)
-                files = COMMANDS[args.command](args)
+                with contextlib.ExitStack() as stack:
+                    if hasattr(args, "dtype"):
+                        _setup(args, stack)
+                    files = COMMANDS[args.command](args)
             except ZeroEntryError as e:
                 error(_zero_entry_message(e))
                 return 2
@@ -119,8 +121,6 @@ def _run(argv: list[str] | None) -> int:
             except (ValueError, OSError) as e:
                 error(e)
                 return 2
-            finally:
-                jax.config.update("jax_enable_x64", x64)
         except KeyboardInterrupt:
             print(f"jaxprivmdp {args.command}: interrupted", file=sys.stderr)
             return 130
