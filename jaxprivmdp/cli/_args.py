@@ -98,8 +98,15 @@ def check_args(args: argparse.Namespace) -> None:
         a repeated ``k``, flags that exclude each other, or an ``--out`` that cannot be
         written (or would overwrite ``--mdp``).
     """
+    _check_counts(args)
+    _check_numbers(args)
+    _check_combinations(args)
+    _check_out(args)
+
+
+def _check_counts(args: argparse.Namespace) -> None:
+    """The integer flags (and the distributed ones, which go together)."""
     get = vars(args).get
-    dtype_max = float(np.finfo(get("dtype") or "float64").max)
     distributed = [get("coordinator"), get("num_processes"), get("process_id")]
     if any(v is not None for v in distributed):
         if any(v is None for v in distributed):
@@ -118,6 +125,12 @@ def check_args(args: argparse.Namespace) -> None:
         check_integer("--initial-state", args.initial_state, low=0)
     if get("n") is not None:
         check_integer("--n", args.n, low=2)
+
+
+def _check_numbers(args: argparse.Namespace) -> None:
+    """The real-valued flags and grids (sorted in place), finite and in range."""
+    get = vars(args).get
+    dtype_max = float(np.finfo(get("dtype") or "float64").max)
     if get("ks") is not None:
         args.ks = sorted_grid("--ks", args.ks, high=dtype_max)
     if get("epsilons") is not None:
@@ -144,6 +157,11 @@ def check_args(args: argparse.Namespace) -> None:
             check_number(flag, value, low=0.0, high=0.5, low_open=True)
             if get("n") is not None:
                 _one_over_n(flag, value, args.n)
+
+
+def _check_combinations(args: argparse.Namespace) -> None:
+    """Flags that exclude or need each other, per command."""
+    get = vars(args).get
     if get("smoothing") is not None and get("support") is not None:
         raise ValueError(
             "--smoothing and --support nonzero exclude each other: smoothing fills the zeros "
@@ -168,7 +186,6 @@ def check_args(args: argparse.Namespace) -> None:
             "a guarantee needs a public lower bound on the rows: pass --eta (or --smoothing, "
             "which implies it); an eta derived from the data would leak the data"
         )
-    _check_out(args)
 
 
 def _release_mechanism(args: argparse.Namespace) -> None:

@@ -1,4 +1,4 @@
-"""Exact, fast Gamma and Dirichlet sampling for the Dirichlet mechanism.
+r"""Exact, fast Gamma and Dirichlet sampling for the Dirichlet mechanism.
 
 ``jax.random.dirichlet`` is ``softmax(jax.random.loggamma(key, alpha))`` and, on CPU, its
 log-gamma sampler runs one Marsaglia–Tsang rejection loop per element (vmapped
@@ -20,6 +20,42 @@ its rank in the row's support). An element's draws depend only on the key, its n
 shape, also in the fallback (its ``i``-th redraw uses the fallback key folded with ``i``),
 never on the other elements: a dense row and the same row as a successor list draw the
 same numbers.
+
+:func:`loggamma`, the method. Marsaglia–Tsang (2000) for shape :math:`a' = a + 1 \ge 1`: with
+:math:`d = a' - 1/3`, :math:`c = 1/\sqrt{9d}`, draw :math:`z \sim N(0, 1)`,
+:math:`u \sim U(0, 1)`, set :math:`v = (1 + cz)^3`, and accept iff :math:`v > 0` and
+
+.. math:: \log u < z^2/2 + d - dv + d \log v,
+
+in which case :math:`dv \sim \mathrm{Gamma}(a')`. The acceptance probability is at
+least 0.95 for :math:`a' \ge 1`. Then the boost
+
+.. math:: \log G(a) = \log G(a + 1) + \log(U) / a, \qquad U \sim U(0, 1)
+   \text{ independent},
+
+which is exact because :math:`\mathrm{Gamma}(a) \overset{d}{=}
+\mathrm{Gamma}(a+1) \, U^{1/a}`. Working in log space keeps tiny shapes finite
+(``a = 1e-6`` gives ``log G`` of order ``-1e6``, not ``log 0``); every uniform is
+drawn strictly inside (0, 1] (``U`` from a full 32-bit word, ``(w + 1/2) 2^-32``;
+64 bits in float64), so ``log U`` is finite. The boost is applied to every ``a``,
+also ``a >= 1``: in a fused pass its random bits are computed for every element
+anyway, and shape ``a + 1 >= 2`` raises the acceptance rate there.
+
+Exactness. Each element draws ``num_candidates`` i.i.d. candidates at once and keeps
+the first accepted one, which is precisely what the sequential rejection loop returns.
+The elements with none accepted (probability at most ``0.049 ** num_candidates``) go
+to a ``lax.while_loop`` whose predicate is "some element is unaccepted", so it runs
+zero iterations when there are none; each round gathers the unaccepted elements and
+gives each fresh i.i.d. candidates, again keeping the first accepted one: an element's
+``i``-th redraw hashes its own name with the fallback key folded with ``i``, so its
+candidates are an i.i.d. sequence of its own, whichever round serves it. Its accepted
+value is an exact ``Gamma(a + 1)`` draw independent of the rest. No step is
+approximated (no truncated loop, no approximate Gamma formula): the result is exact
+in distribution up to floating-point rounding, like ``jax.random.loggamma``. As
+there, the normal is the inverse CDF (``erfinv``) of a uniform on a ``2^-23`` grid
+(``2^-52`` in float64), and ``u`` lies on the grid ``(k + 1/2) 2^-23``. A guard of
+256 rounds (reaching it has probability below ``0.049 ** 1024``) would leave such an
+element NaN, never a biased value.
 """
 
 from __future__ import annotations
@@ -253,43 +289,8 @@ def loggamma(
     num_candidates: int = 2,
     names: tuple[ArrayLike, ArrayLike] | None = None,
 ) -> jax.Array:
-    r"""Samples ``log G`` with ``G ~ Gamma(a, 1)`` element-wise, exactly.
-
-    Marsaglia–Tsang (2000) for shape :math:`a' = a + 1 \ge 1`: with
-    :math:`d = a' - 1/3`, :math:`c = 1/\sqrt{9d}`, draw :math:`z \sim N(0, 1)`,
-    :math:`u \sim U(0, 1)`, set :math:`v = (1 + cz)^3`, and accept iff :math:`v > 0` and
-
-    .. math:: \log u < z^2/2 + d - dv + d \log v,
-
-    in which case :math:`dv \sim \mathrm{Gamma}(a')`. The acceptance probability is at
-    least 0.95 for :math:`a' \ge 1`. Then the boost
-
-    .. math:: \log G(a) = \log G(a + 1) + \log(U) / a, \qquad U \sim U(0, 1)
-       \text{ independent},
-
-    which is exact because :math:`\mathrm{Gamma}(a) \overset{d}{=}
-    \mathrm{Gamma}(a+1) \, U^{1/a}`. Working in log space keeps tiny shapes finite
-    (``a = 1e-6`` gives ``log G`` of order ``-1e6``, not ``log 0``); every uniform is
-    drawn strictly inside (0, 1] (``U`` from a full 32-bit word, ``(w + 1/2) 2^-32``;
-    64 bits in float64), so ``log U`` is finite. The boost is applied to every ``a``,
-    also ``a >= 1``: in a fused pass its random bits are computed for every element
-    anyway, and shape ``a + 1 >= 2`` raises the acceptance rate there.
-
-    Exactness. Each element draws ``num_candidates`` i.i.d. candidates at once and keeps
-    the first accepted one, which is precisely what the sequential rejection loop returns.
-    The elements with none accepted (probability at most ``0.049 ** num_candidates``) go
-    to a ``lax.while_loop`` whose predicate is "some element is unaccepted", so it runs
-    zero iterations when there are none; each round gathers the unaccepted elements and
-    gives each fresh i.i.d. candidates, again keeping the first accepted one: an element's
-    ``i``-th redraw hashes its own name with the fallback key folded with ``i``, so its
-    candidates are an i.i.d. sequence of its own, whichever round serves it. Its accepted
-    value is an exact ``Gamma(a + 1)`` draw independent of the rest. No step is
-    approximated (no truncated loop, no approximate Gamma formula): the result is exact
-    in distribution up to floating-point rounding, like ``jax.random.loggamma``. As
-    there, the normal is the inverse CDF (``erfinv``) of a uniform on a ``2^-23`` grid
-    (``2^-52`` in float64), and ``u`` lies on the grid ``(k + 1/2) 2^-23``. A guard of
-    256 rounds (reaching it has probability below ``0.049 ** 1024``) would leave such an
-    element NaN, never a biased value.
+    r"""Samples ``log G`` with ``G ~ Gamma(a, 1)`` element-wise, exactly (the method and why
+    it is exact: the module docstring).
 
     Jit- and vmap-friendly: no Python loops over elements, no global state, static shapes.
     Under ``vmap`` the loop runs while any batch member has unaccepted elements.
