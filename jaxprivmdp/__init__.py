@@ -7,109 +7,146 @@ The data flows one way: model (:func:`make_mdp`) → mechanism (:func:`dirichlet
 
 Reference: P. Gohari, M. Hale, U. Topcu, "Privacy-Preserving Policy Synthesis in Markov
 Decision Processes", IEEE CDC 2020.
+
+The package loads lazily (PEP 562): ``import jaxprivmdp`` is cheap and each name imports its
+subpackage (and JAX) on first use, so the command line takes over Ctrl-C before JAX loads
+(:mod:`jaxprivmdp.cli`). Static tools read the imports under ``TYPE_CHECKING``;
+``tests/test_layout.py`` checks that they name the same objects as ``_EXPORTS``.
 """
 
-from . import privacy as privacy
-from ._version import __version__ as __version__
-from .experiments import FrontierResult as FrontierResult
-from .experiments import RobustPolicy as RobustPolicy
-from .experiments import RobustSummary as RobustSummary
-from .experiments import SweepResult as SweepResult
-from .experiments import Synthesis as Synthesis
-from .experiments import frontier as frontier
-from .experiments import sweep as sweep
-from .experiments import sweep_key as sweep_key
-from .experiments import synthesize as synthesize
-from .io import load_labels as load_labels
-from .io import load_mdp as load_mdp
-from .io import load_prism as load_prism
-from .io import save_mdp as save_mdp
-from .mechanisms import Dirichlet as Dirichlet
-from .mechanisms import Gaussian as Gaussian
-from .mechanisms import Laplace as Laplace
-from .mechanisms import Mechanism as Mechanism
-from .mechanisms import RowGuarantee as RowGuarantee
-from .mechanisms import dirichlet_mechanism as dirichlet_mechanism
-from .mechanisms import privatize as privatize
-from .mechanisms import secure_key as secure_key
-from .models import RaggedMDP as RaggedMDP
-from .models import SparseMDP as SparseMDP
-from .models import TabularMDP as TabularMDP
-from .models import examples as examples
-from .models import make_mdp as make_mdp
-from .models import make_ragged_mdp as make_ragged_mdp
-from .models import make_sparse_mdp as make_sparse_mdp
-from .models import to_dense as to_dense
-from .models import to_padded as to_padded
-from .models import to_ragged as to_ragged
-from .models import to_sparse as to_sparse
-from .planning import CheckResult as CheckResult
-from .planning import PrivacyBounds as PrivacyBounds
-from .planning import PropertyModel as PropertyModel
-from .planning import Solution as Solution
-from .planning import check as check
-from .planning import cost_of_privacy as cost_of_privacy
-from .planning import evaluate as evaluate
-from .planning import property_model as property_model
-from .planning import robust_expectation as robust_expectation
-from .planning import robust_solve as robust_solve
-from .planning import solve as solve
-from .sets import BOUNDS as BOUNDS
-from .sets import CertifiedSet as CertifiedSet
-from .sets import ExactSet as ExactSet
-from .sets import PaperSet as PaperSet
-from .sets import UncertaintySet as UncertaintySet
-from .sets import concentration_radius as concentration_radius
+from __future__ import annotations
 
-__all__ = [
-    "BOUNDS",
-    "CertifiedSet",
-    "Dirichlet",
-    "ExactSet",
-    "Gaussian",
-    "Laplace",
-    "Mechanism",
-    "PaperSet",
-    "RowGuarantee",
-    "UncertaintySet",
-    "CheckResult",
-    "FrontierResult",
-    "PrivacyBounds",
-    "PropertyModel",
-    "RobustPolicy",
-    "RobustSummary",
-    "Solution",
-    "RaggedMDP",
-    "SparseMDP",
-    "SweepResult",
-    "Synthesis",
-    "TabularMDP",
-    "check",
-    "concentration_radius",
-    "cost_of_privacy",
-    "dirichlet_mechanism",
-    "evaluate",
-    "examples",
-    "frontier",
-    "load_labels",
-    "load_mdp",
-    "load_prism",
-    "save_mdp",
-    "make_mdp",
-    "make_ragged_mdp",
-    "make_sparse_mdp",
-    "privacy",
-    "privatize",
-    "property_model",
-    "robust_expectation",
-    "robust_solve",
-    "secure_key",
-    "solve",
-    "sweep",
-    "sweep_key",
-    "synthesize",
-    "to_dense",
-    "to_padded",
-    "to_ragged",
-    "to_sparse",
-]
+import importlib
+from typing import TYPE_CHECKING
+
+from ._version import __version__ as __version__
+
+# Hand-written, not the `lazy_loader` package: one more runtime dependency for twenty lines.
+_EXPORTS = {
+    "experiments": (
+        "FrontierResult",
+        "RobustPolicy",
+        "RobustSummary",
+        "SweepResult",
+        "Synthesis",
+        "frontier",
+        "sweep",
+        "sweep_key",
+        "synthesize",
+    ),
+    "io": ("load_labels", "load_mdp", "load_prism", "save_mdp"),
+    "mechanisms": (
+        "Dirichlet",
+        "Gaussian",
+        "Laplace",
+        "Mechanism",
+        "RowGuarantee",
+        "dirichlet_mechanism",
+        "privatize",
+        "secure_key",
+    ),
+    "models": (
+        "RaggedMDP",
+        "SparseMDP",
+        "TabularMDP",
+        "examples",
+        "make_mdp",
+        "make_ragged_mdp",
+        "make_sparse_mdp",
+        "to_dense",
+        "to_padded",
+        "to_ragged",
+        "to_sparse",
+    ),
+    "planning": (
+        "CheckResult",
+        "PrivacyBounds",
+        "PropertyModel",
+        "Solution",
+        "check",
+        "cost_of_privacy",
+        "evaluate",
+        "property_model",
+        "robust_expectation",
+        "robust_solve",
+        "solve",
+    ),
+    "sets": (
+        "BOUNDS",
+        "CertifiedSet",
+        "ExactSet",
+        "PaperSet",
+        "UncertaintySet",
+        "concentration_radius",
+    ),
+}
+_SUBPACKAGES = ("privacy",)
+_WHERE = {name: room for room, names in _EXPORTS.items() for name in names}
+__all__ = sorted([*_WHERE, *_SUBPACKAGES])
+
+
+def __getattr__(name: str):
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
+
+
+if TYPE_CHECKING:
+    from . import privacy as privacy
+    from .experiments import FrontierResult as FrontierResult
+    from .experiments import RobustPolicy as RobustPolicy
+    from .experiments import RobustSummary as RobustSummary
+    from .experiments import SweepResult as SweepResult
+    from .experiments import Synthesis as Synthesis
+    from .experiments import frontier as frontier
+    from .experiments import sweep as sweep
+    from .experiments import sweep_key as sweep_key
+    from .experiments import synthesize as synthesize
+    from .io import load_labels as load_labels
+    from .io import load_mdp as load_mdp
+    from .io import load_prism as load_prism
+    from .io import save_mdp as save_mdp
+    from .mechanisms import Dirichlet as Dirichlet
+    from .mechanisms import Gaussian as Gaussian
+    from .mechanisms import Laplace as Laplace
+    from .mechanisms import Mechanism as Mechanism
+    from .mechanisms import RowGuarantee as RowGuarantee
+    from .mechanisms import dirichlet_mechanism as dirichlet_mechanism
+    from .mechanisms import privatize as privatize
+    from .mechanisms import secure_key as secure_key
+    from .models import RaggedMDP as RaggedMDP
+    from .models import SparseMDP as SparseMDP
+    from .models import TabularMDP as TabularMDP
+    from .models import examples as examples
+    from .models import make_mdp as make_mdp
+    from .models import make_ragged_mdp as make_ragged_mdp
+    from .models import make_sparse_mdp as make_sparse_mdp
+    from .models import to_dense as to_dense
+    from .models import to_padded as to_padded
+    from .models import to_ragged as to_ragged
+    from .models import to_sparse as to_sparse
+    from .planning import CheckResult as CheckResult
+    from .planning import PrivacyBounds as PrivacyBounds
+    from .planning import PropertyModel as PropertyModel
+    from .planning import Solution as Solution
+    from .planning import check as check
+    from .planning import cost_of_privacy as cost_of_privacy
+    from .planning import evaluate as evaluate
+    from .planning import property_model as property_model
+    from .planning import robust_expectation as robust_expectation
+    from .planning import robust_solve as robust_solve
+    from .planning import solve as solve
+    from .sets import BOUNDS as BOUNDS
+    from .sets import CertifiedSet as CertifiedSet
+    from .sets import ExactSet as ExactSet
+    from .sets import PaperSet as PaperSet
+    from .sets import UncertaintySet as UncertaintySet
+    from .sets import concentration_radius as concentration_radius

@@ -393,6 +393,37 @@ def test_ctrl_c_during_reproduce_exits_130_on_one_line(tmp_path, delay):
     assert not out.exists() or list(out.iterdir()) == []  # no output, no temporary
 
 
+def test_ctrl_c_while_jax_loads_exits_130_on_one_line(tmp_path):
+    """Ctrl-C in the first seconds, while the commands import JAX: one line and 130, not the
+    interpreter's traceback. The Ctrl-C is sent from inside the import of ``jax`` (the moment a
+    user's lands), so the test does not depend on timing."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    program = (
+        "import builtins, os, signal, sys\n"
+        "import jaxprivmdp.cli as cli\n"
+        "assert 'jax' not in sys.modules, 'importing the CLI loaded JAX'\n"
+        "real = builtins.__import__\n"
+        "def hook(name, *args, **kwargs):\n"
+        "    if name == 'jax':\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "    return real(name, *args, **kwargs)\n"
+        "builtins.__import__ = hook\n"
+        f"sys.argv = ['jaxprivmdp', 'reproduce', '--out', {str(tmp_path / 'r')!r}]\n"
+        "sys.exit(cli.main())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [sys.executable, "-c", program], cwd=root, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 130, done.stderr
+    assert done.stderr == "jaxprivmdp: interrupted\n"
+    assert not (tmp_path / "r").exists()
+
+
 def test_a_ctrl_c_while_computing_is_raised_at_a_safe_point():
     import signal
 

@@ -125,3 +125,30 @@ def test_rooms_stay_small():
 def test_each_subpackage_says_what_lives_there(room):
     doc = ast.get_docstring(ast.parse((PACKAGE / room / "__init__.py").read_text()))
     assert doc and "Imports:" in doc, f"{room}/__init__.py needs a docstring with 'Imports:'"
+
+
+def test_the_lazy_api_names_what_its_static_imports_name():
+    """``jaxprivmdp/__init__.py`` loads lazily: its ``_EXPORTS`` (what runs) and the imports
+    under ``TYPE_CHECKING`` (what static tools read) must agree, and every name must resolve to
+    its subpackage's object."""
+    import importlib
+
+    import jaxprivmdp
+
+    tree = ast.parse((PACKAGE / "__init__.py").read_text())
+    static = {
+        alias.name: node.module or ""
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module != "_version"
+        for alias in node.names
+    }
+    runtime = {name: room for room, names in jaxprivmdp._EXPORTS.items() for name in names}
+    runtime.update({name: "" for name in jaxprivmdp._SUBPACKAGES})
+    assert static == runtime
+    assert sorted(jaxprivmdp.__all__) == sorted(runtime)
+    for name, room in runtime.items():
+        home = importlib.import_module(f"jaxprivmdp.{room}" if room else f"jaxprivmdp.{name}")
+        expected = getattr(home, name) if room else home
+        assert getattr(jaxprivmdp, name) is expected, name
+    with pytest.raises(AttributeError, match="no attribute 'solver'"):
+        jaxprivmdp.solver  # noqa: B018

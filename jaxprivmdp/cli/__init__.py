@@ -9,10 +9,44 @@ runs ``synthesize`` and ``evaluate`` (``_policy_files`` writes and reads policy 
 PRISM chains); ``_accounting`` computes the guarantees they record and ``_terminal`` prints
 (notes and progress on stderr, tables on stdout).
 
-Imports: the public API (``jaxprivmdp``) and any layer below it.
+Imports: the public API (``jaxprivmdp``) and any layer below it. This module itself imports
+nothing heavy: :func:`main` loads the commands (and JAX, seconds) under its own Ctrl-C handling.
 """
 
-from ._commands import main as main
-from ._mdp_files import load_npz_mdp as load_npz_mdp
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from typing import TYPE_CHECKING
 
 __all__ = ["load_npz_mdp", "main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs a command (:func:`jaxprivmdp.cli._commands.main`): exit status 0, 2 or 130.
+
+    A Ctrl-C while the commands and JAX load (the first seconds) ends with one line and 130,
+    as one during a command does, not with the interpreter's traceback.
+    """
+    try:
+        from ._commands import main as run
+
+        return run(argv)
+    except KeyboardInterrupt:
+        print("jaxprivmdp: interrupted", file=sys.stderr)
+        if argv is not None:
+            return 130
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(130)  # no teardown under half-loaded modules (see _commands.main)
+
+
+def __getattr__(name: str):
+    if name == "load_npz_mdp":
+        return importlib.import_module(f"{__name__}._mdp_files").load_npz_mdp
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+if TYPE_CHECKING:
+    from ._mdp_files import load_npz_mdp as load_npz_mdp
