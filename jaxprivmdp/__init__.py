@@ -96,7 +96,7 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+    return [*__all__, "__version__"]
 
 
 if TYPE_CHECKING:
