@@ -183,23 +183,32 @@ def _read_block(buf: np.ndarray, b: np.ndarray, kinds: str, extra: int):
 def _single_spaced(b: np.ndarray, n: int, extra: int):
     """``(starts, ends, used, newlines)`` (as :func:`_fields`) where every line has the same
     fields, each between single spaces (as PRISM and Storm write them); else None. A field
-    may then hold any byte: the number parsers check theirs (a ``\\r`` before the newline
-    too), and the block's bytes are checked here only if there are trailing fields."""
-    newline = b == ord("\n")
-    separator = newline | (b == ord(" "))
-    if not newline[-1] or separator[0] or (separator[1:] & separator[:-1]).any():
-        return None  # an empty field (or the block's end)
-    separators = np.flatnonzero(separator)
-    newlines = np.flatnonzero(newline)
-    per = separators.size // newlines.size  # separators per line, if the same on each
-    if per * newlines.size != separators.size or not n <= per <= n + extra:
+    may then hold any byte above the space: the number parsers check theirs, and the block's
+    bytes are checked here only if there are trailing fields."""
+    separators = np.flatnonzero(b <= ord(" "))  # blanks, line ends and control bytes
+    if not separators.size or separators[0] == 0 or separators[-1] != b.size - 1:
+        return None  # an empty first field, or no newline at the block's end
+    if (separators[1:] - separators[:-1] == 1).any():
+        return None  # an empty field
+    byte = b[separators]
+    newline = byte == ord("\n")
+    lines = np.count_nonzero(newline)
+    if not newline[-1]:
+        return None
+    per = separators.size // lines  # separators per line, if the same on each
+    if per * lines != separators.size or not n <= per <= n + extra:
         return None
     at = separators.reshape(-1, per)
-    if (at[:, -1] != newlines).any() or (per > n and not _plain_ascii(b)):
+    # Each line's last separator its newline (so the others are no newlines), the others
+    # spaces (a tab or "\r": the general split).
+    if not newline[per - 1 :: per].all() or np.count_nonzero(byte == ord(" ")) + lines != byte.size:
         return None
+    if per > n and not _plain_ascii(b):
+        return None
+    newlines = at[:, -1]
     first = np.concatenate([[0], newlines[:-1] + 1])
     starts = [first, *(at[:, j] + 1 for j in range(n - 1))]
-    return starts, [at[:, j] for j in range(n)], np.arange(newlines.size), newlines.size
+    return starts, [at[:, j] for j in range(n)], np.arange(lines), lines
 
 
 def _plain_ascii(b: np.ndarray) -> bool:

@@ -48,7 +48,10 @@ MAX_CHARS = 40  # a longer field goes to the caller's line-by-line reader
 _U = np.uint64
 _POW10_INT = 10 ** np.arange(20, dtype=np.uint64)
 _ZEROS = _U(0x3030303030303030)  # eight '0'
-_ONES = _U(2**64 - 1)
+# For a word that holds the last m bytes of a run (m = 0..8, in its high bytes): the mask of
+# those bytes, and '0' in the bytes before them.
+_KEEP = np.array([0] + [(2**64 - 1) << (8 * (8 - m)) & (2**64 - 1) for m in range(1, 9)], _U)
+_FILL = _ZEROS & ~_KEEP
 
 
 def windows(b: np.ndarray, at: np.ndarray, width: int) -> np.ndarray:
@@ -117,26 +120,41 @@ def digit_runs(b: np.ndarray, end: np.ndarray, length: np.ndarray):
         return np.where(used, digit, 0).astype(np.uint64), ~used | (digit <= 9)
     shortest = int(length.min())
     at = np.ndarray((b.size - 7,), "<u8", buffer=b, strides=(1,))  # at[i]: b[i : i + 8]
-    value = np.zeros(end.size, np.uint64)
-    high = np.zeros(end.size, np.uint64)  # a byte's high bit: not a digit
+    value = high = None
     for k in range(-(-longest // 8)):  # k-th word from the right
         x = at[end - 8 * (k + 1)]
-        if shortest < 8 * (k + 1):  # some rows start inside this word
-            outside = np.clip(8 * (k + 1) - length, 0, 8).astype(np.uint64)  # its first bytes
-            keep = _ONES << (outside * _U(8))  # 0 for a shift by 64
-            x = (x & keep) | (_ZEROS & ~keep)
-        high |= (x + _U(0x4646464646464646)) | (x - _ZEROS)
-        value += _eight_digits(x) * _POW10_INT[8 * k]
-    return value, (high & _U(0x8080808080808080)) == 0
+        if shortest < 8 * (k + 1):  # some rows start inside this word: its bytes in the run
+            inside = length if k == 0 and longest <= 8 else np.clip(length - 8 * k, 0, 8)
+            x &= _KEEP[inside]
+            x |= _FILL[inside]  # '0' before the run
+        digits = x - _ZEROS
+        x += _U(0x4646464646464646)  # a byte above '9' carries into its high bit
+        x |= digits  # one below '0' borrows
+        high = x if high is None else np.bitwise_or(high, x, out=high)
+        digits = _eight_digits(digits)
+        if value is None:
+            value = digits
+        else:
+            digits *= _POW10_INT[8 * k]
+            value += digits
+    high &= _U(0x8080808080808080)
+    return value, high == 0
 
 
-def _eight_digits(words: np.ndarray) -> np.ndarray:
-    """The 8-digit integers of little-endian words of eight ASCII digits (Lemire 2021)."""
-    x = words - _U(0x3030303030303030)
-    x = x * _U(10) + (x >> _U(8))
-    low = (x & _U(0x000000FF000000FF)) * _U(0x000F424000000064)
-    high = ((x >> _U(16)) & _U(0x000000FF000000FF)) * _U(0x0000271000000001)
-    return (low + high) >> _U(32)
+def _eight_digits(x: np.ndarray) -> np.ndarray:
+    """The 8-digit integers of little-endian words of eight digits 0..9 (each byte its
+    digit, the first in the lowest byte; Lemire 2021), computed in place of ``x``."""
+    low = x >> _U(8)
+    x *= _U(10)
+    x += low  # each pair of bytes: its two-digit number in the low byte
+    low = x & _U(0x000000FF000000FF)
+    low *= _U(0x000F424000000064)
+    x >>= _U(16)
+    x &= _U(0x000000FF000000FF)
+    x *= _U(0x0000271000000001)
+    x += low
+    x >>= _U(32)
+    return x
 
 
 def _scale(M: np.ndarray, q: np.ndarray) -> np.ndarray:

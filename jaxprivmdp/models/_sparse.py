@@ -13,6 +13,7 @@ Nothing of size `[S, A, S]` is ever built from a sparse model.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import jax
 import jax.numpy as jnp
@@ -84,41 +85,87 @@ def validate_successors(
         raise ValueError(f"probs must have the shape of next_states {idx.shape}, got {p.shape}")
     mask = check_mask(action_mask, S, A)
 
-    def row(where) -> str:
-        s, a = (int(i) for i in where[:2])
-        return f"row (state {s}, action {a})"
+    allowed = mask[:, :, None]
+    # Each check is a cheap pass over the arrays; the offending row is looked for only when
+    # one fails (the masked rows may hold anything).
+    if idx.min() < PADDING or idx.max() >= S:
+        bad = np.argwhere(((idx < PADDING) | (idx >= S)) & allowed)
+        if bad.size:
+            s, a, j = bad[0]
+            raise ValueError(
+                f"next_states {_row(bad[0])} lists state {int(idx[s, a, j])}, outside [0, {S}) "
+                f"(padding is {PADDING})"
+            )
+    padding = idx == PADDING
+    on_padding = padding & (p != 0)
+    if on_padding.any():
+        on_padding = np.argwhere(on_padding & allowed)
+        if on_padding.size:
+            s, a, j = on_padding[0]
+            raise ValueError(
+                f"probs {_row(on_padding[0])} puts {p[s, a, j]:.9g} on padding (slot {j})"
+            )
+    if p.min() < 0:
+        neg = np.argwhere((p < 0) & allowed)
+        if neg.size:
+            s, a, j = neg[0]
+            raise ValueError(
+                f"probs {_row(neg[0])} has a negative entry {p[s, a, j]:.9g} (slot {j})"
+            )
+    _check_distinct(idx, p, padding, mask)
+    sums = _row_sums(p)
+    off = np.abs(sums - 1) > ROW_SUM_TOLERANCE
+    if off.any():
+        off = np.argwhere(off & mask)
+        if off.size:
+            s, a = off[0]
+            raise ValueError(
+                f"probs {_row(off[0])} sums to {float(sums[s, a]):.9g}, not 1 (tolerance "
+                f"{ROW_SUM_TOLERANCE:.1e}; {len(off)} such row(s)); rows are never renormalized"
+            )
+    return idx.astype(np.int32, copy=False), p, mask
 
-    bad = np.argwhere(((idx < PADDING) | (idx >= S)) & mask[:, :, None])
-    if bad.size:
-        s, a, j = bad[0]
-        raise ValueError(
-            f"next_states {row(bad[0])} lists state {int(idx[s, a, j])}, outside [0, {S}) "
-            f"(padding is {PADDING})"
-        )
-    on_padding = np.argwhere((idx == PADDING) & (p != 0) & mask[:, :, None])
-    if on_padding.size:
-        s, a, j = on_padding[0]
-        raise ValueError(f"probs {row(on_padding[0])} puts {p[s, a, j]:.9g} on padding (slot {j})")
-    neg = np.argwhere((p < 0) & mask[:, :, None])
-    if neg.size:
-        s, a, j = neg[0]
-        raise ValueError(f"probs {row(neg[0])} has a negative entry {p[s, a, j]:.9g} (slot {j})")
-    # A successor listed twice with positive mass: sort each row's listed indices.
-    listed = np.where((p > 0) & (idx >= 0), idx, -1 - np.arange(K))  # unique fillers
-    ordered = np.sort(listed, axis=-1)
-    twice = np.argwhere((ordered[..., 1:] == ordered[..., :-1]) & mask[:, :, None])
-    if twice.size:
-        s, a, j = twice[0]
-        raise ValueError(f"next_states {row(twice[0])} lists state {int(ordered[s, a, j])} twice")
-    sums = p.sum(-1)
-    off = np.argwhere((np.abs(sums - 1) > ROW_SUM_TOLERANCE) & mask)
-    if off.size:
-        s, a = off[0]
-        raise ValueError(
-            f"probs {row(off[0])} sums to {float(sums[s, a]):.9g}, not 1 (tolerance "
-            f"{ROW_SUM_TOLERANCE:.1e}; {len(off)} such row(s)); rows are never renormalized"
-        )
-    return idx.astype(np.int32), p, mask
+
+def _row(where) -> str:
+    s, a = (int(i) for i in where[:2])
+    return f"row (state {s}, action {a})"
+
+
+# Up to this many slots, duplicates are found by comparing each pair of slots (K(K-1)/2
+# passes over [S, A]), and row sums are added slot by slot (NumPy's own order below 8 terms);
+# beyond, by a sort of each row and NumPy's sum.
+_FEW_SLOTS = 7
+
+
+def _check_distinct(idx: np.ndarray, p: np.ndarray, padding: np.ndarray, mask) -> None:
+    """A ValueError for the first allowed row that lists a successor twice with positive mass
+    (naming the smallest such successor)."""
+    K = idx.shape[2]
+    fillers = -1 - np.arange(K, dtype=idx.dtype if idx.dtype.kind == "i" else np.int64)
+    listed = np.where((p > 0) & ~padding, idx, fillers)  # unique fillers: no mass
+    if K <= _FEW_SLOTS:
+        twice = np.zeros(mask.shape, bool)
+        for j, k in itertools.combinations(range(K), 2):
+            twice |= listed[..., j] == listed[..., k]
+    else:
+        ordered = np.sort(listed, axis=-1)
+        twice = (ordered[..., 1:] == ordered[..., :-1]).any(-1)
+    twice &= mask
+    if twice.any():
+        first = np.argwhere(twice)[0]
+        ordered = np.sort(listed[tuple(first)])
+        state = ordered[np.argmax(ordered[1:] == ordered[:-1])]
+        raise ValueError(f"next_states {_row(first)} lists state {int(state)} twice")
+
+
+def _row_sums(p: np.ndarray) -> np.ndarray:
+    """`[S, A]` each row's sum, bit for bit ``p.sum(-1)``."""
+    if p.shape[2] > _FEW_SLOTS:
+        return p.sum(-1)
+    sums = p[..., 0].copy()
+    for j in range(1, p.shape[2]):
+        sums += p[..., j]
+    return sums
 
 
 def make_sparse_mdp(
@@ -167,14 +214,17 @@ def make_sparse_mdp(
     else:
         keep = check_support(support, p, mask)
     keep &= idx >= 0
-    idx, p = np.where(keep, idx, PADDING).astype(np.int32), np.where(keep, p, 0.0)
+    idx = np.where(keep, idx, PADDING).astype(np.int32, copy=False)
+    p = np.where(keep, p, 0.0).astype(dtype, copy=False)
     fields = validate_model_fields(
         S, A, rewards, terminal_reward, horizon, discount, initial_state, dtype
     )
+    # device_put copies host arrays as they are; jnp.asarray would compile a conversion for
+    # each new shape (tens of ms apiece, most of a small model's construction).
     return SparseMDP(
-        next_states=jnp.asarray(idx),
-        probs=jnp.asarray(p, dtype),
-        action_mask=jnp.asarray(mask),
+        next_states=jax.device_put(idx),
+        probs=jax.device_put(p),
+        action_mask=jax.device_put(mask),
         **fields,
     )
 
