@@ -123,15 +123,20 @@ class ReleaseGuarantee(NamedTuple):
 
 def _privatized_rows(args, mdp) -> tuple[int, list[int]]:
     """``(R, dims)``: the rows the mechanism changes (the library's one count,
-    :func:`jaxprivmdp.models._support.private_rows`) and their sizes."""
+    :func:`jaxprivmdp.models._support.private_rows`; a ragged model's bucket by bucket) and
+    their sizes."""
     import numpy as np
 
+    from ..models import RaggedMDP
     from ..models._support import model_mechanism_input, private_rows
+    from ..privacy._private_rows import ragged_rows
 
-    inp = model_mechanism_input(
-        mdp, getattr(args, "support", None), getattr(args, "smoothing", None), interior=False
-    )
-    sizes = np.asarray(inp.support).sum(-1)[private_rows(inp)]
+    support, smoothing = getattr(args, "support", None), getattr(args, "smoothing", None)
+    if isinstance(mdp, RaggedMDP):
+        sizes = ragged_rows(mdp, support, smoothing).sizes
+    else:
+        inp = model_mechanism_input(mdp, support, smoothing, interior=False)
+        sizes = np.asarray(inp.support).sum(-1)[private_rows(inp)]
     return int(sizes.size), sorted({int(n) for n in sizes})
 
 

@@ -38,8 +38,12 @@ def _private_rows(args, mdp, mech) -> dict:
     import numpy as np
 
     from ..mechanisms import privatize, secure_key
-    from ..models import SparseMDP
+    from ..models import RaggedMDP, SparseMDP
+    from ..models._ragged import transition_lists
 
+    if isinstance(mdp, RaggedMDP):  # its transition lists, as save_mdp writes them
+        rid, nxt, p = transition_lists(guarded(privatize, secure_key(), mdp, mech))
+        return {"row_ids": rid, "next_states": nxt, "probs": p, "support": np.ones(rid.size, bool)}
     if isinstance(mdp, SparseMDP):
         private = guarded(privatize, secure_key(), mdp, mech)
         return {

@@ -24,12 +24,13 @@ import numpy as np
 
 from .._checks import check_count, check_probability, check_range
 from ..mechanisms._registry import mechanism_class
+from ..models._ragged import RaggedMDP
 from ..models._rows import Model, transition_rows
-from ..models._support import MechanismInput, private_rows
 from ..planning._bellman import solve_core
 from ..planning._evaluation import evaluate_core
 from ..planning._property_reward import PropertyModel, as_problem, host_problem_input
 from ..privacy import compose_rows
+from ..privacy._private_rows import PrivateRows, ragged_rows, rows_of_input, smallest_entry
 from ..sets._sets import Bound
 from ._sweep import sweep
 
@@ -114,10 +115,11 @@ def public_eta(mdp: Model) -> float:
     rounded to nearest lies within half a unit of the input, so the result is a float64
     number never above the true smallest entry.
     """
-    rows = np.asarray(transition_rows(mdp).probs)
-    mask = np.asarray(mdp.action_mask)
-    allowed = rows[mask]
-    smallest = allowed[allowed > 0].min()
+    if isinstance(mdp, RaggedMDP):  # bucket by bucket: the same entries, never padded
+        smallest = smallest_entry(mdp)
+    else:
+        allowed = np.asarray(transition_rows(mdp).probs)[np.asarray(mdp.action_mask)]
+        smallest = allowed[allowed > 0].min()
     value = float(smallest)  # exact: every float dtype converts exactly to float64
     if np.dtype(smallest.dtype) == np.float64:
         return value
@@ -126,10 +128,12 @@ def public_eta(mdp: Model) -> float:
     return max(value - max(value * float(info.eps), float(info.smallest_subnormal)), value / 2)
 
 
-def row_dimension(inp: MechanismInput) -> int:
-    """The largest number of entries a privatized row has (at least 2)."""
-    sizes = np.asarray(inp.support).sum(-1)[np.asarray(inp.action_mask)]
-    return max(int(sizes.max()), 2)
+def problem_rows(model: Model, prop: PropertyModel | None, support) -> PrivateRows:
+    """The rows the mechanisms change: one count of private rows and of their entries (a
+    ragged model's bucket by bucket; a property's decided states are one-entry self-loops)."""
+    if isinstance(model, RaggedMDP):
+        return ragged_rows(model, support)
+    return rows_of_input(host_problem_input(model, prop, support))
 
 
 def _calibrate(cls, eps, delta, b, eta, n, num_rows):
@@ -203,7 +207,7 @@ def frontier(
 
     Args:
       key: PRNG key (one independent sub-key per mechanism).
-      mdp: the true MDP (dense or sparse), or a :class:`PropertyModel` (values in the
+      mdp: the true MDP (dense, sparse or ragged), or a :class:`PropertyModel` (values in the
         property's scale; only the undecided states' rows are private and counted).
       epsilons: the target ε's, each ``> 0``.
       delta: the target δ in ``(0, 1)`` (the Laplace mechanism is pure ε-DP).
@@ -238,11 +242,9 @@ def frontier(
     if isinstance(mechanisms, str) or not mechanisms:
         raise ValueError(f"mechanisms must be a non-empty list, got {mechanisms!r}")
     classes = [mechanism_class(m) for m in mechanisms]
-    # What the mechanisms privatize: one count of private rows and of their entries.
-    inp = host_problem_input(model, prop, support)
-    n = row_dimension(inp)
+    rows = problem_rows(model, prop, support)
+    n, num_rows = rows.dimension, int(rows.states.size)
     eta = public_eta(model) if eta is None else float(eta)
-    num_rows = int(private_rows(inp).sum())
     sweep_options = dict(bound=bound, beta=beta, support=support, support_aware=support_aware)
     fields = ("all_rows", "parameter", "reachable", "floor", "parameter_name", *_QUANTITIES)
     out = {q: {} for q in fields}

@@ -175,6 +175,33 @@ class Mechanism:
         return 0.0
 
 
+def privatize_rows(mech: Mechanism, key, rows, support, action_mask):
+    """``mech.privatize``, also of a ragged model's rows (tuples, one entry per bucket:
+    :func:`~jaxprivmdp.models._support.ragged_mechanism_input`). Each bucket is privatized
+    as `[n_b, 1, K_b]` rows with the key folded with the bucket's index: every row's release
+    has the distribution it has in the padded layout (rows are privatized independently
+    over their support), not the same draws. A bucket of one-successor rows is not sampled:
+    every mechanism returns such a row as all its mass on its one entry (1, masked rows 0),
+    which is what it comes back as (no compiled sampler for it)."""
+    if not isinstance(rows, tuple):
+        return mech.privatize(key, rows, support, action_mask)
+    out = []
+    for i, (p, s, m) in enumerate(zip(rows, support, action_mask, strict=True)):
+        if p.shape[-1] == 1:
+            out.append(jnp.where(m[:, None], jnp.ones_like(p), jnp.zeros_like(p)))
+            continue
+        key_i = jax.random.fold_in(key, i)
+        out.append(mech.privatize(key_i, p[:, None], s[:, None], m[:, None])[:, 0])
+    return tuple(out)
+
+
+@jax.jit
+def privatize_jit(key, rows, mech: Mechanism, support, action_mask):
+    """:func:`privatize_rows`, compiled: one cache for ``jp.privatize`` and
+    ``dirichlet_mechanism`` of a model."""
+    return privatize_rows(mech, key, rows, support, action_mask)
+
+
 def _host_or_callback(fn, n: int, level, dtype) -> jax.Array:
     """``fn(n, level)`` in ``dtype``, on the host; through a callback (one call per batch
     member under ``vmap``; rounded up in ``dtype``) when ``level`` is traced."""

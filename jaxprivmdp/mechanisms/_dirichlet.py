@@ -26,14 +26,19 @@ from ..models._dense import TabularMDP
 from ..models._ragged import RaggedMDP
 from ..models._rows import with_probs
 from ..models._sparse import SparseMDP
-from ..models._support import Support, mechanism_input, model_mechanism_input
+from ..models._support import (
+    Support,
+    mechanism_input,
+    model_mechanism_input,
+    ragged_mechanism_input,
+)
 from ..privacy import calibrate_k
 from ..privacy import guarantee as row_guarantee
 from ..privacy._row import smallest_epsilon
 from ..sets._boxes import beta_params, radius_params
 from ..sets._radius import outward_radius
 from ..sets._sets import UncertaintySet
-from ._base import Mechanism, RowGuarantee
+from ._base import Mechanism, RowGuarantee, privatize_jit
 from ._sampling import loggamma, spread_of
 
 try:  # JAX's per-element gamma sampler, the one jax.random.loggamma vmaps (see jax_loggamma)
@@ -226,9 +231,11 @@ def dirichlet_mechanism(
       key: a JAX PRNG key (``jax.random.key``). The same key gives the same noise; for a real
         release use :func:`secure_key`.
       transitions: `[S, A, S]` the sensitive transition probabilities, or a whole model
-        (:class:`TabularMDP` or :class:`SparseMDP`, whose own action mask is used): then the
-        privatized model of the same kind comes back. A sparse model's rows are privatized
-        over their listed successors (its support is public structure).
+        (:class:`TabularMDP`, :class:`SparseMDP` or :class:`RaggedMDP`, whose own action
+        mask is used): then the privatized model of the same kind comes back. A sparse or
+        ragged model's rows are privatized over their listed successors (its support is
+        public structure); a ragged one's bucket by bucket, as :func:`jaxprivmdp.privatize`
+        does (the same draws for the same key; the padded layout's distribution).
       k: the mechanism's parameter ``k > 0`` (larger = weaker privacy, less noise).
       action_mask: `[S, A]` bool, True = allowed. Masked rows are never privatized and come out
         as zeros (they are ignored everywhere in the library).
@@ -282,8 +289,12 @@ def _privatize_model(key, mdp, k, action_mask, support, smoothing, sampler):
         raise ValueError("a model carries its own action_mask; do not pass another")
     dtype = mdp.rewards.dtype
     check_positive("k", k, dtype=dtype)
-    inp = model_mechanism_input(mdp, support, smoothing)
     k = jnp.asarray(k, dtype)
+    if isinstance(mdp, RaggedMDP):  # bucket by bucket: jp.privatize's release, its draws too
+        inp = ragged_mechanism_input(mdp, support, smoothing)
+        mech = Dirichlet(k, sampler)
+        return with_probs(mdp, privatize_jit(key, inp.rows, mech, inp.support, inp.action_mask))
+    inp = model_mechanism_input(mdp, support, smoothing)
     p_bar = _privatize_jit(key, inp.rows, k, inp.support, inp.action_mask, sampler=sampler)
     return with_probs(mdp, p_bar, inp.support)
 

@@ -16,6 +16,8 @@ from ..models._rows import check_model, with_probs
 from ..models._support import model_mechanism_input, ragged_mechanism_input
 from ._additive import Gaussian, Laplace
 from ._base import Mechanism
+from ._base import privatize_jit as _privatize_jit  # one cache with dirichlet_mechanism's
+from ._base import privatize_rows as privatize_rows  # (experiments._synthesis imports it here)
 from ._dirichlet import Dirichlet, check_sampler
 
 MECHANISMS: dict[str, type[Mechanism]] = {m.name: m for m in (Dirichlet, Gaussian, Laplace)}
@@ -127,22 +129,3 @@ def privatize(
 def _privatize_ragged(key, mdp, mech: Mechanism, support, smoothing):
     inp = ragged_mechanism_input(mdp, support, smoothing)
     return with_probs(mdp, _privatize_jit(key, inp.rows, mech, inp.support, inp.action_mask))
-
-
-def privatize_rows(mech: Mechanism, key, rows, support, action_mask):
-    """``mech.privatize``, also of a ragged model's rows (tuples, one entry per bucket:
-    :func:`~jaxprivmdp.models._support.ragged_mechanism_input`). Each bucket is privatized
-    as `[n_b, 1, K_b]` rows with the key folded with the bucket's index: every row's release
-    has the distribution it has in the padded layout (rows are privatized independently
-    over their support), not the same draws."""
-    if not isinstance(rows, tuple):
-        return mech.privatize(key, rows, support, action_mask)
-    return tuple(
-        mech.privatize(jax.random.fold_in(key, i), p[:, None], s[:, None], m[:, None])[:, 0]
-        for i, (p, s, m) in enumerate(zip(rows, support, action_mask, strict=True))
-    )
-
-
-@jax.jit
-def _privatize_jit(key, rows, mech: Mechanism, support, action_mask):
-    return privatize_rows(mech, key, rows, support, action_mask)

@@ -27,10 +27,13 @@ values), ``check``, ``privatize`` (every mechanism; each bucket drawn with the k
 with its index: the padded layout's distribution, not its draws), ``synthesize`` (its
 ``private_transitions`` is then a tuple, one `[n_b, K_b]` per bucket), ``sweep``,
 ``cost_of_privacy`` and ``robust_solve`` (every set, support-aware or not),
-``property_model``, ``save_mdp`` / ``load_mdp``. Not supported, a ValueError saying to use
-:func:`to_padded` (:func:`unsupported`): the privacy accounting (``privacy.mdp_guarantee``,
-``frontier``, the CLI's accounting), ``dirichlet_mechanism(key, model, k)``, and any code that
-reads a ragged model's rows as one `[S, A, K]` array (:class:`RaggedRows` refuses ``probs``).
+``property_model``, ``save_mdp`` / ``load_mdp``, ``dirichlet_mechanism(key, model, k)``
+(``privatize``'s release), and the privacy accounting (``privacy.mdp_guarantee``,
+``frontier``, the CLI's ``privacy`` and ``privatize``: bucket by bucket, the padded layout's
+numbers bit for bit, ``privacy._private_rows``). ``smoothing`` is refused (it needs all
+``S`` entries of every row, as for a :class:`SparseMDP`). Any code that reads a ragged
+model's rows as one `[S, A, K]` array gets a ValueError saying to use :func:`to_padded`
+(:func:`unsupported`; :class:`RaggedRows` refuses ``probs``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._checks import ETA_RELATIVE_TOLERANCE, real
-from ..models._support import host_mechanism_input, private_rows
+from ..models._ragged import RaggedMDP
+from ..models._support import host_mechanism_input
+from ._private_rows import PrivateRows, ragged_rows, rows_of_input
 from ._row import Guarantee, check_b, check_k, check_target_delta, guarantee
 
 Adjacency = Literal["row", "all"]
@@ -149,8 +151,10 @@ def mdp_guarantee(
 
     Args:
       k: the mechanism's parameter, ``> 0``.
-      transitions: a :class:`TabularMDP` (its own action mask), a :class:`SparseMDP` (rows
-        over their listed successors; no ``smoothing``) or `[S, A, S]` probabilities.
+      transitions: a :class:`TabularMDP` (its own action mask), a :class:`SparseMDP` or
+        :class:`RaggedMDP` (rows over their listed successors; no ``smoothing``; a ragged
+        model's buckets are read one by one, never padded, with the padded layout's result)
+        or `[S, A, S]` probabilities.
       b: the per-row adjacency bound, in ``(0, 1]``.
       eta: the public lower bound on every (smoothed) entry on the support; None means
         ``smoothing`` when given, else each row's minimum (see above).
@@ -175,13 +179,11 @@ def mdp_guarantee(
     target_delta = check_target_delta(target_delta)
     if adjacency not in ("row", "all"):
         raise ValueError(f"adjacency must be 'row' or 'all', got {adjacency!r}")
-    inp = host_mechanism_input(
-        transitions, action_mask=action_mask, support=support, smoothing=smoothing
-    )
+    rows = model_private_rows(transitions, action_mask, support, smoothing)
     eta = smoothing if eta is None else eta  # smoothing's entries are a public bound
     eta = None if eta is None else real("eta", eta, low=0.0, low_open=True)
     per_row = _per_row(
-        inp, k, b=b, eta=eta, smoothing=smoothing, adjacency=adjacency, target_delta=target_delta
+        rows, k, b=b, eta=eta, smoothing=smoothing, adjacency=adjacency, target_delta=target_delta
     )
     if not per_row:
         return MDPGuarantee(0.0, 0.0, adjacency, 0, per_row)
@@ -231,17 +233,27 @@ class RowGuarantees(Mapping):
         return sum_up(eps, counts), sum_up([g.delta for g in self._distinct], counts)
 
 
-def _per_row(inp, k, *, b, eta, smoothing, adjacency, target_delta) -> RowGuarantees:
-    """Every row the mechanism changes (:func:`jaxprivmdp.models._support.private_rows`) with
-    its guarantee, computed once per distinct ``(n, b, η)``.
+def model_private_rows(transitions, action_mask, support, smoothing) -> PrivateRows:
+    """The rows :func:`mdp_guarantee` counts: a :class:`RaggedMDP`'s bucket by bucket (no
+    padding), any other model's or array's from its host rows."""
+    if isinstance(transitions, RaggedMDP):
+        if action_mask is not None:
+            raise ValueError("a model carries its own action_mask; do not pass another")
+        return ragged_rows(transitions, support, smoothing)
+    inp = host_mechanism_input(
+        transitions, action_mask=action_mask, support=support, smoothing=smoothing
+    )
+    return rows_of_input(inp)
+
+
+def _per_row(rows: PrivateRows, k, *, b, eta, smoothing, adjacency, target_delta):
+    """Every row the mechanism changes (:class:`PrivateRows`) with its guarantee (a
+    :class:`RowGuarantees`), computed once per distinct ``(n, b, η)``.
 
     Raises:
       ValueError: for a row with an entry below a given ``eta``.
     """
-    states, actions = np.nonzero(private_rows(inp))
-    supp = np.asarray(inp.support, bool)[states, actions]
-    n = supp.sum(-1)
-    row_min = np.where(supp, inp.rows[states, actions], np.inf).min(-1)
+    states, actions, n, row_min = rows.states, rows.actions, rows.sizes, rows.minima
     # Entries a rounding below η count as η (1 − 0.9 is 0.09999999999999998).
     if eta is not None and (row_min < eta * (1 - ETA_RELATIVE_TOLERANCE)).any():
         i = int(np.argmax(row_min < eta * (1 - ETA_RELATIVE_TOLERANCE)))
@@ -257,7 +269,7 @@ def _per_row(inp, k, *, b, eta, smoothing, adjacency, target_delta) -> RowGuaran
     distinct = [
         _guarantee(k, int(n[i]), float(row_b[i]), float(row_eta[i]), row_delta) for i in first
     ]
-    return RowGuarantees(states, actions, which, distinct, inp.rows.shape[:2])
+    return RowGuarantees(states, actions, which, distinct, rows.shape)
 
 
 def share(target_delta: float, n: int) -> float:
