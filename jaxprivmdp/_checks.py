@@ -95,11 +95,12 @@ def check_numeric_dtype(name: str, dtype) -> None:
         raise ValueError(f"{name} must be numeric, got dtype {dtype}")
 
 
-def float_array(name: str, x, dtype) -> np.ndarray:
-    """A finite float NumPy copy of a concrete ``x`` in ``dtype``, or a ValueError."""
+def float_array(name: str, x, dtype, *, copy: bool = True) -> np.ndarray:
+    """A finite float NumPy copy of a concrete ``x`` in ``dtype`` (``x`` itself where it is
+    such an array already and not ``copy``), or a ValueError."""
     arr = as_numpy(name, x)
     check_numeric_dtype(name, arr.dtype)
-    out = arr.astype(dtype)
+    out = arr.astype(dtype, copy=copy)
     bad = ~np.isfinite(out)
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])

@@ -42,6 +42,9 @@ KINDS[[ord("+"), ord("-")]] = SIGN
 _POW10 = 10.0 ** np.arange(23)  # exact doubles
 _TWO53 = np.uint64(1 << 53)
 _SPLIT = 134217729.0  # 2^27 + 1 (Veltkamp)
+_POW10_HIGH = _POW10 * _SPLIT - (_POW10 * _SPLIT - _POW10)  # each power's split
+_POW10_LOW = _POW10 - _POW10_HIGH
+_MANTISSA = np.uint64((1 << 52) - 1)
 _MAX_DIGITS = 19  # below 2^64
 _MAX_EXPONENT_DIGITS = 4
 MAX_CHARS = 40  # a longer field goes to the caller's line-by-line reader
@@ -64,8 +67,7 @@ def decimal_column(b: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray | 
 
     ``b`` must hold ``MAX_CHARS`` bytes before the first field and after the last.
     """
-    out = np.full(s.size, np.nan)
-    _plain(b, s, e, out)
+    out = _plain(b, s, e)
     rest = np.flatnonzero(np.isnan(out))  # not plain, or not exact in :func:`_scale`
     if rest.size:
         values = _general(b, s[rest], e[rest])
@@ -75,28 +77,42 @@ def decimal_column(b: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray | 
     return out
 
 
-def _plain(b: np.ndarray, s: np.ndarray, e: np.ndarray, out: np.ndarray) -> None:
-    """Converts the plain fields (digits, at most one point, at most 19 digits) into ``out``
-    (NaN where :func:`_scale` is not exact, and for the others)."""
+def _plain(b: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """The values of the plain fields (digits, at most one point, at most 19 digits); NaN
+    where :func:`_scale` is not exact, and for the others."""
     point = s + 1  # most often the point follows one digit ("0.25")
-    single = np.ones(s.size, bool)  # at most one point
+    plain = None  # at most one point
     elsewhere = np.flatnonzero(b[point] != ord("."))
     if elsewhere.size:
-        point[elsewhere], single[elsewhere] = _find_points(b, s[elsewhere], e[elsewhere])
+        plain = np.ones(s.size, bool)
+        point[elsewhere], plain[elsewhere] = _find_points(b, s[elsewhere], e[elsewhere])
     # (A second point after the first is no digit: the fraction's check refuses it.)
-    whole, fraction = point - s, np.maximum(e - point - 1, 0)
-    plain = single & (whole + fraction >= 1) & (whole + fraction <= _MAX_DIGITS)
-    rows = None if plain.all() else np.flatnonzero(plain)
-    if rows is not None:
-        whole, fraction, point, e = whole[rows], fraction[rows], point[rows], e[rows]
-    high, ok_high = digit_runs(b, point, whole)
+    whole = point - s
+    fraction = e - point
+    fraction -= 1
+    np.maximum(fraction, 0, out=fraction)
+    digits = whole + fraction
+    short = (digits >= 1) & (digits <= _MAX_DIGITS)
+    plain = short if plain is None else plain & short
+    if not plain.all():  # the others read as no digits here (and become NaN)
+        whole, fraction = np.where(plain, whole, 0), np.where(plain, fraction, 0)
+    high, ok = digit_runs(b, point, whole)
     low, ok_low = digit_runs(b, e, fraction)
-    M = high * _POW10_INT[fraction] + low
-    values = np.where(ok_high & ok_low, _scale(M, -fraction), np.nan)
-    if rows is None:
-        out[:] = values
-    else:
-        out[rows] = values
+    ok &= ok_low
+    ok &= plain
+    M = high * _POW10_INT[fraction]
+    M += low
+    # M · 10^-fraction: every row is one of _scale's two exact cases (fraction <= 19).
+    out = M.astype(np.float64)  # exact up to 2^53
+    out /= _POW10[fraction]
+    long = M > _TWO53
+    n_long = np.count_nonzero(long)
+    if 2 * n_long > long.size:  # most: no gathers (the others' quotients are discarded)
+        out = np.where(long, _quotient(M, fraction), out)
+    elif n_long:
+        out[long] = _quotient(M[long], fraction[long])
+    out[~ok] = np.nan
+    return out
 
 
 def _find_points(b: np.ndarray, s: np.ndarray, e: np.ndarray):
@@ -161,14 +177,15 @@ def _scale(M: np.ndarray, q: np.ndarray) -> np.ndarray:
     """``M · 10^q`` where the conversion is exact (see the module), NaN elsewhere."""
     small = (M <= _TWO53) & (np.abs(q) <= 22)
     long = (M > _TWO53) & (q <= 0) & (q >= -22)
-    p = _POW10[np.clip(np.abs(q), 0, 22)]
+    k = np.clip(np.abs(q), 0, 22)
+    p = _POW10[k]
     m = M.astype(np.float64)  # exact where small
     out = np.where(small, np.where(q >= 0, m * p, m / p), np.nan)
     n_long = np.count_nonzero(long)
     if 2 * n_long > long.size:  # most: no gathers (the others' quotients are discarded)
-        out = np.where(long, _quotient(M, p), out)
+        out = np.where(long, _quotient(M, k), out)
     elif n_long:
-        out[long] = _quotient(M[long], p[long])
+        out[long] = _quotient(M[long], k[long])
     return out
 
 
@@ -251,27 +268,26 @@ def _horner(chars: np.ndarray, which: np.ndarray, dtype) -> np.ndarray:
     return value
 
 
-def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``a · b = hi + lo`` exactly (Dekker; no overflow in this range)."""
-    hi = a * b
-    a1 = a * _SPLIT - (a * _SPLIT - a)
-    b1 = b * _SPLIT - (b * _SPLIT - b)
-    a2, b2 = a - a1, b - b1
-    return hi, ((a1 * b1 - hi) + a1 * b2 + a2 * b1) + a2 * b2
-
-
-def _quotient(M: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """``M / p`` correctly rounded for ``2^53 < M < 2^64`` and ``p = 10^k``, ``k ≤ 22``;
-    NaN within 2^-30 units in the last place of a rounding boundary."""
+def _quotient(M: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """``M / 10^k`` correctly rounded for ``2^53 < M < 2^64`` and ``k ≤ 22``; NaN within
+    2^-30 units in the last place of a rounding boundary."""
+    p = _POW10[k]
     high = (M & ~np.uint64(2047)).astype(np.float64)  # at most 53 significant bits: exact
     low = (M & np.uint64(2047)).astype(np.float64)
     q = high / p
-    ph, pl = _two_product(q, p)
+    # q · p = ph + pl exactly (Dekker's product; p's halves from the table).
+    ph = q * p
+    q1 = q * _SPLIT
+    q1 = q1 - (q1 - q)
+    q2 = q - q1
+    p1, p2 = _POW10_HIGH[k], _POW10_LOW[k]
+    pl = ((q1 * p1 - ph) + q1 * p2 + q2 * p1) + q2 * p2
     remainder = ((high - ph) - pl) + low  # M − q·p, to a relative 2^-52
     correction = remainder / p
     out = q + correction
     error = correction - (out - q)  # (q + correction) − out, exactly (Fast2Sum)
     half = np.spacing(out) / 2
     near_tie = np.abs(np.abs(error) - half) <= half * 2.0**-30
-    power_of_two = np.frexp(out)[0] == 0.5  # the boundary below is a quarter unit away
+    # A power of two (its mantissa bits 0): the boundary below is a quarter unit away.
+    power_of_two = (out.view(np.uint64) & _MANTISSA) == 0
     return np.where(near_tie | power_of_two, np.nan, out)

@@ -340,22 +340,34 @@ def make_layout(ex: Explicit, layout: str = "auto") -> Layout:
         mask = np.zeros(S * A, bool)
         mask[rows.pairs] = True
         return Layout(ex, None, None, mask.reshape(S, A))
+    mask = np.zeros(S * A, bool)
+    mask[rows.pairs] = True
+    index = np.int32 if S <= np.iinfo(np.int32).max else np.int64
+    if rows.order is None and rows.pairs.size == S * A and counts.min() == K:
+        # Every row present, full and in order: the columns are the arrays (no copies).
+        next_states, probs = ex.tgt.astype(index, copy=False), ex.prob
+    else:
+        next_states, probs = _scatter(ex, rows, counts, (S, A, K), index)
+    shape = (S, A, K)
+    return Layout(ex, next_states.reshape(shape), probs.reshape(shape), mask.reshape(S, A))
+
+
+def _scatter(ex: Explicit, rows: _Rows, counts: np.ndarray, shape, index):
+    """The padded `[S·A·K]` successors and probabilities of the transitions."""
+    S, A, K = shape
     # Each transition's place in [S, A, K] (in row order): its row's, plus its rank there,
     # as a running sum of steps (one array: fresh memory is what costs most here).
-    flat = np.ones(ex.src.size, np.int64)
+    flat = np.ones(ex.src.size, np.int32 if S * A * K <= np.iinfo(np.int32).max else np.int64)
     previous = np.concatenate([[0], rows.pairs[:-1] * K + counts[:-1] - 1])  # a row's last
     flat[rows.starts] = rows.pairs * K - previous
     np.cumsum(flat, out=flat)
     if rows.order is not None:
         flat[rows.order] = flat.copy()
-    index = np.int32 if S <= np.iinfo(np.int32).max else np.int64
     next_states = np.full(S * A * K, PADDING, index)
     probs = np.zeros(S * A * K)
     next_states[flat] = ex.tgt
     probs[flat] = ex.prob
-    mask = np.zeros(S * A, bool)
-    mask[rows.pairs] = True
-    return Layout(ex, next_states.reshape(S, A, K), probs.reshape(S, A, K), mask.reshape(S, A))
+    return next_states, probs
 
 
 def layout_model(layout: Layout, rewards: np.ndarray, **fields) -> SparseMDP | RaggedMDP:

@@ -65,7 +65,8 @@ jax.tree_util.register_dataclass(
 def validate_successors(
     next_states: ArrayLike, probs: ArrayLike, action_mask: ArrayLike | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Checks concrete successor lists on the host; returns int32, float64 and bool copies.
+    """Checks concrete successor lists on the host; returns them as int32, float64 and bool
+    arrays (the arguments themselves where they are such NumPy arrays: nothing writes to them).
 
     Raises:
       ValueError: naming the first offending row: shapes, an index out of range, a
@@ -80,7 +81,7 @@ def validate_successors(
             f"next_states must have shape [S, A, K] with S, A, K >= 1, got {idx.shape}"
         )
     S, A, K = idx.shape
-    p = float_array("probs", probs, np.float64)
+    p = float_array("probs", probs, np.float64, copy=False)
     if p.shape != idx.shape:
         raise ValueError(f"probs must have the shape of next_states {idx.shape}, got {p.shape}")
     mask = check_mask(action_mask, S, A)
@@ -214,8 +215,11 @@ def make_sparse_mdp(
     else:
         keep = check_support(support, p, mask)
     keep &= idx >= 0
-    idx = np.where(keep, idx, PADDING).astype(np.int32, copy=False)
-    p = np.where(keep, p, 0.0).astype(dtype, copy=False)
+    drop = ~keep
+    if (drop & (idx != PADDING)).any():  # slots stored as padding
+        idx = np.where(keep, idx, PADDING).astype(np.int32, copy=False)
+    p = p.astype(dtype)  # a copy, written below
+    np.copyto(p, 0.0, where=drop)
     fields = validate_model_fields(
         S, A, rewards, terminal_reward, horizon, discount, initial_state, dtype
     )
