@@ -5,7 +5,8 @@ time and 1.5× the memory of a pandas/NumPy parse into the same arrays.
 
 The file: an MDP in PRISM's explicit format (``S C T`` header, ``source choice target
 probability`` lines in row order, as PRISM writes them), ``--states`` states, 2 choices each
-of 3 successors, probabilities written as Python's shortest round-trip decimals (mostly 16–17
+of 3 successors (``--varied``: 1 to 5, 3 on average, so rows are padded and the layout
+scatters), probabilities written as Python's shortest round-trip decimals (mostly 16–17
 digits: the hardest case for a reader that rounds exactly), no action names. It is generated
 once into ``--folder`` (default: a temporary folder) by :func:`write_tra` here.
 
@@ -30,8 +31,9 @@ that the load of this shared machine hits all alike; the table shows the median 
 median (and range) of each round's time over pandas' time in the same round.
 
 Run: ``python benchmarks/bench_load.py [--states 1000000] [--rounds 3] [--folder DIR]
-[--line-by-line]``;
-``--quick`` is ``--states 100000 --rounds 2``. Writes ``benchmarks/results/bench_load.json``.
+[--line-by-line] [--varied]``;
+``--quick`` is ``--states 100000 --rounds 2``. Writes ``benchmarks/results/bench_load.json``
+(``bench_load_varied.json``).
 """
 
 from __future__ import annotations
@@ -54,19 +56,31 @@ CONTESTANTS = ("load_mdp", "pandas", "pandas+make_sparse_mdp", "line_by_line")
 CHOICES, SUCCESSORS = 2, 3
 
 
-def write_tra(path: Path, num_states: int, seed: int = 0) -> None:
-    """An MDP's ``.tra`` in PRISM's format: 2 choices × 3 distinct successors per state."""
+def write_tra(path: Path, num_states: int, seed: int = 0, varied: bool = False) -> None:
+    """An MDP's ``.tra`` in PRISM's format: 2 choices × 3 distinct successors per state
+    (``varied``: 1 to 5 successors per choice, 3 on average)."""
     rng = np.random.default_rng(seed)
     S, A, K = num_states, CHOICES, SUCCESSORS
-    src = np.repeat(np.arange(S), A * K)
-    choice = np.tile(np.repeat(np.arange(A), K), S)
-    targets = (rng.integers(0, S - K, size=(S, A, 1)) + np.arange(K)).reshape(-1)
-    w = rng.random((S, A, K))
-    p = w / w.sum(-1, keepdims=True)
-    p[..., -1] = 1 - p[..., :-1].sum(-1)  # sums to 1 within an ulp or two
-    p = p.reshape(-1)
+    if varied:
+        counts = rng.integers(1, 2 * K, size=S * A)
+        row = np.repeat(np.arange(S * A), counts)
+        src, choice = np.divmod(row, A)
+        start = np.cumsum(counts) - counts
+        targets = rng.integers(0, S - 2 * K, size=S * A)[row] + np.arange(row.size) - start[row]
+        w = rng.random(row.size)
+        p = w / np.bincount(row, w)[row]
+        last = start + counts - 1
+        p[last] = 1 - (np.bincount(row, p) - p[last])  # sums to 1 within an ulp or two
+    else:
+        src = np.repeat(np.arange(S), A * K)
+        choice = np.tile(np.repeat(np.arange(A), K), S)
+        targets = (rng.integers(0, S - K, size=(S, A, 1)) + np.arange(K)).reshape(-1)
+        w = rng.random((S, A, K))
+        p = w / w.sum(-1, keepdims=True)
+        p[..., -1] = 1 - p[..., :-1].sum(-1)  # sums to 1 within an ulp or two
+        p = p.reshape(-1)
     with open(path, "w") as f:
-        f.write(f"{S} {S * A} {S * A * K}\n")
+        f.write(f"{S} {S * A} {src.size}\n")
         step = 1 << 20
         for i in range(0, src.size, step):
             part = slice(i, i + step)
@@ -157,6 +171,9 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, default=None)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--line-by-line", action="store_true", help="also the old reader, once")
+    parser.add_argument(
+        "--varied", action="store_true", help="1 to 5 successors per choice (unequal rows)"
+    )
     parser.add_argument("--child", choices=CONTESTANTS, help=argparse.SUPPRESS)
     parser.add_argument("--tra", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -168,10 +185,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.folder or Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"bench_{args.states}.tra"
+        path = folder / f"bench_{args.states}{'_varied' if args.varied else ''}.tra"
         if not path.is_file():
             t0 = time.perf_counter()
-            write_tra(path, args.states)
+            write_tra(path, args.states, varied=args.varied)
             print(
                 f"wrote {path} ({path.stat().st_size / 2**20:.0f} MiB) in "
                 f"{time.perf_counter() - t0:.1f} s",
@@ -189,7 +206,8 @@ def main() -> None:
 
 def report(args, path: Path, runs: dict) -> None:
     env = common.machine_info()
-    T = args.states * CHOICES * SUCCESSORS
+    with open(path) as f:
+        T = int(f.readline().split()[2])
     common.print_header(
         f"Loading a PRISM .tra: {args.states:,} states, {T:,} transitions",
         env,
@@ -228,7 +246,7 @@ def report(args, path: Path, runs: dict) -> None:
         "/ pandas",
     ]
     common.print_table("Load time and peak memory", headers, rows)
-    out = common.RESULTS_DIR / "bench_load.json"
+    out = common.RESULTS_DIR / f"bench_load{'_varied' if args.varied else ''}.json"
     common.write_json(out, dict(env=env, states=args.states, transitions=T, runs=runs, median=med))
     print(f"\n(JSON: {out.relative_to(common.REPO_ROOT)})")
 

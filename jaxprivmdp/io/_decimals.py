@@ -105,12 +105,7 @@ def _plain(b: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray:
     # M · 10^-fraction: every row is one of _scale's two exact cases (fraction <= 19).
     out = M.astype(np.float64)  # exact up to 2^53
     out /= _POW10[fraction]
-    long = M > _TWO53
-    n_long = np.count_nonzero(long)
-    if 2 * n_long > long.size:  # most: no gathers (the others' quotients are discarded)
-        out = np.where(long, _quotient(M, fraction), out)
-    elif n_long:
-        out[long] = _quotient(M[long], fraction[long])
+    out = _with_quotients(out, M, fraction, M > _TWO53)
     out[~ok] = np.nan
     return out
 
@@ -181,10 +176,15 @@ def _scale(M: np.ndarray, q: np.ndarray) -> np.ndarray:
     p = _POW10[k]
     m = M.astype(np.float64)  # exact where small
     out = np.where(small, np.where(q >= 0, m * p, m / p), np.nan)
+    return _with_quotients(out, M, k, long)
+
+
+def _with_quotients(out: np.ndarray, M: np.ndarray, k: np.ndarray, long: np.ndarray):
+    """``out`` with ``M / 10^k`` (:func:`_quotient`) where ``long``."""
     n_long = np.count_nonzero(long)
     if 2 * n_long > long.size:  # most: no gathers (the others' quotients are discarded)
-        out = np.where(long, _quotient(M, k), out)
-    elif n_long:
+        return np.where(long, _quotient(M, k), out)
+    if n_long:
         out[long] = _quotient(M[long], k[long])
     return out
 
