@@ -4,9 +4,10 @@ Per-row accounting of the Dirichlet mechanism lives in ``_row.py`` (the guarante
 ``k``; with the worst-case loss ε in ``_loss.py``, the concave-majorant bound on spreading
 mass in ``_split.py`` and special functions in ``_special.py``), the search for the ``k``
 that meets a target in ``_calibrate.py``; the lifting to a whole MDP and composition in
-``_mdp.py``; the Gaussian and Laplace mechanisms' accounting and calibration in
-``_additive.py``; Rényi-DP and composition over many rows (basic vs RDP, through
-``dp_accounting``) in ``_rdp.py``.
+``_mdp.py`` (over the rows ``_private_rows.py`` finds, in any layout, ragged included);
+the Gaussian and Laplace mechanisms' accounting and calibration in ``_additive.py``;
+Rényi-DP and composition over many rows (basic vs RDP, through ``dp_accounting``) in
+``_rdp.py``.
 
 The mechanism outputs ``x ~ Dirichlet(k·p)`` for a row ``p`` of the transition function.
 This module answers: which (ε, δ) does a given ``k`` buy, and which ``k`` buys a target
