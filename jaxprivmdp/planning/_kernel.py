@@ -36,6 +36,7 @@ from .._checks import (
 )
 from ..models._ragged import RaggedRows, blockwise
 from ..models._rows import Rows, row_support, successors
+from ..sets._boxes import box_caps
 from ._width import CheckedWidth
 
 
@@ -178,7 +179,7 @@ def _fill_within_rows(rows: Rows, box, values: jax.Array, slack: jax.Array):
     """
     inside = row_support(rows)
     w = values[:, successors(rows)]  # [2, ..., K]
-    caps = jnp.broadcast_to(jnp.where(inside, box.upper - box.lower, 0), w.shape)
+    caps = jnp.broadcast_to(jnp.where(inside, box_caps(box), 0), w.shape)
     w_min = jnp.min(jnp.where(inside, w, jnp.inf), axis=-1)
     w_min = jnp.where(jnp.isfinite(w_min), w_min, 0)  # masked rows: unused
     K = w.shape[-1]
@@ -233,7 +234,7 @@ def _fill_shared_pairwise(rows: Rows, box, values, slack, support_aware):
     ties broken by index (the order ``lax.top_k`` gives).
     """
     S = values.shape[-1]
-    caps = box.upper - box.lower  # [..., S] (0 outside the support when support-aware)
+    caps = box_caps(box)  # [..., S] (0 outside the support when support-aware)
     before = _comes_before(values)  # [2, S(i), S(j)], shared by all rows
     mass_before = jnp.einsum(
         "...i,kij->k...j", caps, before.astype(caps.dtype), precision=Precision.HIGHEST
@@ -264,9 +265,7 @@ def _fill_in_window(rows: Rows, box, values, slack, width: int, support_aware: b
     neg, order = jax.lax.top_k(-values, width)  # [2, m]: the smallest values, ascending
     w_sorted = -neg
     S = values.shape[-1]
-    lower = _in_global_order(rows, box.lower, order, 0, S)  # [2, ..., m]
-    upper = _in_global_order(rows, box.upper, order, box.outside, S)
-    caps = upper - lower
+    caps = _in_global_order(rows, box_caps(box), order, box.outside, S)  # [2, ..., m]
     before = jnp.cumsum(caps, axis=-1) - caps
     slack = jnp.broadcast_to(slack, caps.shape[:-1])
     pour = jnp.clip(slack[..., None] - before, 0, caps)

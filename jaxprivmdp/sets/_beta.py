@@ -313,23 +313,38 @@ def device_tables(k, level, dtype):
     )
 
 
+def cell(y: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``(i, w)``: the node below ``y ∈ [0, 1/2]`` (``y`` at least ``FLOOR``) and the place
+    of ``y`` in its cell, from 0 to 1.
+
+    With ``y = 1.f·2^(E − bias)`` (a normal number), ``i`` is ``STEPS(E − 1 − bias − E0)``
+    plus the top 4 bits of ``f``, and ``w`` the remaining bits of ``f`` over their range:
+    ``frexp``'s ``STEPS(e − E0) + ⌊2 STEPS (m − 1/2)⌋`` and its fractional part, bit for bit
+    (exact integer arithmetic and an exact conversion), in fewer operations.
+    """
+    info = jnp.finfo(y.dtype)
+    low_bits = info.nmant - 4  # the bits of f below the cell's 4
+    ints = jnp.int64 if y.dtype == jnp.float64 else jnp.int32
+    bits = jax.lax.bitcast_convert_type(jnp.maximum(y, FLOOR).astype(y.dtype), ints)
+    i = (bits >> low_bits) - STEPS * (info.maxexp - 2 + E0)  # maxexp − 1: the bias
+    w = (bits & ((1 << low_bits) - 1)).astype(y.dtype) * (2.0**-low_bits)
+    return i, w
+
+
 def _lookup(y: jax.Array, up: jax.Array, values: jax.Array, steps: jax.Array) -> jax.Array:
     """The table (``upper`` where ``up``, else ``lower``) interpolated at ``y ∈ [0, 1/2]``,
     rounded outward (up where ``up``). ``values``, ``steps``: ``upper`` then ``lower``.
 
-    ``frexp`` gives ``y = m·2^e`` exactly; the node below is ``STEPS(e − E0) + ⌊2 STEPS
-    (m − 1/2)⌋`` and the place ``w`` in the cell the fractional part: exact arithmetic, so
-    the index and ``w`` never err.
+    The cell and the place ``w`` in it: :func:`cell` (exact, so the index and ``w`` never
+    err).
     """
     eps = jnp.finfo(y.dtype).eps
-    m, e = jnp.frexp(jnp.maximum(y, FLOOR))
-    pos = (m - 0.5) * (2 * STEPS)
-    j = jnp.floor(pos)
-    i = (e - E0) * STEPS + j.astype(jnp.int32) + jnp.where(up, 0, NODES)
+    i, w = cell(y)
+    i = i + jnp.where(up, 0, NODES)
     # Both terms are >= 0. step lies at most 2 ulps below the exact difference (2 ulps of
     # the result at most) and the two roundings here add half an ulp each: 1 ± 4 eps
     # covers them. The result never decreases with y (fl(a + step·w) <= fl(a + step)).
-    v = (values[i] + steps[i] * (pos - j)) * jnp.where(up, 1 + 4 * eps, 1 - 4 * eps)
+    v = (values[i] + steps[i] * w) * jnp.where(up, 1 + 4 * eps, 1 - 4 * eps)
     return jnp.where(up | (y >= FLOOR), v, 0)
 
 

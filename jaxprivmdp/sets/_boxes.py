@@ -78,12 +78,16 @@ class RowBox(NamedTuple):
       outside: scalar upper bound of a state a successor list does not hold (its ``P̄`` is
         0); used only by sparse rows with the set over the whole simplex.
       mixture: scalar ``β'``.
+      caps: ``upper − lower`` (same shape), or None: the kernel then subtracts. Beta boxes
+        carry it, computed once for all rows beside the lookups, so that a stage gathers one
+        array into its window instead of two.
     """
 
     lower: jax.Array
     upper: jax.Array
     outside: jax.Array
     mixture: jax.Array
+    caps: jax.Array | None = None
 
 
 def entry_count(mdp: Model, *, support_aware: bool, whole_model: bool) -> int:
@@ -203,7 +207,16 @@ def row_box(rows: Rows, params: SetParams, *, kind: str, support_aware: bool) ->
     elif rows.next_states is not None:  # padding slots hold no state
         listed = rows.next_states >= 0
         lower, upper = jnp.where(listed, lower, 0), jnp.where(listed, upper, 0)
-    return RowBox(lower, upper, outside, params.mixture)
+    caps = None if kind == "radius" else upper - lower
+    return RowBox(lower, upper, outside, params.mixture, caps)
+
+
+def box_caps(box: RowBox) -> jax.Array:
+    """Each entry's capacity ``upper − lower``: the box's ``caps`` where it carries them.
+
+    A state a successor list does not hold has ``lower`` 0 and ``upper`` ``outside``: its
+    capacity is ``outside``."""
+    return box.upper - box.lower if box.caps is None else box.caps
 
 
 def policy_box(box: RowBox, select) -> RowBox:
@@ -213,4 +226,5 @@ def policy_box(box: RowBox, select) -> RowBox:
     rows, weighted (``planning._policies.policy_rows``)."""
     if isinstance(box, tuple) and not isinstance(box, RowBox):
         return box
-    return box._replace(lower=select(box.lower), upper=select(box.upper))
+    caps = None if box.caps is None else select(box.caps)
+    return box._replace(lower=select(box.lower), upper=select(box.upper), caps=caps)
