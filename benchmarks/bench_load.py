@@ -25,10 +25,11 @@ modules (NumPy, pandas, JAX, jaxprivmdp: the same baseline memory):
   and checks after it are today's).
 
 Time is wall-clock of the load alone (imports excluded), with ``jax.block_until_ready`` on the
-model; memory is the child's peak resident set (``VmHWM``), absolute and above its resident
-set after the imports. Rounds are interleaved (one child of each contestant per round) so
-that the load of this shared machine hits all alike; the table shows the median time, and the
-median (and range) of each round's time over pandas' time in the same round.
+model, and the process's CPU time over the same span (less sensitive to the machine's load);
+memory is the child's peak resident set (``VmHWM``), absolute and above its resident set after
+the imports. Rounds are interleaved (one child of each contestant per round) so that the load
+of this shared machine hits all alike; the table shows the median time, the median (and
+range) of each round's time over pandas' time in the same round, and the same for CPU time.
 
 Run: ``python benchmarks/bench_load.py [--states 1000000] [--rounds 3] [--folder DIR]
 [--line-by-line] [--varied]``;
@@ -134,7 +135,7 @@ def child(contestant: str, path: Path) -> dict:
     import jaxprivmdp as jp
 
     baseline = common.proc_status()["VmRSS"]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if contestant == "line_by_line":
         from jaxprivmdp.io import _rewards, _transitions
 
@@ -149,9 +150,9 @@ def child(contestant: str, path: Path) -> dict:
         idx, probs, mask, rewards = pandas_arrays(path)
         out = jp.make_sparse_mdp(idx, probs, rewards, action_mask=mask, discount=0.95)
     jax.block_until_ready(out)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     status = common.proc_status()
-    return dict(seconds=seconds, baseline_rss=baseline, peak_rss=status["VmHWM"])
+    return dict(seconds=seconds, cpu=cpu, baseline_rss=baseline, peak_rss=status["VmHWM"])
 
 
 def run_child(contestant: str, path: Path) -> dict:
@@ -217,20 +218,28 @@ def report(args, path: Path, runs: dict) -> None:
         ],
     )
     med = {
-        c: {k: statistics.median(r[k] for r in rs) for k in ("seconds", "peak_rss", "baseline_rss")}
+        c: {
+            k: statistics.median(r[k] for r in rs)
+            for k in ("seconds", "cpu", "peak_rss", "baseline_rss")
+        }
         for c, rs in runs.items()
     }
     # Ratios within a round (the same load for both), then their median and range.
-    ratios = {
-        c: [r["seconds"] / p["seconds"] for r, p in zip(rs, runs["pandas"], strict=False)]
-        for c, rs in runs.items()
-    }
+    ratios, cpu_ratios = (
+        {
+            c: [r[k] / p[k] for r, p in zip(rs, runs["pandas"], strict=False)]
+            for c, rs in runs.items()
+        }
+        for k in ("seconds", "cpu")
+    )
     ref = med["pandas"]
     rows = [
         [
             c,
             f"{m['seconds']:.2f} s",
             f"{statistics.median(ratios[c]):.2f}× ({min(ratios[c]):.2f}–{max(ratios[c]):.2f})",
+            f"{m['cpu']:.2f} s",
+            f"{statistics.median(cpu_ratios[c]):.2f}×",
             common.fmt_bytes(m["peak_rss"]),
             common.fmt_bytes(m["peak_rss"] - m["baseline_rss"]),
             f"{m['peak_rss'] / ref['peak_rss']:.2f}×",
@@ -241,6 +250,8 @@ def report(args, path: Path, runs: dict) -> None:
         "contestant",
         "time",
         "/ pandas, same round",
+        "CPU time",
+        "CPU / pandas",
         "peak RSS",
         "above imports",
         "/ pandas",
