@@ -262,9 +262,10 @@ def _lines(starts: np.ndarray, newlines: np.ndarray, size: int, n: int, extra: i
 
 
 def _integers(b: np.ndarray, s: np.ndarray, e: np.ndarray) -> np.ndarray | None:
-    """Fields of ASCII digits as int32 (None if any field is not, or is too long)."""
+    """Fields of ASCII digits, below 10^9 (uint64: stored into the int32 column as they are
+    copied there); None if any field is not, or is too long."""
     length = e - s
     if length.max(initial=1) > MAX_INT_DIGITS:
         return None
     value, ok = digit_runs(b, e, length)
-    return value.astype(np.int32) if ok.all() else None
+    return value if ok.all() else None
