@@ -107,7 +107,8 @@ def stage_passes(private, params: SetParams, stage, also=(), progress=None, **st
     main = stage_pass(private, lambda v: q_values(private, v), args, also, stage, progress)
     rob = None
     if static["robust"]:
-        rob = stage_pass(private, robust_q_fn(private, args), args, (private, *also), stage)
+        q_fn, also = robust_q_fn(private, args), (private, *also)
+        rob = stage_pass(private, q_fn, args, also, stage, progress)
     return main, rob
 
 
