@@ -69,7 +69,7 @@ def test_stage_rows_are_the_full_rows(kind, bound, aware):
         one = synth(key, mdp, bound, aware, robust=robust, stage=t)
         assert one.policy.shape == one.pessimistic.shape == (mdp.num_states,)
         assert_rows(full, one, t)
-    assert _synthesize_jit._cache_size() == compiled + 1  # the stage is a leaf, not static
+    assert _synthesize_jit._cache_size() <= compiled + 1  # the stage is a leaf, not static
 
 
 @pytest.mark.parametrize("kind", ["dense", pytest.param("sparse", marks=pytest.mark.slow)])
@@ -247,3 +247,14 @@ def test_memory_does_not_grow_with_the_horizon():
             return
         sizes.append(stats.output_size_in_bytes + stats.temp_size_in_bytes)
     assert abs(sizes[1] - sizes[0]) < 30 * 16 * 4 / 2
+
+
+def test_the_cli_reports_only_long_solves(capfd):
+    from jaxprivmdp.cli._policy_commands import _long_run_progress
+
+    _long_run_progress(True, every=3600.0)(4, 4)
+    assert capfd.readouterr().err == ""  # a short run stays quiet
+    _long_run_progress(True, every=0.0)(3, 4)
+    _long_run_progress(False, every=0.0)(7, 10_000)
+    err = capfd.readouterr().err
+    assert "[solve] stage 3/4" in err and "sweep 7 (of at most 10,000)" in err

@@ -213,19 +213,13 @@ def synthesize(
       sampler: with ``"dirichlet"``: ``"jax"`` (default) or ``"fast"`` (same distribution).
       max_iterations: infinite horizon: guard on iterations (not static).
       fill_width: optional static int, the greedy fill's reach (:func:`cost_of_privacy`).
-      stage: finite horizon: keep only stage ``t`` (``stage=0`` for ``s0``'s numbers):
-        ``policy``, ``private_values``, ``pessimistic`` and ``optimistic`` (and ``robust``'s)
-        are `[S]`, bit for bit row ``t`` of the full result, and ``cost`` is unchanged (stage
-        0 at ``s0``). One backward pass computes the policy, its values and its bounds stage
-        by stage in `[S]` memory instead of `[T + 1, S]` arrays (a 1000×1000 map with
-        ``T = 2000`` needs tens of GB in full). ``t`` is not static: another stage (the
-        policy on request, stage by stage) is a new call with the same key, without
-        recompilation. Infinite horizon: None or 0 (the results are `[S]` anyway).
-      progress: report long runs, as :func:`solve`: True prints a line on stderr at most
-        every 5 s, a callable gets ``(done, total)``: stages of the backward pass (each
-        policy's pass with ``robust=True``), or of ``π̄``'s backward induction without
-        ``stage``; value-iteration sweeps for an infinite horizon. None: no callback in the
-        compiled program.
+      stage: finite horizon: keep only stage ``t`` in `[S]` memory (``stage=0`` for ``s0``):
+        the `[S]` fields are bit for bit row ``t`` of the full `[T + 1, S]` ones, ``cost`` is
+        unchanged. ``t`` is not static: another stage's policy on request is a new call with
+        the same key, without recompiling. Infinite horizon: None or 0 (a no-op).
+      progress: as :func:`solve`'s (True: a line on stderr at most every 5 s; a callable
+        gets ``(done, total)``), over the stages of each policy's pass (of ``π̄``'s backward
+        induction without ``stage``) or value iteration's sweeps.
 
     Returns:
       :class:`Synthesis`.
@@ -251,22 +245,9 @@ def synthesize(
     inp = problem_input(mdp, prop, support, smoothing, interior=mech.needs_interior)
     mech = mech.replace(host_scalar(mech.parameter, dtype))
     kind, params, width = set_up(with_probs(mdp, inp.rows, inp.support), mech, uset, fill_width)
-    out = _synthesize_jit(
-        key,
-        mdp,
-        inp.rows,
-        inp.support,
-        mech,
-        params,
-        max_iterations,
-        stage,
-        kind=kind,
-        width=width,
-        support_aware=uset.support_aware,
-        robust=bool(robust),
-        progress=report,
-    )
-    return property_scale(prop, out)
+    static = dict(kind=kind, width=width, support_aware=uset.support_aware, robust=bool(robust))
+    args = (key, mdp, inp.rows, inp.support, mech, params, max_iterations, stage)
+    return property_scale(prop, _synthesize_jit(*args, **static, progress=report))
 
 
 def property_scale(prop: PropertyModel | None, out: Synthesis) -> Synthesis:
