@@ -195,6 +195,11 @@ def test_progress_reports_the_stages(capfd, monkeypatch):
     )
     jax.effects_barrier()
     assert calls == [(t, T) for t in range(1, T + 1)]  # every stage (throttle 0 s)
+    calls.clear()
+    infinite = build_mdp(1, horizon=None)
+    jp.synthesize(jax.random.key(0), infinite, k=20.0, progress=lambda d, t: calls.append(d))
+    jax.effects_barrier()
+    assert calls and calls == sorted(calls)  # value iteration's sweeps
     jax.jit(lambda key: jp.synthesize(key, mdp, k=20.0, stage=0, progress=True).cost)(
         jax.random.key(0)
     ).block_until_ready()
