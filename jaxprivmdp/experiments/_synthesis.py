@@ -140,7 +140,8 @@ def synthesize_core(
         main, rob = stage_passes(private, params, stage, (), progress, robust=robust, **set_args)
         extra = None
         if rob is not None:
-            extra = RobustPolicy(rob.policy, rob.evaluations[0], *rob[3:])
+            rob_bounds = (rob.pessimistic, rob.optimistic, rob.cost)
+            extra = RobustPolicy(rob.policy, rob.evaluations[0], *rob_bounds)
         out = (main.policy, main.values, main.pessimistic, main.optimistic, main.cost)
         return Synthesis(p_bar, *out, jnp.asarray(True), extra)
     sol = solve_core(private, None, max_iterations, progress=progress)
