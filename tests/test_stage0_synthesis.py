@@ -183,7 +183,7 @@ def test_the_sweep_run_equals_the_full_path():
     np.testing.assert_array_equal(got.robust.optimistic, out.robust.optimistic[0, s0])
 
 
-def test_progress_reports_the_stages(capfd, monkeypatch):
+def test_progress_reports_the_stages(monkeypatch):
     monkeypatch.setattr(_bellman, "PROGRESS_SECONDS", 0.0)
     mdp, calls = build_mdp(1), []
     jp.synthesize(
@@ -195,7 +195,11 @@ def test_progress_reports_the_stages(capfd, monkeypatch):
     )
     jax.effects_barrier()
     assert calls == [(t, T) for t in range(1, T + 1)]  # every stage (throttle 0 s)
-    calls.clear()
+
+
+@pytest.mark.slow
+def test_progress_prints_and_follows_value_iteration(capfd):
+    mdp, calls = build_mdp(1), []
     infinite = build_mdp(1, horizon=None)
     jp.synthesize(jax.random.key(0), infinite, k=20.0, progress=lambda d, t: calls.append(d))
     jax.effects_barrier()
