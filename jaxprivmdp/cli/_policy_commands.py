@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 from ..io._files import atomic_outputs
@@ -14,6 +15,7 @@ from ._interrupts import guarded
 from ._mdp_files import load_user_mdp, model_fields
 from ._policy_files import read_policy, write_chain, write_policy
 from ._property_commands import property_problem
+from ._terminal import note
 
 
 def _release_record(arrays: dict | None) -> dict:
@@ -73,6 +75,22 @@ def _robust_part(args, problem, record, policy) -> tuple[dict, object]:
     }, robust.policy
 
 
+def _long_run_progress(finite: bool, every: float = 5.0):
+    """``solve``'s ``progress`` callback for the command: quiet for a run shorter than
+    ``every`` seconds, then its stage (or value-iteration sweep) on stderr about every 5 s."""
+    start = time.monotonic()
+
+    def report(done: int, total: int) -> None:
+        elapsed = time.monotonic() - start
+        if elapsed >= every:
+            what = (
+                f"stage {done:,}/{total:,}" if finite else f"sweep {done:,} (of at most {total:,})"
+            )
+            note(f"  [solve] {what}  {elapsed:.0f} s")
+
+    return report
+
+
 def cmd_synthesize(args) -> list[Path]:
     """The private policy of a released model (post-processing: no privacy cost), as a
     table and as the PRISM chain it induces; with ``--robust`` the robust policy too."""
@@ -84,7 +102,7 @@ def cmd_synthesize(args) -> list[Path]:
     record = _release_record(user.arrays)
     problem = property_problem(args, user.mdp, user.horizon)
     mdp = getattr(problem, "model", problem)  # with --property: the property's model
-    solution = guarded(solve, mdp)
+    solution = guarded(solve, mdp, progress=_long_run_progress(mdp.is_finite_horizon))
     s0 = mdp.initial_state
     values = np.asarray(solution.values)
     if problem is not mdp:

@@ -3,7 +3,8 @@
 :func:`plan_chunks` picks the chunk size and vector width for the backend it runs on
 (:func:`describe_devices`: platform and device memory); :func:`chunk_runs` lists one chunk's
 runs on the host (never all ``K·N``); ``sweep_chunk`` runs them through one compiled function
-(sharded over devices; per run :func:`run_one`, which calls ``synthesize_core``), skipping the
+(sharded over devices; per run :func:`run_one`: ``synthesize_core``, or for a finite horizon
+the stage-0 passes of ``stage_passes`` in `[S]` memory), skipping the
 padded groups of the last chunk; :func:`run_chunks` drives the chunks, reports progress and
 gathers `[K, N]` summaries.
 """
@@ -25,7 +26,7 @@ from ..models._memory import device_memory
 from ..models._rows import Model, row_slots
 from ..planning._evaluation import evaluate_core
 from ..sets._boxes import SetParams
-from ._synthesis import synthesize_core
+from ._synthesis import private_model, stage_passes, synthesize_core
 
 
 class RobustSummary(NamedTuple):
@@ -54,7 +55,12 @@ def at_s0(mdp: Model, values: jax.Array) -> jax.Array:
 
 
 def run_one(key, mech, params, mdp, rows, support, max_iterations, **static):
-    """One run of a sweep: Algorithm 1, its bounds and the true value, at ``s0``."""
+    """One run of a sweep: Algorithm 1, its bounds and the true value, at ``s0``.
+
+    Finite horizon: one backward pass per policy that keeps stage 0 (``stage_passes``; `[S]`
+    memory, the numbers of the full path bit for bit)."""
+    if mdp.is_finite_horizon:
+        return _run_stage0(key, mech, params, mdp, rows, support, **static)
     out = synthesize_core(key, mdp, rows, support, mech, params, max_iterations, **static)
     robust = None
     if out.robust is not None:
@@ -72,6 +78,20 @@ def run_one(key, mech, params, mdp, rows, support, max_iterations, **static):
         cost=out.cost,
         converged=out.converged,
         robust=robust,
+    )
+
+
+def _run_stage0(key, mech, params, mdp, rows, support, **static) -> RunSummary:
+    _, private = private_model(key, mdp, rows, support, mech)
+    main, rob = stage_passes(private, params, 0, (mdp,), **static)
+    s0 = mdp.initial_state
+    robust = None
+    if rob is not None:
+        at = (rob.evaluations[1], rob.pessimistic, rob.optimistic)
+        robust = RobustSummary(*(x[s0] for x in at), cost=rob.cost)
+    at = (main.values, main.evaluations[0], main.pessimistic, main.optimistic)
+    return RunSummary(
+        *(x[s0] for x in at), cost=main.cost, converged=jnp.asarray(True), robust=robust
     )
 
 

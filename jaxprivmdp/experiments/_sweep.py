@@ -65,10 +65,11 @@ from ..mechanisms._dirichlet import check_sampler
 from ..mechanisms._registry import as_mechanism, mechanism_class
 from ..models._rows import Model, with_probs
 from ..models._support import Support
-from ..planning._bellman import check_iterations, solve_core
+from ..planning._bellman import check_iterations, q_values, solve_core
 from ..planning._bounds import set_up
 from ..planning._evaluation import evaluate_core
 from ..planning._property_reward import PropertyModel, as_problem, problem_input
+from ..planning._stage_pass import stage_pass
 from ..sets._sets import Bound, UncertaintySet, as_set
 from ._chunks import RobustSummary, at_s0, plan_chunks, run_chunks
 
@@ -256,9 +257,19 @@ def sweep(
     static = dict(kind=kind, width=width, support_aware=uset.support_aware, robust=bool(robust))
     static.update(devices=plan.devices, vector_width=plan.vector_width)
     runs = run_chunks(plan, grid_dtype, params, N, args, static, progress)
-    optimal = at_s0(mdp, evaluate_core(mdp, solve_core(mdp, None, max_iterations).policy))
+    optimal = _optimal_at_s0(mdp, max_iterations)
     res = SweepResult(**runs._asdict(), optimal_value=optimal, ks=jnp.asarray(grid_dtype.parameter))
     return _property_scale(prop, res)
+
+
+@jax.jit
+def _optimal_at_s0(mdp: Model, max_iterations) -> jax.Array:
+    """``V^π*(s0)`` of the model's optimal policy, evaluated exactly (finite horizon: in one
+    stage-0 backward pass, `[S]` memory)."""
+    if mdp.is_finite_horizon:
+        best = stage_pass(mdp, lambda v: q_values(mdp, v), evaluate_on=(mdp,))
+        return best.evaluations[0][mdp.initial_state]
+    return at_s0(mdp, evaluate_core(mdp, solve_core(mdp, None, max_iterations).policy))
 
 
 def _property_scale(prop: PropertyModel | None, res: SweepResult) -> SweepResult:

@@ -9,6 +9,9 @@ With ``smoothing=η`` the mechanism privatizes the smoothed rows ``p̃ = (1 − 
 ``P̄`` concentrates around ``p̃``, not ``P``: the bounds (Lemma 1, Theorem 1) are about the
 smoothed MDP, whose rows are up to ``(S − 1)η`` away from the true ones in ℓ∞.
 
+With ``stage=t`` (finite horizon) one backward pass per policy keeps stage ``t`` only, in
+`[S]` memory: ``planning._stage_pass``. ``progress`` reports its stages from the compiled loop.
+
 A :class:`~jaxprivmdp.PropertyModel` in place of the model: the policy of a step-bounded PRISM
 property, its values and bounds in the property's scale (``property_scale``; a ``min``
 property's ``pessimistic`` is its lower bound), see ``planning._property_reward``.
@@ -16,9 +19,11 @@ property's ``pessimistic`` is its lower bound), see ``planning._property_reward`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
+import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from .._checks import check_key, host_scalar
@@ -27,11 +32,13 @@ from ..mechanisms._dirichlet import Sampler
 from ..mechanisms._registry import as_mechanism, privatize_rows
 from ..models._rows import Model, with_probs
 from ..models._support import Support, mechanism_mask
-from ..planning._bellman import check_iterations, solve_core
+from ..planning._bellman import Progress, as_progress, check_iterations, q_values, solve_core
 from ..planning._bounds import bounds_core, set_up
 from ..planning._evaluation import evaluate_core
+from ..planning._policies import check_stage
 from ..planning._property_reward import PropertyModel, as_problem, problem_input
 from ..planning._robust_policy import robust_solve_core
+from ..planning._stage_pass import SetArgs, robust_q_fn, stage_pass
 from ..sets._boxes import SetParams
 from ..sets._sets import Bound, UncertaintySet, as_set
 
@@ -60,7 +67,8 @@ class Synthesis(NamedTuple):
     Attributes:
       private_transitions: ``P̄`` (the only output that touches the data): `[S, A, S]`, or
         for a :class:`SparseMDP` the privatized ``probs`` `[S, A, K]` of its successor lists.
-      policy: `[T, S]` / `[S]` the policy ``π̄`` synthesized on the privatized MDP.
+      policy: `[T, S]` / `[S]` the policy ``π̄`` synthesized on the privatized MDP (`[S]`
+        with ``synthesize(..., stage=t)``: stage ``t`` only, as every field below).
       private_values: `[T + 1, S]` / `[S]` ``V̄^π̄``, its value on the privatized MDP (exact:
         backward induction, or a linear solve for an infinite horizon).
       pessimistic: ``v̲``, same shape (Theorem 1 / 2).
@@ -82,6 +90,28 @@ class Synthesis(NamedTuple):
     robust: RobustPolicy | None = None
 
 
+def private_model(key, mdp, rows, support, mech: Mechanism):
+    """``(P̄, M̄)``: the mechanism's release of ``rows`` and the privatized model."""
+    p_bar = privatize_rows(mech, key, rows, support, mechanism_mask(mdp))
+    return p_bar, with_probs(mdp, p_bar, support)
+
+
+def stage_passes(private, params: SetParams, stage, also=(), progress=None, **static):
+    """Finite horizon: ``π̄`` and (``robust=True``) the robust policy, each in one
+    :func:`stage_pass` keeping stage ``stage``, evaluated also on the models ``also``.
+
+    Returns ``(main, robust)``: ``main.values`` is ``V̄^π̄``; ``robust.evaluations[0]`` the
+    robust policy's ``V̄``, then one per model in ``also`` (as ``main.evaluations``).
+    """
+    args = SetArgs(params, static["kind"], static["width"], static["support_aware"])
+    main = stage_pass(private, lambda v: q_values(private, v), args, also, stage, progress)
+    rob = None
+    if static["robust"]:
+        q_fn, also = robust_q_fn(private, args), (private, *also)
+        rob = stage_pass(private, q_fn, args, also, stage, progress)
+    return main, rob
+
+
 def synthesize_core(
     key,
     mdp,
@@ -90,25 +120,35 @@ def synthesize_core(
     mech: Mechanism,
     params: SetParams,
     max_iterations,
+    stage=None,
     *,
     kind: str = "radius",
     width: int,
     support_aware: bool = False,
     robust: bool = False,
+    progress: Progress | None = None,
 ) -> Synthesis:
     """:func:`synthesize` on validated inputs: pure, jit/vmap-friendly, calls only cores.
 
     ``mech`` is a mechanism object (its parameter a leaf: traced, batched); ``params`` its
-    set's (:func:`jaxprivmdp.planning._bounds.set_up`).
+    set's (:func:`jaxprivmdp.planning._bounds.set_up`). ``stage`` (an int leaf, finite horizon
+    only) keeps that stage alone (:func:`stage_passes`); ``progress`` a static reporter.
     """
-    p_bar = privatize_rows(mech, key, rows, support, mechanism_mask(mdp))
-    private = with_probs(mdp, p_bar, support)
-    sol = solve_core(private, None, max_iterations)
+    p_bar, private = private_model(key, mdp, rows, support, mech)
+    set_args = dict(kind=kind, width=width, support_aware=support_aware)
+    if stage is not None and mdp.is_finite_horizon:
+        main, rob = stage_passes(private, params, stage, (), progress, robust=robust, **set_args)
+        extra = None
+        if rob is not None:
+            rob_bounds = (rob.pessimistic, rob.optimistic, rob.cost)
+            extra = RobustPolicy(rob.policy, rob.evaluations[0], *rob_bounds)
+        out = (main.policy, main.values, main.pessimistic, main.optimistic, main.cost)
+        return Synthesis(p_bar, *out, jnp.asarray(True), extra)
+    sol = solve_core(private, None, max_iterations, progress=progress)
     values = sol.values
     if not mdp.is_finite_horizon:
         # Value iteration's values are within tol/2 of V̄*; report the policy's exact value.
         values = evaluate_core(private, sol.policy)
-    set_args = dict(kind=kind, width=width, support_aware=support_aware)
 
     def bounds(policy):
         return bounds_core(private, policy, params, None, max_iterations, **set_args)
@@ -128,7 +168,7 @@ def synthesize_core(
     )
 
 
-_STATIC = ("kind", "width", "support_aware", "robust")
+_STATIC = ("kind", "width", "support_aware", "robust", "progress")
 _synthesize_jit = jax.jit(synthesize_core, static_argnames=_STATIC)
 
 
@@ -147,6 +187,8 @@ def synthesize(
     sampler: Sampler | None = None,
     max_iterations: ArrayLike = 10_000,
     fill_width: int | None = None,
+    stage: int | None = None,
+    progress: bool | Callable[[int, int], None] | None = None,
 ) -> Synthesis:
     """Algorithm 1 (privatize, synthesize, evaluate) plus the cost-of-privacy bounds.
 
@@ -172,13 +214,21 @@ def synthesize(
       sampler: with ``"dirichlet"``: ``"jax"`` (default) or ``"fast"`` (same distribution).
       max_iterations: infinite horizon: guard on iterations (not static).
       fill_width: optional static int, the greedy fill's reach (:func:`cost_of_privacy`).
+      stage: finite horizon: keep only stage ``t`` in `[S]` memory (``stage=0`` for ``s0``):
+        the `[S]` fields are bit for bit row ``t`` of the full `[T + 1, S]` ones, ``cost`` is
+        unchanged. ``t`` is not static: another stage's policy on request is a new call with
+        the same key, without recompiling. Infinite horizon: None or 0 (a no-op).
+      progress: as :func:`solve`'s (True: a line on stderr at most every 5 s; a callable
+        gets ``(done, total)``), over the stages of each policy's pass (of ``π̄``'s backward
+        induction without ``stage``) or value iteration's sweeps.
 
     Returns:
       :class:`Synthesis`.
 
     Raises:
-      ValueError: for ``k <= 0``, ``beta`` outside ``(0, 1)`` or rows with zeros (see
-        ``support``).
+      ValueError: for ``k <= 0``, ``beta`` outside ``(0, 1)``, rows with zeros (see
+        ``support``), a ``stage`` outside ``[0, T)`` or a ``progress`` that is not None,
+        a bool or a callable.
 
     References:
       Gohari, Hale, Topcu, CDC 2020, Algorithm 1, Theorems 1 and 2.
@@ -187,25 +237,18 @@ def synthesize(
     mdp, prop = as_problem(mdp)
     dtype = mdp.rewards.dtype
     check_iterations(None, max_iterations)
+    check_stage(mdp, stage)
+    finite = mdp.is_finite_horizon
+    report = as_progress(progress, "backward induction" if finite else "value iteration")
+    stage = jnp.asarray(stage, jnp.int32) if stage is not None and finite else None
     mech = as_mechanism(mechanism, k, sampler, dtype=dtype)
     uset = as_set(bound, beta, support_aware)
     inp = problem_input(mdp, prop, support, smoothing, interior=mech.needs_interior)
     mech = mech.replace(host_scalar(mech.parameter, dtype))
     kind, params, width = set_up(with_probs(mdp, inp.rows, inp.support), mech, uset, fill_width)
-    out = _synthesize_jit(
-        key,
-        mdp,
-        inp.rows,
-        inp.support,
-        mech,
-        params,
-        max_iterations,
-        kind=kind,
-        width=width,
-        support_aware=uset.support_aware,
-        robust=bool(robust),
-    )
-    return property_scale(prop, out)
+    static = dict(kind=kind, width=width, support_aware=uset.support_aware, robust=bool(robust))
+    args = (key, mdp, inp.rows, inp.support, mech, params, max_iterations, stage)
+    return property_scale(prop, _synthesize_jit(*args, **static, progress=report))
 
 
 def property_scale(prop: PropertyModel | None, out: Synthesis) -> Synthesis:

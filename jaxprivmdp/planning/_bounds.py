@@ -107,7 +107,7 @@ class _Policy(NamedTuple):
     box: RowBox
 
 
-def _boxes(mdp: Model, params: SetParams, kind: str, support_aware: bool):
+def policy_boxes(mdp: Model, params: SetParams, kind: str, support_aware: bool):
     """``decision -> _Policy``. The paper's box is computed on the rows a decision uses
     (elementwise, fused into the stage); Beta boxes are looked up once for every row and
     then selected like the rows (the lookups cost more than a stage's arithmetic)."""
@@ -136,15 +136,21 @@ def _stage_backup(mdp: Model, used: _Policy, v_low, v_high, width: int, support_
     return low, high, jnp.all(complete | (w <= 0))
 
 
+def bounds_stage(mdp: Model, used: _Policy, values, width: int, support_aware):
+    """One stage of the finite-horizon bounds from the next stage's ``values = (v̲, v̄)``,
+    rounded outward: ``((v̲_t, v̄_t), complete)`` (``used`` from :func:`policy_boxes`)."""
+    low, high, done = _stage_backup(mdp, used, *values, width, support_aware)
+    # Rounded outward per stage: each computed backup is within ρ of the exact backup of
+    # the computed next stage, and the exact backups are monotone, so subtracting
+    # (adding) ρ at every stage keeps v̲ below (v̄ above) the exact recursion's values.
+    rho = rounding_margin(mdp, *values)
+    return (low - rho, high + rho), done
+
+
 def _finite_bounds(mdp, policy, boxes, width: int, support_aware):
     def stage(carry, decision):
         values, complete = carry
-        low, high, done = _stage_backup(mdp, boxes(decision), *values, width, support_aware)
-        # Rounded outward per stage: each computed backup is within ρ of the exact backup of
-        # the computed next stage, and the exact backups are monotone, so subtracting
-        # (adding) ρ at every stage keeps v̲ below (v̄ above) the exact recursion's values.
-        rho = rounding_margin(mdp, *values)
-        out = (low - rho, high + rho)
+        out, done = bounds_stage(mdp, boxes(decision), values, width, support_aware)
         return (out, complete & done), out
 
     rt = mdp.terminal_reward
@@ -238,7 +244,7 @@ def bounds_core(
     ``int`` proven sufficient, or a :class:`CheckedWidth`, see :func:`bounds_width`) and
     ``support_aware`` are static.
     """
-    boxes = _boxes(mdp, params, kind, support_aware)
+    boxes = policy_boxes(mdp, params, kind, support_aware)
     if not mdp.is_finite_horizon:
         tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
 

@@ -35,13 +35,18 @@ from ._rounding import summation_ulps
 HIGHEST = jax.lax.Precision.HIGHEST
 
 
+def policy_backup(mdp: Model, v_next: jax.Array, decision: jax.Array) -> jax.Array:
+    """`[S]` one stage of evaluation: ``Σ_a π(a|s) (r(s, a) + γ P(s, a)·v_next)``."""
+    rows, rewards, weights = policy_rows(mdp, decision)
+    return weighted_sum(weights, rewards + mdp.discount * expect(rows, v_next))
+
+
 def _evaluate_finite(mdp: Model, policy: jax.Array, stage: jax.Array | None) -> jax.Array:
     """`[T + 1, S]` values by a reverse scan, or with ``stage=t`` only `[S]` ``V_t`` (a loop
     of ``T − t`` backups that keeps one value vector; the same numbers, bit for bit)."""
 
     def backup(v_next, decision):
-        rows, rewards, weights = policy_rows(mdp, decision)
-        return weighted_sum(weights, rewards + mdp.discount * expect(rows, v_next))
+        return policy_backup(mdp, v_next, decision)
 
     if stage is None:
 
