@@ -265,7 +265,9 @@ def _fill_in_window(rows: Rows, box, values, slack, width: int, support_aware: b
     neg, order = jax.lax.top_k(-values, width)  # [2, m]: the smallest values, ascending
     w_sorted = -neg
     S = values.shape[-1]
-    caps = _in_global_order(rows, box_caps(box), order, box.outside, S)  # [2, ..., m]
+    top = box.upper if box.caps is None else box.caps  # Beta boxes: one array to place
+    base = 0 if box.caps is not None else _in_global_order(rows, box.lower, order, 0, S)
+    caps = _in_global_order(rows, top, order, box.outside, S) - base  # [2, ..., m]
     before = jnp.cumsum(caps, axis=-1) - caps
     slack = jnp.broadcast_to(slack, caps.shape[:-1])
     pour = jnp.clip(slack[..., None] - before, 0, caps)
