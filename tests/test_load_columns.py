@@ -153,8 +153,10 @@ def _fields(ex):
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Blocks of a few hundred bytes: many block boundaries in a small file."""
+    """Blocks of a few hundred bytes, converted 3 rows at a time: many block and slice
+    boundaries in a small file."""
     monkeypatch.setattr(_columns, "BLOCK", 256)
+    monkeypatch.setattr(_columns, "SLICE", 3)
 
 
 def _random_mdp_text(rng, S=60, extra=""):
@@ -230,6 +232,7 @@ def test_the_fast_path_is_taken(tmp_path, monkeypatch):
 def test_errors_deep_in_a_large_file_name_the_line(tmp_path, monkeypatch, line, message):
     """A bad line among 40,000 good ones, many blocks in: the line-by-line reader's message."""
     monkeypatch.setattr(_columns, "BLOCK", 1 << 12)
+    monkeypatch.setattr(_columns, "SLICE", 50)  # the bad line inside a slice of a block
     S = 10_000
     body = [f"{s} 0 {(s + k) % S} 0.25" for s in range(S) for k in range(4)]
     body.insert(30_000, line)
