@@ -134,6 +134,7 @@ def child(contestant: str, path: Path) -> dict:
 
     import jaxprivmdp as jp
 
+    jp.load_mdp, jp.make_sparse_mdp  # noqa: B018  (the package imports these lazily)
     baseline = common.proc_status()["VmRSS"]
     t0, c0 = time.perf_counter(), time.process_time()
     if contestant == "line_by_line":
