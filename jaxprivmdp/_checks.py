@@ -224,3 +224,21 @@ def host_scalar(x, dtype):
     """A concrete scalar as a NumPy scalar of ``dtype`` (a jitted call transfers it with its
     arguments, cheaper than a ``device_put`` each); a traced one as a JAX array."""
     return np.asarray(x, dtype) if is_concrete(x) else jnp.asarray(x, dtype)
+
+
+def host_callback(fn, shape: tuple, dtype, *args, **kwargs) -> jax.Array:
+    """``jax.pure_callback(fn, (shape, dtype), *args)`` that also works inside a
+    ``jax.enable_x64(True)`` block: the callback runs on another thread, where the block's
+    setting does not hold, and JAX would cast a float64 result to float32 there and fail
+    ("Incorrect output dtype"). A 64-bit result therefore crosses as ``uint32`` pairs (its bits,
+    never cast) and is bitcast back here."""
+    dtype = np.dtype(dtype)
+    if dtype.itemsize != 8:
+        return jax.pure_callback(fn, jax.ShapeDtypeStruct(shape, dtype), *args, **kwargs)
+
+    def bits(*xs):
+        out = np.array(fn(*xs), dtype, order="C")
+        return out.reshape(-1).view(np.uint32).reshape(out.shape + (2,))
+
+    spec = jax.ShapeDtypeStruct(tuple(shape) + (2,), np.uint32)
+    return jax.lax.bitcast_convert_type(jax.pure_callback(bits, spec, *args, **kwargs), dtype)

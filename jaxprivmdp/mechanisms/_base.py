@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._checks import check_positive, is_concrete, round_up
+from .._checks import check_positive, host_callback, is_concrete, round_up
 from ..models._rows import Model
 from ..sets._boxes import SetParams, entry_count, radius_params, row_level
 from ..sets._sets import UncertaintySet
@@ -207,9 +207,10 @@ def _host_or_callback(fn, n: int, level, dtype) -> jax.Array:
     member under ``vmap``; rounded up in ``dtype``) when ``level`` is traced."""
     if is_concrete(level):
         return jnp.asarray(fn(n, float(level)), dtype)
-    return jax.pure_callback(
+    return host_callback(
         lambda lv: round_up(fn(n, float(lv)), dtype),
-        jax.ShapeDtypeStruct((), dtype),
+        (),
+        dtype,
         jax.lax.stop_gradient(level),
         vmap_method="sequential",
     )

@@ -27,6 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import betainc, betainccinv, betaincinv, expit, logit, ndtri
 
+from .._checks import host_callback
+
 
 class BetaTables(NamedTuple):
     """``U`` and ``L`` at the nodes of :func:`x_grid`, for one ``k``, level and dtype.
@@ -303,14 +305,15 @@ def host_tables(k, level, dtype):
 
 def device_tables(k, level, dtype):
     """The tables for a traced ``k`` or ``β``, through a host callback (no gradient)."""
-    shape = jax.ShapeDtypeStruct(jnp.shape(k) + (NODES,), dtype)
-    return jax.pure_callback(
-        lambda kk, ll: host_tables(kk, ll, dtype),
-        (shape,) * 4,
+    tables = host_callback(  # the four tables stacked on axis -2 (one result)
+        lambda kk, ll: np.stack(host_tables(kk, ll, dtype), axis=-2),
+        jnp.shape(k) + (4, NODES),
+        dtype,
         jax.lax.stop_gradient(k),
         jax.lax.stop_gradient(level),
         vmap_method="broadcast_all",
     )
+    return tuple(tables[..., i, :] for i in range(4))
 
 
 def cell(y: jax.Array) -> tuple[jax.Array, jax.Array]:
