@@ -13,13 +13,17 @@ Its values are those of the line-by-line reader, bit for bit: integers are exact
 digits, int32), and decimals are rounded exactly as Python's ``float`` rounds them
 (:mod:`._decimals`; tested against ``float`` on random and hard cases). Lines whose fields are
 separated by single spaces (what PRISM and Storm write) are split from one pass over the
-block; other blanks, blank lines and ``\\r\\n`` line ends take a slower split.
+block; other blanks, blank lines and ``\\r\\n`` line ends take a slower split. Blocks are
+split in the calling thread and converted in ``WORKERS`` threads (NumPy's loops release the
+GIL), into disjoint rows of the columns: the values do not depend on the threads.
 :func:`head_lines` and :func:`body_start` give the header lines and where the body starts.
 """
 
 from __future__ import annotations
 
+import collections
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
@@ -33,6 +37,7 @@ BLOCK = 1 << 23  # bytes read per step (8 MiB): the temporaries stay a few times
 # a whole block's (MiBs each) would be fresh pages from the system, faulted in again and again
 # (a third of the time on this reader's benchmark).
 SLICE = 1 << 16
+WORKERS = 2  # threads converting blocks (and blocks in flight beside the one being split)
 MAX_INT_DIGITS = 9  # below 2**31 whatever the digits: int32 (longer: line by line)
 PAD = MAX_CHARS + 8  # bytes before and after a block, for windows that reach past it
 
@@ -120,38 +125,53 @@ def _body_start(f, skip: int, head: list | None = None) -> tuple[int, int] | Non
 
 
 def _read_blocks(f, kinds: str, extra: int, rows: int, first_line: int) -> Columns | None:
-    """Fills the columns block by block (``rows`` bounds the number of lines)."""
+    """Fills the columns block by block (``rows`` bounds the number of lines): each block is
+    split into fields here and converted by a worker thread (NumPy releases the GIL) while
+    the next is read and split."""
     out = [np.empty(rows, np.int32 if k == "i" else np.float64) for k in kinds]
     line = None  # while every line is a row: range(first_line + 1, ...)
     n, base, tail = 0, first_line, b""
-    buf = np.empty(0, np.uint8)
-    while True:
-        # PAD bytes on both sides: the windows of the first and last fields stay inside.
-        if buf.size < PAD + len(tail) + BLOCK + PAD:
+    pool = ThreadPoolExecutor(WORKERS)
+    pending: collections.deque = collections.deque()  # at most WORKERS blocks in flight
+    try:
+        while True:
+            # A fresh buffer per block (the last ones are still being converted), with PAD
+            # bytes on both sides: the windows of the first and last fields stay inside.
             buf = np.zeros(PAD + len(tail) + BLOCK + PAD, np.uint8)
-        buf[PAD : PAD + len(tail)] = np.frombuffer(tail, np.uint8)
-        got = f.readinto(memoryview(buf)[PAD + len(tail) : PAD + len(tail) + BLOCK])
-        size = len(tail) + got
-        buf[PAD + size :] = 0
-        data = buf[PAD : PAD + size]
-        cut = _after_last_newline(data) if got else size
-        tail = data[cut:].tobytes()
-        if cut:
-            block = _read_block(buf, data[:cut], kinds, extra, out, n)
-            if block is None:
-                return None
-            numbers, newlines = block
-            every = not numbers.size or numbers[-1] == numbers.size  # 1, 2, ..., size
-            if line is None and not (every and base == first_line + n):
-                line = np.empty(rows, np.int64)
-                line[:n] = np.arange(first_line + 1, first_line + 1 + n)
-            if line is not None:
-                line[n : n + numbers.size] = base + numbers
-            n += numbers.size
-            base += newlines
-        if not got:
-            lines = range(first_line + 1, first_line + 1 + n) if line is None else line[:n]
-            return Columns([column[:n] for column in out], lines)
+            buf[PAD : PAD + len(tail)] = np.frombuffer(tail, np.uint8)
+            got = f.readinto(memoryview(buf)[PAD + len(tail) : PAD + len(tail) + BLOCK])
+            size = len(tail) + got
+            data = buf[PAD : PAD + size]
+            cut = _after_last_newline(data) if got else size
+            tail = data[cut:].tobytes()
+            buf[PAD + cut :] = 0
+            if cut:
+                fields = _single_spaced(data[:cut], len(kinds), extra)
+                if fields is None:  # (a block that splits so has no other fields)
+                    fields = _fields(data[:cut], len(kinds), extra)
+                if fields is None:
+                    return None
+                starts, ends, used, newlines = fields
+                pending.append(pool.submit(_convert, buf, kinds, starts, ends, out, n))
+                if len(pending) > WORKERS and not pending.popleft().result():
+                    return None
+                numbers = used + 1  # each row's line within the block
+                every = not numbers.size or numbers[-1] == numbers.size  # 1, 2, ..., size
+                if line is None and not (every and base == first_line + n):
+                    line = np.empty(rows, np.int64)
+                    line[:n] = np.arange(first_line + 1, first_line + 1 + n)
+                if line is not None:
+                    line[n : n + numbers.size] = base + numbers
+                n += numbers.size
+                base += newlines
+            if not got:
+                break
+        if not all(block.result() for block in pending):
+            return None
+    finally:
+        pool.shutdown(cancel_futures=True)
+    lines = range(first_line + 1, first_line + 1 + n) if line is None else line[:n]
+    return Columns([column[:n] for column in out], lines)
 
 
 def _after_last_newline(data: np.ndarray) -> int:
@@ -161,17 +181,6 @@ def _after_last_newline(data: np.ndarray) -> int:
         if found.size:
             return data.size - part.size + int(found[-1]) + 1
     return 0
-
-
-def _read_block(buf: np.ndarray, b: np.ndarray, kinds: str, extra: int, out: list, at: int):
-    """Converts the whole lines ``b = buf[PAD : PAD + len(b)]`` into the columns ``out``
-    from row ``at``: ``(each row's 1-based line number within the block, the block's number
-    of newlines)``, or None."""
-    for split in (_single_spaced, _fields):  # the second where the first does not apply
-        fields = split(b, len(kinds), extra)
-        if fields is not None and _convert(buf, kinds, fields[0], fields[1], out, at):
-            return fields[2] + 1, fields[3]
-    return None
 
 
 def _convert(buf: np.ndarray, kinds: str, starts: list, ends: list, out: list, at: int) -> bool:
