@@ -38,9 +38,10 @@ def test_missing_stormpy_names_the_extra(monkeypatch):
     def missing(name):
         raise ModuleNotFoundError(f"No module named {name!r}")
 
+    load_prism = jp.load_prism  # before the patch: the package imports it lazily, by importlib
     monkeypatch.setattr(_prism_source.importlib, "import_module", missing)
     with pytest.raises(ImportError, match=r"stormpy.*pip install 'jaxprivmdp\[storm\]'"):
-        jp.load_prism("model.prism")
+        load_prism("model.prism")
 
 
 @pytest.fixture
