@@ -105,6 +105,20 @@ def test_make_sparse_mdp_shapes_and_types():
     assert (m.num_states, m.num_actions, m.max_successors) == (3, 1, 3)
 
 
+def test_make_sparse_mdp_leaves_its_arguments_alone():
+    """Nothing the caller passed is written to, and the model keeps no view of it."""
+    idx, probs, R = _lists()
+    idx, support = idx.astype(np.int32), np.ones(idx.shape, bool)  # padding slots too
+    given = [x.copy() for x in (idx, probs, support)]
+    m = jp.make_sparse_mdp(idx, probs, R, horizon=2, support=support)
+    for x, before in zip((idx, probs, support), given, strict=True):
+        np.testing.assert_array_equal(x, before)
+    listed = np.asarray(m.next_states).copy()
+    idx[...], probs[...] = 0, 0.0
+    np.testing.assert_array_equal(m.next_states, listed)
+    assert float(np.asarray(m.probs).sum()) == pytest.approx(3.0)
+
+
 # ----------------------------------------------------------------------------- dense = sparse
 
 

@@ -214,7 +214,7 @@ def make_sparse_mdp(
         keep = p > 0
     else:
         keep = check_support(support, p, mask)
-    keep &= idx >= 0
+    keep = keep & (idx >= 0)  # (not in place: `support` may be the caller's array)
     drop = ~keep
     if (drop & (idx != PADDING)).any():  # slots stored as padding
         idx = np.where(keep, idx, PADDING).astype(np.int32, copy=False)
