@@ -75,7 +75,7 @@ from ._kernel import checked_backup
 from ._policies import policy_rows, select_rows, validate_policy, weighted_sum
 from ._property_reward import PropertyModel, as_problem
 from ._rounding import default_tolerance, rounding_margin
-from ._width import CheckedWidth, bounds_width
+from ._width import CheckedWidth, at_width, bounds_width
 
 
 class PrivacyBounds(NamedTuple):
@@ -253,14 +253,7 @@ def bounds_core(
             return _finite_bounds(mdp, policy, boxes, entries, support_aware)
         return _infinite_bounds(mdp, policy, boxes, entries, support_aware, tol, max_iterations)
 
-    if not isinstance(width, CheckedWidth):
-        return bounds(width)[0]
-    out, complete = bounds(width.entries)
-    if width.entries >= mdp.num_states:
-        return out
-    # One check for the whole recursion: recompute over all S entries if any fill of any
-    # stage reached past the width (a per-stage lax.cond would cost a copy of the rows).
-    return jax.lax.cond(complete, lambda: out, lambda: bounds(mdp.num_states)[0])
+    return at_width(bounds, width, mdp.num_states)
 
 
 def set_up(mdp: Model, mech: Mechanism, uset: UncertaintySet, fill_width: int | None = None):

@@ -28,7 +28,7 @@ from ._bellman import Progress, greedy
 from ._bounds import bounds_stage, policy_boxes
 from ._evaluation import policy_backup
 from ._robust_policy import _robust_q as robust_q  # not renamed: not this change's file
-from ._width import CheckedWidth
+from ._width import CheckedWidth, at_width
 
 
 class StageResult(NamedTuple):
@@ -118,14 +118,9 @@ def stage_pass(
     def run(entries):
         return _pass(mdp, q_fn, boxes, entries, set_args, evaluate_on, stage, progress)
 
-    if not isinstance(width, CheckedWidth):
-        return run(width)[0]
-    out, complete = run(width.entries)
-    if width.entries >= mdp.num_states:
-        return out
-    # One check for the whole pass, as in bounds_core: the decisions do not depend on the
-    # width, so a recomputation over all S entries changes only the bounds.
-    return jax.lax.cond(complete, lambda: out, lambda: run(mdp.num_states)[0])
+    # The decisions do not depend on the width: a recomputation over all S entries changes
+    # only the bounds.
+    return at_width(run, width, mdp.num_states)
 
 
 def robust_q_fn(mdp: Model, set_args: SetArgs):

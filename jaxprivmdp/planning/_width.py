@@ -131,3 +131,16 @@ def bounds_width(
         return min(fill_width, S)
     hint = reach if fill_width is None else fill_width
     return S if hint is None or hint >= S else CheckedWidth(hint)
+
+
+def at_width(run, width: int | CheckedWidth, num_states: int):
+    """``run(entries) -> (out, complete)`` at ``width``: an ``int`` proven sufficient is run
+    as is; a :class:`CheckedWidth` is run at its entries and, if any fill of any stage reached
+    past them (``complete`` false), once more over all ``S`` entries. One check for the whole
+    recursion: a per-stage ``lax.cond`` would cost a copy of the rows."""
+    if not isinstance(width, CheckedWidth):
+        return run(width)[0]
+    out, complete = run(width.entries)
+    if width.entries >= num_states:
+        return out
+    return jax.lax.cond(complete, lambda: out, lambda: run(num_states)[0])
