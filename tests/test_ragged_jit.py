@@ -90,7 +90,13 @@ def _check_wider(jitted, eager):
 
 
 @pytest.mark.parametrize(
-    "bound, robust", [("paper", False), pytest.param("certified", True, marks=pytest.mark.slow)]
+    "bound, robust",
+    # Slow (16 s): jitted synthesize on padded models stays in the default run
+    # (tests/test_jit_path.py); the ragged layout's eager synthesize in tests/test_ragged.py.
+    [
+        pytest.param("paper", False, marks=pytest.mark.slow),
+        pytest.param("certified", True, marks=pytest.mark.slow),
+    ],
 )
 def test_synthesize_under_jit(bound, robust):
     """``jax.jit(jp.synthesize, static_argnames=...)`` with the names static and ``k``

@@ -178,7 +178,11 @@ def _goal(mdp):
     return {"goal": goal}
 
 
-@pytest.mark.parametrize("name", ["leader", "random", "random-float32", "grid"])
+@pytest.mark.parametrize(
+    "name",
+    # leader (6 s) slow: mdp_guarantee's test of the same equality keeps it in the default run.
+    [pytest.param("leader", marks=pytest.mark.slow), "random", "random-float32", "grid"],
+)
 def test_frontier_accounting_equals_the_padded_layouts(name):
     """The frontier's private rows, their largest size and its public eta, ragged and
     padded, also of a property model (its decided states' rows are self-loops)."""

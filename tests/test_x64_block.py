@@ -19,7 +19,10 @@ import jaxprivmdp as jp
 KEY = jax.random.key(3)
 
 
-@pytest.mark.parametrize("cls", [jp.ExactSet, jp.CertifiedSet])
+# ExactSet slow: both sets take their tables from the same callback.
+@pytest.mark.parametrize(
+    "cls", [pytest.param(jp.ExactSet, marks=pytest.mark.slow), jp.CertifiedSet]
+)
 def test_beta_tables_for_a_traced_k_in_an_x64_block(cls):
     with jax.enable_x64(True):
         grid = jp.examples.gridworld(3, 3, horizon=4)
