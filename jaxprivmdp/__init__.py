@@ -8,95 +8,48 @@ The data flows one way: model (:func:`make_mdp`) → mechanism (:func:`dirichlet
 Reference: P. Gohari, M. Hale, U. Topcu, "Privacy-Preserving Policy Synthesis in Markov
 Decision Processes", IEEE CDC 2020.
 
-The package loads lazily (PEP 562): ``import jaxprivmdp`` is cheap and each name imports its
-subpackage (and JAX) on first use, so the command line takes over Ctrl-C before JAX loads
+The package loads lazily (PEP 562): ``import jaxprivmdp`` is cheap and the first name used
+imports the subpackages (and JAX), so the command line takes over Ctrl-C before JAX loads
 (:mod:`jaxprivmdp.cli`). Static tools read the imports under ``TYPE_CHECKING``;
-``tests/test_layout.py`` checks that they name the same objects as ``_EXPORTS``.
+``tests/test_layout.py`` checks that they name the subpackages' exports.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import TYPE_CHECKING
 
 from ._version import __version__ as __version__
 
 # Hand-written, not the `lazy_loader` package: one more runtime dependency for twenty lines.
-_EXPORTS = {
-    "experiments": (
-        "FrontierResult",
-        "RobustPolicy",
-        "RobustSummary",
-        "SweepResult",
-        "Synthesis",
-        "frontier",
-        "sweep",
-        "sweep_key",
-        "synthesize",
-    ),
-    "io": ("load_labels", "load_mdp", "load_prism", "save_mdp"),
-    "mechanisms": (
-        "Dirichlet",
-        "Gaussian",
-        "Laplace",
-        "Mechanism",
-        "RowGuarantee",
-        "dirichlet_mechanism",
-        "privatize",
-        "secure_key",
-    ),
-    "models": (
-        "RaggedMDP",
-        "SparseMDP",
-        "TabularMDP",
-        "examples",
-        "make_mdp",
-        "make_ragged_mdp",
-        "make_sparse_mdp",
-        "to_dense",
-        "to_padded",
-        "to_ragged",
-        "to_sparse",
-    ),
-    "planning": (
-        "CheckResult",
-        "PrivacyBounds",
-        "PropertyModel",
-        "Solution",
-        "check",
-        "cost_of_privacy",
-        "evaluate",
-        "property_model",
-        "robust_expectation",
-        "robust_solve",
-        "solve",
-    ),
-    "sets": (
-        "BOUNDS",
-        "CertifiedSet",
-        "ExactSet",
-        "PaperSet",
-        "UncertaintySet",
-        "concentration_radius",
-    ),
-}
-_SUBPACKAGES = ("privacy",)
-_WHERE = {name: room for room, names in _EXPORTS.items() for name in names}
-__all__ = sorted([*_WHERE, *_SUBPACKAGES])
+# The API is every name the six subpackages export (their ``__all__``) and ``privacy``; the
+# first name asked for loads them all, as an eager ``__init__`` would.
+_ROOMS = ("experiments", "io", "mechanisms", "models", "planning", "sets")
+
+
+@functools.cache
+def _api() -> dict[str, str]:
+    """``name -> subpackage`` for the whole API (imports the subpackages, and JAX)."""
+    rooms = {room: importlib.import_module(f"{__name__}.{room}") for room in _ROOMS}
+    return {name: room for room, module in rooms.items() for name in module.__all__}
 
 
 def __getattr__(name: str):
-    if name in _SUBPACKAGES:
-        return importlib.import_module(f"{__name__}.{name}")
-    if name not in _WHERE:
+    if name == "privacy":
+        return importlib.import_module(f"{__name__}.privacy")
+    if name == "__all__":
+        value = sorted([*_api(), "privacy"])
+    elif name in _api():
+        value = getattr(importlib.import_module(f"{__name__}.{_api()[name]}"), name)
+    else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{_WHERE[name]}"), name)
     globals()[name] = value  # later lookups skip __getattr__
     return value
 
 
 def __dir__() -> list[str]:
-    return [*__all__, "__version__"]
+    return [*__getattr__("__all__"), "__version__"]
 
 
 if TYPE_CHECKING:

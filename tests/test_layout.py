@@ -128,9 +128,9 @@ def test_each_subpackage_says_what_lives_there(room):
 
 
 def test_the_lazy_api_names_what_its_static_imports_name():
-    """``jaxprivmdp/__init__.py`` loads lazily: its ``_EXPORTS`` (what runs) and the imports
-    under ``TYPE_CHECKING`` (what static tools read) must agree, and every name must resolve to
-    its subpackage's object."""
+    """``jaxprivmdp/__init__.py`` loads lazily: the subpackages' exports (what runs) and the
+    imports under ``TYPE_CHECKING`` (what static tools read) must agree, and every name must
+    resolve to its subpackage's object."""
     import importlib
 
     import jaxprivmdp
@@ -142,8 +142,7 @@ def test_the_lazy_api_names_what_its_static_imports_name():
         if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module != "_version"
         for alias in node.names
     }
-    runtime = {name: room for room, names in jaxprivmdp._EXPORTS.items() for name in names}
-    runtime.update({name: "" for name in jaxprivmdp._SUBPACKAGES})
+    runtime = {**jaxprivmdp._api(), "privacy": ""}
     assert static == runtime
     assert sorted(jaxprivmdp.__all__) == sorted(runtime)
     for name, room in runtime.items():
