@@ -27,7 +27,7 @@ from ._width import CheckedWidth
 _STATIC = ("kind", "width", "support_aware")
 
 
-def _robust_q(mdp: Model, box: RowBox, v, width, support_aware):
+def robust_q(mdp: Model, box: RowBox, v, width, support_aware):
     """`[S, A]` ``r + γ min_{p ∈ set} p·v`` for every row; masked actions get the dtype's min."""
     low, _ = robust_backup(
         transition_rows(mdp), box, v, v, width=width, support_aware=support_aware
@@ -57,7 +57,7 @@ def robust_solve_core(
     box = row_box(transition_rows(mdp), params, kind=kind, support_aware=support_aware)
 
     def q_fn(v):
-        return _robust_q(mdp, box, v, width, support_aware)
+        return robust_q(mdp, box, v, width, support_aware)
 
     if mdp.is_finite_horizon:
         return backward_induction(mdp, q_fn)

@@ -27,7 +27,7 @@ from ..sets._boxes import SetParams, row_box
 from ._bellman import Progress, greedy
 from ._bounds import bounds_stage, policy_boxes
 from ._evaluation import policy_backup
-from ._robust_policy import _robust_q as robust_q  # not renamed: not this change's file
+from ._robust_policy import robust_q
 from ._width import CheckedWidth, at_width
 
 
