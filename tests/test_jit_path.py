@@ -144,7 +144,8 @@ def test_jit_compiles_the_eager_fill(models, cls, aware):
     if aware and kind_of_model == "dense":
         # The support is traced: the eager width, checked once, all S entries as fallback.
         assert set(jitted["top_k"]) <= {width, S} and width in jitted["top_k"]
-        assert jitted["cond"] and max(jitted["cumsum"]) <= S
+        # (Windows up to 64 wide sum by slices, with no cumsum: the top_k widths tell.)
+        assert jitted["cond"] and max(jitted["cumsum"], default=0) <= S
     else:
         assert jitted == eager  # the same program: the same results
         assert all(w <= width for w in jitted["top_k"] + jitted["cumsum"])

@@ -20,7 +20,7 @@ from ._bellman import solve as solve
 from ._bounds import PrivacyBounds as PrivacyBounds
 from ._bounds import cost_of_privacy as cost_of_privacy
 from ._evaluation import evaluate as evaluate
-from ._kernel import robust_expectation as robust_expectation
+from ._inner import robust_expectation as robust_expectation
 from ._property_check import CheckResult as CheckResult
 from ._property_check import check as check
 from ._property_reward import PropertyModel as PropertyModel
