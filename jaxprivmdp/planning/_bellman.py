@@ -323,6 +323,8 @@ def solve(
         and time left, or sweep and last change), a callable gets ``(done, total)`` as often
         (``total`` is ``max_iterations`` for value iteration). Through ``jax.debug.callback``:
         works under ``jax.jit``; when None the compiled program has no callback at all.
+        The reporter is part of the compiled program: pass the same function object each
+        call (a new ``lambda`` every call compiles again).
 
     Returns:
       A :class:`Solution`. Masked actions are never chosen; ties go to the lowest index.
