@@ -90,19 +90,14 @@ SLOT_SUM_MAX = 8
 
 
 def list_sum(weights: jax.Array, rows: Rows, values: jax.Array) -> jax.Array:
-    """`[...]` (or `[..., C]`) ``Σ_j weights[..., j] · values[next_states[..., j]]`` over the
-    successor lists of ``rows``, for ``values`` `[S]` (or `[S, C]`), in slot order."""
+    """`[...]` ``Σ_j weights[..., j] · values[next_states[..., j]]`` over the successor lists
+    of ``rows`` (``values`` `[S]`), slot by slot in slot order for short lists."""
     index = successors(rows)
-    K = index.shape[-1]
-    if K > SLOT_SUM_MAX:
-        gathered = values[index]  # [..., K] or [..., K, C]
-        if values.ndim == 1:
-            return jnp.sum(weights * gathered, axis=-1)
-        return jnp.einsum("...k,...kc->...c", weights, gathered, precision=Precision.HIGHEST)
-    lead = (...,) + (None,) * (values.ndim - 1)
-    total = weights[..., 0][lead] * values[index[..., 0]]
-    for j in range(1, K):
-        total = total + weights[..., j][lead] * values[index[..., j]]
+    if not 0 < index.shape[-1] <= SLOT_SUM_MAX:
+        return jnp.sum(weights * values[index], axis=-1)
+    total = weights[..., 0] * values[index[..., 0]]
+    for j in range(1, index.shape[-1]):
+        total = total + weights[..., j] * values[index[..., j]]
     return total
 
 
