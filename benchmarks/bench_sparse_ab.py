@@ -10,10 +10,11 @@ gridworld side (``examples.gridworld(side, side, horizon=100, discount=1)``, 3 s
 row): ``solve``, ``evaluate`` of its optimal policy, ``cost_of_privacy`` (paper's set, and the
 certified support-aware set) with ``k = 50``, and ``synthesize`` (``sampler="fast"``), each
 called as a user does (eagerly: the public functions compile their own programs), plus the
-discounted 300×300 ``synthesize``. Printed per call: median wall and CPU time
-(``time.process_time``, both threads of XLA's pool), the ratio before ÷ after, and whether
-both versions return the same bits (tied values may pick other actions: the bits differ
-then, the bounds stay valid).
+discounted 300×300 ``synthesize``, and the Figure-1 sweep (``ks=[1, 5, …, 40]``, ``--trials``
+per k, ``sweep``'s defaults) of the 100×100 gridworld with T = 200. Printed per call:
+median wall and CPU time (``time.process_time``, both threads of XLA's pool), the ratio
+before ÷ after, and whether both versions return the same bits (tied values may pick other
+actions: the bits differ then, the bounds stay valid).
 """
 
 from __future__ import annotations
@@ -52,11 +53,20 @@ def calls_for(lib, g, policy, key) -> dict:
     return {"synthesize": lambda: lib.synthesize(key, g, k=10.0, sampler="fast")}
 
 
+KS = [1.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 35.0, 40.0]
+
+
+def sweep_calls(lib, g, key, trials: int) -> dict:
+    g = convert(lib, g)
+    return {"sweep": lambda: lib.sweep(key, g, ks=KS, num_trials=trials).cost}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--before", default="b45668a", help="the earlier commit")
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--sides", type=int, nargs="+", default=(50, 300))
+    p.add_argument("--trials", type=int, default=4, help="sweep trials per k (0: no sweep)")
     args = p.parse_args(argv)
     key = jax.random.key(0)
     problems = [
@@ -64,6 +74,8 @@ def main(argv=None) -> int:
         for s in args.sides
     ]
     problems.append(("300x300 discounted 0.95", jp.examples.gridworld(300, 300, discount=0.95)))
+    if args.trials:
+        problems.append((f"100x100 T=200, {len(KS)} k x {args.trials}", "sweep"))
     print(f"before = {args.before}, after = this checkout, CPU backend {jax.devices()[0]}")
     print(
         "| model | call | before wall | after wall | before CPU | after CPU | CPU before ÷ after "
@@ -72,14 +84,16 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         before = export(args.before, Path(tmp))
         for name, g in problems:
-            policy = jp.solve(g).policy
-            versions = {
-                label: calls_for(lib, g, policy, key)
-                for label, lib in (("before", before), ("after", jp))
-            }
+            libs = (("before", before), ("after", jp))
+            if isinstance(g, str):  # the sweep (seconds a call: at most 3 rounds)
+                grid = jp.examples.gridworld(100, 100, horizon=200, discount=1.0)
+                versions = {v: sweep_calls(lib, grid, key, args.trials) for v, lib in libs}
+            else:
+                policy = jp.solve(g).policy
+                versions = {v: calls_for(lib, g, policy, key) for v, lib in libs}
             calls = {f"{c} {v}": f for v, cs in versions.items() for c, f in cs.items()}
             load = os.getloadavg()[0]
-            res = timed(calls, args.rounds)
+            res = timed(calls, min(args.rounds, 3) if isinstance(g, str) else args.rounds)
             for c in versions["after"]:
                 a, b = versions["before"][c](), versions["after"][c]()
                 same = all(
