@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jax.lax import Precision
 
 from ..models._ragged import RaggedRows, blockwise
-from ..models._rows import Rows, row_support, successors
+from ..models._rows import SLOT_SUM_MAX, Rows, row_support, successors
 from ..sets._boxes import box_caps
 from ._inner import pour_sorted, running_sum
 from ._width import CheckedWidth
@@ -106,9 +106,10 @@ def _fill_within_rows(rows: Rows, box, values: jax.Array, slack: jax.Array):
     return jnp.sum(pour * jnp.where(inside, w, 0), axis=-1), w_min
 
 
-# Up to this many successors the pairwise fill is written out entry by entry: XLA:CPU
-# reduces a minor axis of 3 entries about 10 times slower than it adds [...] arrays.
-UNROLLED_MAX_SUCCESSORS = 8
+# Up to this many successors the pairwise fill is written out entry by entry, for the reason
+# (and at the length) the expectation over successor lists is: XLA:CPU reduces a minor axis of
+# 3 entries about 10 times slower than it adds [...] arrays (models._rows.SLOT_SUM_MAX).
+UNROLLED_MAX_SUCCESSORS = SLOT_SUM_MAX
 
 
 def _fill_unrolled(w: jax.Array, caps: jax.Array, inside: jax.Array, slack: jax.Array):
