@@ -334,12 +334,23 @@ def cell(y: jax.Array) -> tuple[jax.Array, jax.Array]:
     return i, w
 
 
+def _next(r: jax.Array, up: bool) -> jax.Array:
+    """``nextafter(r, +inf)`` (``up``, ``r ≥ +0``) or ``max(nextafter(r, −inf), 0)`` (finite
+    ``r ≠ −0``) from the bits, read as a signed integer: for floats ``≥ +0`` they grow by one
+    per float (subnormals included). Minus one is negative for ``r = +0`` and ``r < 0`` (not
+    the smallest integer: ``r ≠ −0``), and its ``max`` with 0 is ``+0``, as the float one.
+    ``jnp.nextafter`` (NaN and signs handled per entry) was most of the lookup's cost.
+    """
+    bits = jax.lax.bitcast_convert_type(r, jnp.int64 if r.dtype == jnp.float64 else jnp.int32)
+    return jax.lax.bitcast_convert_type(bits + 1 if up else jnp.maximum(bits - 1, 0), r.dtype)
+
+
 def _lookup(y: jax.Array, up: jax.Array, values: jax.Array, steps: jax.Array) -> jax.Array:
     """The table (``upper`` where ``up``, else ``lower``) interpolated at ``y ∈ [0, 1/2]``,
     rounded outward (up where ``up``). ``values``, ``steps``: ``upper`` then ``lower``.
 
     The cell and the place ``w`` in it: :func:`cell` (exact, so the index and ``w`` never
-    err).
+    err). The index lies in ``[0, 2 NODES)``: ``take`` needs no wrap of negative indices.
     """
     eps = jnp.finfo(y.dtype).eps
     i, w = cell(y)
@@ -347,13 +358,15 @@ def _lookup(y: jax.Array, up: jax.Array, values: jax.Array, steps: jax.Array) ->
     # Both terms are >= 0. step lies at most 2 ulps below the exact difference (2 ulps of
     # the result at most) and the two roundings here add half an ulp each: 1 ± 4 eps
     # covers them. The result never decreases with y (fl(a + step·w) <= fl(a + step)).
-    v = (values[i] + steps[i] * w) * jnp.where(up, 1 + 4 * eps, 1 - 4 * eps)
+    a, step = jnp.take(values, i, mode="clip"), jnp.take(steps, i, mode="clip")
+    v = (a + step * w) * jnp.where(up, 1 + 4 * eps, 1 - 4 * eps)
+    # A select, not a zero node in the table: XLA:CPU lets LLVM fuse a product into a
+    # following `1 − v` (one FMA, other bits); between them the select keeps it from that.
     return jnp.where(up | (y >= FLOOR), v, 0)
 
 
 def intervals(x: jax.Array, t: BetaTables) -> tuple[jax.Array, jax.Array]:
-    """Each entry's ``[L, U]``: the tables interpolated at ``x``, outward; nondecreasing in
-    ``x``.
+    """Each entry's ``[L, U]``: the tables interpolated at ``x``, outward, nondecreasing in x.
 
     ``U`` is looked up at ``x`` widened up by 8 ulps (and at least ``FLOOR``), ``L`` at ``x``
     widened down, both through the mirror ``U(x) = 1 − L(1 − x)``, ``L(x) = 1 − U(1 − x)``
@@ -370,13 +383,18 @@ def intervals(x: jax.Array, t: BetaTables) -> tuple[jax.Array, jax.Array]:
     # so one ulp outward covers it. Across 1/2 the two sides agree through the direct U at
     # 1/2 (no direct U exceeds it, and no mirrored L falls below 1 minus it, one ulp out).
     u_half = t.upper[HALF] * (1 + 4 * eps)
-    l_half = jnp.nextafter(1 - u_half, -jnp.ones_like(u_half))
+    l_half = jnp.maximum(jnp.nextafter(1 - u_half, -jnp.ones_like(u_half)), 0)
+    # Mirrored, v is in [0, 1) for U and [0, 1 + 4 eps] for L: 1 − v suits _next. The
+    # selects `where(a < b, a, b)` are min(a, b) (`>`: max) bit for bit, without the NaN
+    # handling, as a is no NaN (x's reaches the result as b) and nothing is −0 (clip gives
+    # +0). v >= +0: max(min(v, l_half), 0) = min(v, max(l_half, 0)).
     flip = x_high > 0.5
     v = _lookup(jnp.where(flip, 1 - x_high, x_high), ~flip, values, steps)
-    upper = jnp.where(flip, jnp.maximum(jnp.nextafter(1 - v, jnp.ones_like(v) * 2), u_half), v)
+    mirror = _next(1 - v, up=True)
+    upper = jnp.where(flip, jnp.where(mirror > u_half, mirror, u_half), v)
     flip = x_low > 0.5
     v = _lookup(jnp.where(flip, 1 - x_low, x_low), flip, values, steps)
-    lower = jnp.where(flip, jnp.nextafter(1 - v, -jnp.ones_like(v)), jnp.minimum(v, l_half))
-    upper, lower = jnp.minimum(upper, 1), jnp.maximum(lower, 0)
+    lower = jnp.where(flip, _next(1 - v, up=False), jnp.where(v < l_half, v, l_half))
     # P̄ itself lies in its set (the paper's Lemma 2 takes P1 = P2 = P̄).
-    return jnp.minimum(lower, x), jnp.maximum(upper, x)
+    upper = jnp.where(upper < 1, upper, 1)
+    return jnp.where(lower < x, lower, x), jnp.where(upper > x, upper, x)
