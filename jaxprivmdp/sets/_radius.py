@@ -7,6 +7,8 @@ paper's set (``bound="paper"``) is this box with a ``β`` mixture. Here in three
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -59,9 +61,17 @@ def outward_radius(k, beta, dtype) -> jax.Array | np.ndarray:
     ``log``, the division and ``sqrt``).
     """
     if is_concrete(k, beta):
+        if np.ndim(k) == 0 and np.ndim(beta) == 0:  # one call per trial: remembered
+            return np.asarray(_outward_scalar(float(k), float(beta), np.dtype(dtype).name), dtype)
         return round_up(host_radius(k, beta), dtype)
     alpha = _radius(jnp, jnp.asarray(k, dtype), jnp.asarray(beta, dtype))
     return alpha * (1 + 4 * jnp.finfo(dtype).eps)
+
+
+@functools.lru_cache(maxsize=1024)
+def _outward_scalar(k: float, beta: float, dtype_name: str) -> float:
+    """:func:`outward_radius` of one ``(k, β)`` (a float: the dtype's value, exactly)."""
+    return float(round_up(host_radius(k, beta), np.dtype(dtype_name)))
 
 
 def check_radius_inputs(k, beta, dtype) -> None:
