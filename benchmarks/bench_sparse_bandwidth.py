@@ -14,7 +14,9 @@ process (each call compiled and run once first, every call ended by
   (arguments as ``cost_of_privacy`` builds them, ``common.set_args``);
 * the public calls a user jits: ``jax.jit(evaluate)`` and
   ``jax.jit(lambda m, p: cost_of_privacy(m, p, k=10.0, support_aware=...))`` (model and
-  policy traced), for both sets (``--no-public`` leaves them out).
+  policy traced), for both sets (``--no-public`` leaves them out);
+* with ``--profile``, the top XLA ops of the support-aware ``bounds_core`` from a
+  ``jax.profiler`` trace (``common.xla_op_profile``), after the timing.
 
 Then each core's time per stage (median ÷ ``T``), successor entries per second and the bytes
 per second of ``bench_sparse.bytes_per_stage`` ("lines" and "minimal") as a fraction of the
@@ -41,7 +43,7 @@ import jax
 import numpy as np
 
 import jaxprivmdp as jp
-from jaxprivmdp.planning import _evaluation
+from jaxprivmdp.planning import _bounds, _evaluation
 
 COPY_BYTES = 2**30
 
@@ -78,7 +80,21 @@ def public_calls(private, policy, aware_only=False):
     return calls
 
 
-def measure(n, dtype, rounds, public):
+def profile(private, policy, args, top=8):
+    """The ``top`` XLA ops of the support-aware ``bounds_core`` (``common.xla_op_profile``)."""
+    params, kw = args[True]
+    hlo = _bounds.bounds_core.lower(private, policy, params, None, 10_000, **kw).compile()
+    ops = common.xla_op_profile(lambda: bs.core(private, policy, args[True]), hlo.as_text())
+    print("\n| XLA op (support-aware bounds_core) | source | ms per call | launches |")
+    print("|---|---|---|---|")
+    for op in [o for o in ops or [] if not o["container"]][:top]:
+        print(
+            f"| {op['op']} | {op['source'][:70]} | {op['seconds_per_call'] * 1e3:.1f} "
+            f"| {op['launches_per_call']:.0f} |"
+        )
+
+
+def measure(n, dtype, rounds, public, with_profile=False):
     private, policy, args = bs.private_problem(n, dtype)
     calls = {
         "evaluate_core": lambda: _evaluation.evaluate_core(private, policy),
@@ -91,6 +107,9 @@ def measure(n, dtype, rounds, public):
     budget = 0.0 if n >= 1000 else 8.0
     samples = timed_round_robin(calls, min_rounds=rounds if n >= 1000 else 7, budget_s=budget)
     S, A, K = private.next_states.shape
+    if with_profile:
+        print(f"profile at n = {n}:")
+        profile(private, policy, args)
     return dict(
         n=n,
         S=S,
@@ -151,13 +170,15 @@ def main():
     parser.add_argument("--sizes", default="100,1000")
     parser.add_argument("--rounds", type=int, default=5, help="rounds at n >= 1000")
     parser.add_argument("--no-public", action="store_true")
+    parser.add_argument("--profile", action="store_true", help="top XLA ops, support-aware")
     parser.add_argument("--json", default=None)
     opts = parser.parse_args()
     print(f"jaxprivmdp from {os.path.dirname(jp.__file__)}; load {os.getloadavg()}")
     copies = [bs.copy_bandwidth(COPY_BYTES)]
     bs.copy_bandwidth.cache_clear()
     results = [
-        measure(int(n), "float32", opts.rounds, not opts.no_public) for n in opts.sizes.split(",")
+        measure(int(n), "float32", opts.rounds, not opts.no_public, opts.profile)
+        for n in opts.sizes.split(",")
     ]
     bs.private_problem.cache_clear()
     bs.grid.cache_clear()
