@@ -181,7 +181,7 @@ def test_the_width_of_each_case():
     _, release, _ = shared("dense")
     alpha = 0.4  # the fill reaches ⌈2.5⌉ entries, one more against rounding: 4
     assert bounds_width(release, alpha, "radius", False) == 4
-    assert bounds_width(release, alpha, "beta", False) == 8  # one entry above 1/2
+    assert bounds_width(release, alpha, "beta", False) == 6  # one entry above 1/2: 5 -> 6
     assert bounds_width(release, alpha, "radius", True) == 4  # full rows: no entry outside
     assert bounds_width(release, alpha, "radius", False, fill_width=9) == 9
     assert bounds_width(release, alpha, "radius", False, fill_width=400) == S

@@ -266,10 +266,13 @@ def test_fill_width():
     assert fill_width(0.0, 12) == 12
     assert fill_width(1.0, 12) == 2
     assert fill_width(5.0, 12) == 2
-    assert fill_width(0.5, 12) == 4  # ceil(2) + 1 = 3 -> 4
-    assert fill_width(0.25, 12) == 8  # ceil(4) + 1 = 5 -> 8
+    assert fill_width(0.5, 12) == 3  # ceil(2) + 1 = 3
+    assert fill_width(0.25, 12) == 6  # ceil(4) + 1 = 5 -> 6 (3/4 of 8)
+    assert fill_width(0.095, 20) == 12  # ceil(10.5) + 1 = 12
+    assert fill_width(0.07, 20) == 16  # ceil(14.3) + 1 = 16 (3/4 of 16 is too few)
+    assert fill_width(0.11, 20) == 12  # ceil(9.1) + 1 = 11 -> 12 (3/4 of 16)
     assert fill_width(0.01, 12) == 12
-    assert fill_width(np.array([0.9, 0.3]), 12) == 8  # the smallest alpha counts
+    assert fill_width(np.array([0.9, 0.3]), 12) == 6  # the smallest alpha counts
     assert fill_width(1.0, 1) == 1
     widths = []
     jax.jit(lambda a: widths.append(fill_width(a, 12)) or a)(0.5)

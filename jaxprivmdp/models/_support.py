@@ -147,9 +147,20 @@ def mechanism_input(
 
 
 @functools.partial(jax.jit, static_argnames=("support",))
-def _device_rows(P, mask, support: Support, smoothing):
+# One dispatch each: as separate eager operations these cost more than a small model's whole
+# synthesis (and 44 ms a call for the `[2500, 4, 2500]` rows of a dense 50×50 map).
+@functools.partial(jax.jit, static_argnames="support")
+def _device_support(P, mask, support: Support, smoothing):
+    """``(smoothed rows or None, support, any allowed entry <= 0)``: the rows come back only
+    when smoothed (a program's output is a copy; unsmoothed rows are the model's own)."""
     inp = resolve_rows(jnp, P, mask, support, smoothing)
-    return inp, jnp.any((inp.rows <= 0) & mask[:, :, None])
+    rows = None if smoothing is None else inp.rows
+    return rows, inp.support, jnp.any((inp.rows <= 0) & mask[:, :, None])
+
+
+@jax.jit
+def _listed_support(probs, next_states, action_mask):
+    return (probs > 0) & (next_states >= 0) | ~action_mask[..., None]
 
 
 def model_mechanism_input(
@@ -176,11 +187,12 @@ def model_mechanism_input(
                 "which a SparseMDP cannot hold; its rows are privatized over their listed "
                 "successors (as support='nonzero' does for a dense model)"
             )
-        support = (mdp.probs > 0) & (mdp.next_states >= 0)
-        return MechanismInput(mdp.probs, support | ~mdp.action_mask[..., None], mdp.action_mask)
+        support = _listed_support(mdp.probs, mdp.next_states, mdp.action_mask)
+        return MechanismInput(mdp.probs, support, mdp.action_mask)
     if smoothing is not None:
         check_range("smoothing", smoothing, low=0.0, high=1.0 / mdp.num_states, low_open=True)
-    inp, has_zero = _device_rows(mdp.transitions, mdp.action_mask, support, smoothing)
+    rows, supp, has_zero = _device_support(mdp.transitions, mdp.action_mask, support, smoothing)
+    inp = MechanismInput(mdp.transitions if rows is None else rows, supp, mdp.action_mask)
     if interior and support is None and is_concrete(has_zero) and bool(has_zero):
         # Raises the ZeroEntryError that names the rows.
         prepare_mechanism_input(

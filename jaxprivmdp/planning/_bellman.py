@@ -230,15 +230,15 @@ def backward_induction(
     zero = jnp.zeros((), mdp.terminal_reward.dtype)
     if stage is None:
 
-        def step(carry, t):
+        def step(carry, t):  # stacks its input values (see _bounds._finite_bounds)
             policy, v, e = backup(*carry, t)
-            return (v, e), (policy, v, e)
+            return (v, e), (policy, carry[0], e)
 
         xs = None if progress is None else jnp.arange(T)  # the stage index, for progress only
-        _, (policy, values, errors) = jax.lax.scan(
+        (first, _), (policy, later, errors) = jax.lax.scan(
             step, (mdp.terminal_reward, zero), xs, length=T, reverse=True
         )
-        values = jnp.concatenate([values, mdp.terminal_reward[None]], axis=0)
+        values = jnp.concatenate([first[None], later], axis=0)
         return Solution(policy, values, jnp.asarray(T), jnp.asarray(True), jnp.max(errors))
 
     def body(i, carry):

@@ -151,13 +151,16 @@ def _finite_bounds(mdp, policy, boxes, width: int, support_aware):
     def stage(carry, decision):
         values, complete = carry
         out, done = bounds_stage(mdp, boxes(decision), values, width, support_aware)
-        return (out, complete & done), out
+        # Each stage stacks the values it was given (stage t + 1), not its own: a carry is
+        # stored once, while a stage's own values were computed twice by XLA:CPU, for the
+        # carry and again inside the output's copy, on one thread (§21).
+        return (out, complete & done), values
 
     rt = mdp.terminal_reward
     start = ((rt, rt), jnp.asarray(True))
-    (_, complete), (low, high) = jax.lax.scan(stage, start, policy, reverse=True)
-    low = jnp.concatenate([low, rt[None]], axis=0)
-    high = jnp.concatenate([high, rt[None]], axis=0)
+    ((low0, high0), complete), (low, high) = jax.lax.scan(stage, start, policy, reverse=True)
+    low = jnp.concatenate([low0[None], low], axis=0)
+    high = jnp.concatenate([high0[None], high], axis=0)
     s0 = mdp.initial_state
     one = jnp.asarray(True)
     out = PrivacyBounds(low, high, high[0, s0] - low[0, s0], jnp.asarray(mdp.horizon), one)

@@ -50,12 +50,11 @@ def _evaluate_finite(mdp: Model, policy: jax.Array, stage: jax.Array | None) -> 
 
     if stage is None:
 
-        def step(v_next, decision):
-            v = backup(v_next, decision)
-            return v, v
+        def step(v_next, decision):  # stacks its input (see _bounds._finite_bounds)
+            return backup(v_next, decision), v_next
 
-        _, values = jax.lax.scan(step, mdp.terminal_reward, policy, reverse=True)
-        return jnp.concatenate([values, mdp.terminal_reward[None]], axis=0)
+        first, later = jax.lax.scan(step, mdp.terminal_reward, policy, reverse=True)
+        return jnp.concatenate([first[None], later], axis=0)
     T = mdp.horizon
     return jax.lax.fori_loop(
         0, T - stage, lambda i, v: backup(v, policy[T - 1 - i]), mdp.terminal_reward

@@ -47,15 +47,19 @@ class CheckedWidth(NamedTuple):
 
 
 def _entries(alpha, extra: int) -> int | None:
-    """``⌈1 / min(α, 1)⌉ + 1 + extra`` rounded up to a power of two; None unless ``alpha``
-    (its smallest entry) is concrete and positive."""
+    """``⌈1 / min(α, 1)⌉ + 1 + extra`` rounded up to the next of 1, 2, 3, 4, 6, 8, 12, 16,
+    24, … (a power of two or three quarters of one); None unless ``alpha`` (its smallest
+    entry) is concrete and positive."""
     if not is_concrete(alpha):
         return None
     a = float(np.min(np.asarray(alpha)))
     if not a > 0:
         return None
     need = math.ceil(1.0 / min(a, 1.0)) + 1 + extra
-    return 1 << (need - 1).bit_length()
+    power = 1 << (need - 1).bit_length()
+    # Three quarters of the power when that holds the fill: the window's work grows with
+    # its width (64 -> 48 entries: 14 % less CPU for the exact set at S = 1000, §22).
+    return power * 3 // 4 if power >= 4 and power * 3 // 4 >= need else power
 
 
 def fill_width(alpha: ArrayLike, n: int) -> int:
@@ -63,8 +67,9 @@ def fill_width(alpha: ArrayLike, n: int) -> int:
 
     All capacities are ``>= min(α, 1)`` and the mass to pour is ``<= 1``, so at most
     ``⌈1 / min(α, 1)⌉`` entries receive any (one more is kept against rounding). The bound
-    is rounded up to a power of two so that nearby grids of ``k`` share one compilation. For
-    a traced ``alpha`` the width is ``n`` (always exact).
+    is rounded up to a power of two or three quarters of one, so that nearby grids of ``k``
+    share one compilation (two widths an octave). For a traced ``alpha`` the width is ``n``
+    (always exact).
     """
     entries = _entries(alpha, 0)
     return n if entries is None else min(n, entries)
