@@ -266,10 +266,10 @@ def test_traced_support_falls_back_where_rows_miss_entries():
     policy = jp.solve(release).policy
     mech, uset = jp.Dirichlet(K), jp.PaperSet(0.1, support_aware=True)
     kind, params, width = set_up(release, mech, uset)
-    assert width == 4 + 30  # the fill's 4, and 30 entries outside every row's support
+    assert width == 3 + 30  # the fill's 3, and 30 entries outside every row's support
     eager = jp.cost_of_privacy(release, policy, mech, uset)
     jitted = jax.jit(lambda m, p: jp.cost_of_privacy(m, p, mech, uset))(release, policy)
-    narrow = bounds_core(release, policy, params, None, 10, kind=kind, width=4, support_aware=True)
+    narrow = bounds_core(release, policy, params, None, 10, kind=kind, width=3, support_aware=True)
     assert not np.allclose(narrow.pessimistic, eager.pessimistic, rtol=1e-6)
     assert_same(jitted, eager, rtol=1e-6)
     alpha = float(jp.concentration_radius(K, 0.1))
@@ -325,7 +325,7 @@ def test_infinite_horizon_and_robust_solve_with_a_hint():
 
 def test_a_concrete_k_refuses_a_hint_below_its_width():
     _, release, policy = shared("dense")
-    with pytest.raises(ValueError, match="fill_width=2 is below the 4 entries"):
+    with pytest.raises(ValueError, match="fill_width=2 is below the 3 entries"):
         jp.cost_of_privacy(release, policy, jp.Dirichlet(K), fill_width=2)
     with pytest.raises(ValueError, match="fill_width must be an integer"):
         jp.robust_solve(release, jp.Dirichlet(K), fill_width=4.0)
