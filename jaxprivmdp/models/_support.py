@@ -147,9 +147,6 @@ def mechanism_input(
 
 
 @functools.partial(jax.jit, static_argnames=("support",))
-# One dispatch each: as separate eager operations these cost more than a small model's whole
-# synthesis (and 44 ms a call for the `[2500, 4, 2500]` rows of a dense 50×50 map).
-@functools.partial(jax.jit, static_argnames="support")
 def _device_support(P, mask, support: Support, smoothing):
     """``(smoothed rows or None, support, any allowed entry <= 0)``: the rows come back only
     when smoothed (a program's output is a copy; unsmoothed rows are the model's own)."""
@@ -158,7 +155,7 @@ def _device_support(P, mask, support: Support, smoothing):
     return rows, inp.support, jnp.any((inp.rows <= 0) & mask[:, :, None])
 
 
-@jax.jit
+@jax.jit  # one dispatch: four eager operations cost 191 µs a call (§22)
 def _listed_support(probs, next_states, action_mask):
     return (probs > 0) & (next_states >= 0) | ~action_mask[..., None]
 
