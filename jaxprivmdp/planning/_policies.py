@@ -87,11 +87,7 @@ def validate_policy(mdp: Model, policy: ArrayLike) -> jax.Array:
         if policy.shape != shape:
             raise ValueError(f"policy must have shape {shape}, got {policy.shape}")
         return policy.astype(dtype)
-    if (
-        isinstance(policy, jax.Array)
-        and policy.size > HOST_CHECK_MAX
-        and _valid_on_device(mdp, policy, lead)
-    ):
+    if _valid_on_device(mdp, policy, lead):
         return policy  # a large policy from solve(), checked without a copy
     pol = as_numpy("policy", policy)
     mask = np.asarray(mdp.action_mask)
@@ -139,13 +135,14 @@ def _policy_ok(action_mask: jax.Array, policy: jax.Array) -> jax.Array:
 
 
 def _valid_on_device(mdp: Model, policy, lead: tuple) -> bool:
-    """A device policy of the working dtype and shape that passes :func:`_policy_ok`.
+    """A device policy of the working dtype and shape, larger than ``HOST_CHECK_MAX``, that
+    passes :func:`_policy_ok`.
 
     One small dispatch and one boolean back, instead of copying the policy and the mask to
-    the host; anything else (host arrays, other dtypes, invalid policies) takes the host
-    path, which names the problem.
+    the host; anything else (host arrays, small policies, other dtypes, invalid policies)
+    takes the host path, which names the problem.
     """
-    if not isinstance(policy, jax.Array):
+    if not isinstance(policy, jax.Array) or policy.size <= HOST_CHECK_MAX:
         return False
     S, A = mdp.num_states, mdp.num_actions
     deterministic = policy.dtype == jnp.int32 and policy.shape == lead + (S,)
