@@ -105,17 +105,33 @@ def test_make_sparse_mdp_shapes_and_types():
     assert (m.num_states, m.num_actions, m.max_successors) == (3, 1, 3)
 
 
+def _aligned(x: np.ndarray) -> np.ndarray:
+    """A copy of ``x`` at a 64-byte-aligned address: where ``jax.device_put`` on a CPU keeps
+    a view of a NumPy buffer instead of copying it."""
+    buf = np.empty(x.nbytes + 64, np.uint8)
+    start = -buf.ctypes.data % 64
+    out = buf[start : start + x.nbytes].view(x.dtype).reshape(x.shape)
+    out[...] = x
+    return out
+
+
 def test_make_sparse_mdp_leaves_its_arguments_alone():
-    """Nothing the caller passed is written to, and the model keeps no view of it."""
+    """Nothing the caller passed is written to, and the model keeps no view of it (even of
+    arguments already of the stored dtypes, at the addresses a CPU would alias)."""
     idx, probs, R = _lists()
     idx, support = idx.astype(np.int32), np.ones(idx.shape, bool)  # padding slots too
-    given = [x.copy() for x in (idx, probs, support)]
-    m = jp.make_sparse_mdp(idx, probs, R, horizon=2, support=support)
-    for x, before in zip((idx, probs, support), given, strict=True):
+    mask = np.ones(idx.shape[:2], bool)
+    args = [_aligned(x) for x in (idx, probs, support, mask, R)]
+    given = [x.copy() for x in args]
+    idx, probs, support, mask, R = args
+    m = jp.make_sparse_mdp(idx, probs, R, horizon=2, support=support, action_mask=mask)
+    for x, before in zip(args, given, strict=True):
         np.testing.assert_array_equal(x, before)
-    listed = np.asarray(m.next_states).copy()
-    idx[...], probs[...] = 0, 0.0
-    np.testing.assert_array_equal(m.next_states, listed)
+    stored = [np.asarray(a).copy() for a in (m.next_states, m.probs, m.action_mask, m.rewards)]
+    for x in args:
+        x[...] = 0
+    for a, before in zip((m.next_states, m.probs, m.action_mask, m.rewards), stored, strict=True):
+        np.testing.assert_array_equal(a, before)
     assert float(np.asarray(m.probs).sum()) == pytest.approx(3.0)
 
 

@@ -223,14 +223,21 @@ def make_sparse_mdp(
     fields = validate_model_fields(
         S, A, rewards, terminal_reward, horizon, discount, initial_state, dtype
     )
-    # device_put copies host arrays as they are; jnp.asarray would compile a conversion for
-    # each new shape (tens of ms apiece, most of a small model's construction).
+    # device_put transfers host arrays as they are; jnp.asarray would compile a conversion for
+    # each new shape (tens of ms apiece, most of a small model's construction). On a CPU,
+    # device_put may *alias* a 64-byte-aligned NumPy buffer instead of copying it, so each
+    # array handed over must be our own: `p` is, `idx` and `mask` may be the caller's.
     return SparseMDP(
-        next_states=jax.device_put(idx),
+        next_states=jax.device_put(_owned(idx, next_states)),
         probs=jax.device_put(p),
-        action_mask=jax.device_put(mask),
+        action_mask=jax.device_put(_owned(mask, action_mask)),
         **fields,
     )
+
+
+def _owned(x: np.ndarray, given) -> np.ndarray:
+    """``x``, copied where it may share memory with what the caller ``given``."""
+    return x.copy() if given is not None and np.may_share_memory(x, given) else x
 
 
 def to_sparse(mdp: TabularMDP, max_successors: int | None = None) -> SparseMDP:
