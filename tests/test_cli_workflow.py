@@ -5,6 +5,7 @@ evaluation of released models, interrupts, help, figures and progress."""
 import argparse
 import json
 import os
+import re
 
 import jax
 import numpy as np
@@ -420,7 +421,10 @@ def test_ctrl_c_while_jax_loads_exits_130_on_one_line(tmp_path):
         [sys.executable, "-c", program], cwd=root, env=env, capture_output=True, text=True
     )
     assert done.returncode == 130, done.stderr
-    assert done.stderr == "jaxprivmdp: interrupted\n"
+    # The interrupt is raised inside the first `import jax` (from `_checks`, while the commands
+    # load: "jaxprivmdp: ..."); one CI run on a loaded machine saw it raised only once the
+    # command had started ("jaxprivmdp reproduce: ..."). Either is the one line promised.
+    assert re.fullmatch(r"jaxprivmdp( reproduce)?: interrupted\n", done.stderr), done.stderr
     assert not (tmp_path / "r").exists()
 
 
