@@ -63,6 +63,7 @@ def test_check_errors_are_one_line(game, tmp_path, capsys, argv, message):
     assert status == 2 and message in err and err.count("\n") == 1
 
 
+@pytest.mark.slow  # 6 s; the other tests here check a property through the CLI by default
 def test_sweep_with_a_property(game, tmp_path, capsys):
     out = tmp_path / "out"
     prop = 'Pmax=? [F<=5 "goal"]'

@@ -617,6 +617,7 @@ def test_frontier_progress_times_each_mechanism_from_its_start(monkeypatch, caps
     assert "5.0 s" in first and "6.0 s" in last  # never "0.0 s"
 
 
+@pytest.mark.slow  # 6 s: a whole CLI sweep
 def test_cli_sweeps_in_small_chunks_without_batch_size(tmp_path, monkeypatch):
     from jaxprivmdp import experiments
 

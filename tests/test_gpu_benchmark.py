@@ -30,6 +30,7 @@ def _row(gpu, key, make, estimate=(0.0, 0.01, 0.001), **kw):
     return gpu.Row(key, "test", key, make, lambda c: estimate, **kw)
 
 
+@pytest.mark.slow  # 7 s; test_quick_run_end_to_end runs the script by default
 def test_rows_are_guarded_and_budgeted(gpu):
     ctx = gpu.Context(cfg=gpu.Config.make(True, 30.0), accelerator=False)
     ctx.start = time.perf_counter()

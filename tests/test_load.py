@@ -121,6 +121,7 @@ def test_npz_dense_and_sparse(tmp_path):
         jp.load_mdp(bad, horizon=5)
 
 
+@pytest.mark.slow  # 8 s; test_cli.py::test_sweep_on_a_user_file sweeps a file by default
 def test_cli_sweeps_a_prism_model_and_a_sparse_npz(tmp_path):
     from jaxprivmdp.cli import main
 

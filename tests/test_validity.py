@@ -398,9 +398,10 @@ GRID_IDS = [
     f"{d}-{'finite' if h else 'discounted'}-{k}-{m}-{'aware' if a else 'simplex'}"
     for d, h, k, m, a in GRID_CASES
 ]
-# The release-by-release check of every set: float32 in the default run (its rounding margins
-# are the tight ones); float64 only with the tests marked slow. A float64 grid of the certified
-# set alone compiles in a third of the time of all three sets.
+# The release-by-release check of every set, and the coverage of the certified set: float32 in
+# the default run (its rounding margins are the tight ones); float64 only with the tests marked
+# slow (which also run test_certified_coverage_many_releases, 1000 releases in both dtypes), so
+# that the default run starts one grid subprocess, not two.
 BRACKET_CASES = [
     pytest.param(*case, marks=pytest.mark.slow, id=name)
     if case[0] == "float64"
@@ -619,6 +620,7 @@ def test_additive_radius_counts_the_public_support(mechanism, bound):
         jp.cost_of_privacy(jp.make_mdp(released, mdp.rewards, **kw), out.policy, **opts)
 
 
+@pytest.mark.slow  # 17 s: ten synthesize calls per layout and key
 def test_sparse_zero_slots_give_the_dense_numbers():
     """Issue 14: a sparse model listing a successor whose input probability is 0 gave bounds
     17-26 % away from the dense model with the same nonzero pattern. Every state is listed
@@ -662,7 +664,7 @@ def test_sparse_zero_slots_give_the_dense_numbers():
 # ------------------------------------------------------------------- every combination
 
 
-@pytest.mark.parametrize(("dtype", "horizon", "kind", "mech", "aware"), GRID_CASES, ids=GRID_IDS)
+@pytest.mark.parametrize(("dtype", "horizon", "kind", "mech", "aware"), BRACKET_CASES)
 def test_certified_coverage_of_the_true_value(grid, dtype, horizon, kind, mech, aware):
     """Joint coverage of ``V^π̄`` on the true MDP (all stages, states) is not below 1 − β."""
     case = _case(grid, dtype, horizon, kind, mech, aware, "certified")
