@@ -3,13 +3,14 @@
 process (issue 15, item 1: every set ≤ 5× ``evaluate``).
 
     python benchmarks/bench_sets_ab.py [--before COMMIT] [--rounds N] [--sizes S A T]
+        [--aware] [--sparse] [--discounted]
 
 The package at ``COMMIT`` is exported with ``git archive`` into a temporary folder and
 imported under another name, so both versions run round-robin in one loop (on this shared
 machine, two runs minutes apart see different loads). The problem is ``bench_jit.py``'s
 dense one (Example 2's generator, S = 1000, A = 4, T = 20, a Dirichlet release with k = 5,
 ``support="nonzero"``, its optimal policy; ``--sparse``: its sparse one, 8 successors a
-row); each set is called as a user writes it, ``jax.jit(lambda m, p: cost_of_privacy(m, p,
+row; ``--discounted``: the same rows with an infinite horizon, γ = 0.9); each set is called as a user writes it, ``jax.jit(lambda m, p: cost_of_privacy(m, p,
 mech, uset))``, next to ``jax.jit(evaluate)``.
 Printed per call: the median wall and CPU time (``time.process_time``, both threads of
 XLA's pool) and their ratios to ``evaluate``; and whether both versions return the same
@@ -77,6 +78,7 @@ def main(argv=None) -> int:
     p.add_argument("--sizes", type=int, nargs=3, default=(1000, 4, 20), metavar=("S", "A", "T"))
     p.add_argument("--aware", action="store_true", help="support-aware sets")
     p.add_argument("--sparse", action="store_true", help="bench_jit's sparse model (K = 8)")
+    p.add_argument("--discounted", action="store_true", help="infinite horizon, γ = 0.9")
     args = p.parse_args(argv)
     S, A, T = args.sizes
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,8 +88,12 @@ def main(argv=None) -> int:
             from bench_jit import sparse_model
 
             mdp, kw = sparse_model(S, A, T, 8, 5), {}
+            if args.discounted:
+                mdp = jp.make_sparse_mdp(mdp.next_states, mdp.probs, mdp.rewards, discount=0.9)
         else:
-            mdp = jp.examples.random_mdp(jax.random.key(3), num_states=S, num_actions=A, horizon=T)
+            key, horizon = jax.random.key(3), None if args.discounted else T
+            discount = 0.9 if args.discounted else None
+            mdp = jp.examples.random_mdp(key, S, A, horizon=horizon, discount=discount)
             kw = {"support": "nonzero"}
         rel = jp.privatize(jax.random.key(4), mdp, jp.Dirichlet(5.0), **kw)
         pol = jp.solve(rel).policy
@@ -116,7 +122,8 @@ def main(argv=None) -> int:
         res = timed(calls, args.rounds)
     bw, bc = res["evaluate"]
     print(
-        f"\n{'sparse' if args.sparse else 'dense'} S={S} A={A} T={T}, before = {args.before}, "
+        f"\n{'sparse' if args.sparse else 'dense'} S={S} A={A} "
+        f"{'γ=0.9' if args.discounted else f'T={T}'}, before = {args.before}, "
         f"1-min load {load:.2f} -> "
         f"{os.getloadavg()[0]:.2f}, {args.rounds} rounds, CPU backend {jax.devices()[0]}"
     )

@@ -107,12 +107,17 @@ class _Policy(NamedTuple):
     box: RowBox
 
 
-def policy_boxes(mdp: Model, params: SetParams, kind: str, support_aware: bool):
+def policy_boxes(
+    mdp: Model, params: SetParams, kind: str, support_aware: bool, *, stationary: bool = False
+):
     """``decision -> _Policy``. The paper's box is computed on the rows a decision uses
-    (elementwise, fused into the stage); Beta boxes are looked up once for every row and
-    then selected like the rows (the lookups cost more than a stage's arithmetic)."""
+    (elementwise, fused into the stage). Beta boxes cost more than a stage's arithmetic: for
+    a recursion with one decision rule (``stationary``: the infinite horizon, which calls
+    the result once) they are looked up on the rows that rule uses; otherwise once for every
+    row, then selected like the rows (a deterministic rule's `[S, S]` rows are a quarter of
+    the lookups of `[S, 4, S]`; the same bits either way)."""
     everything = None
-    if kind != "radius":
+    if kind != "radius" and not stationary:
         everything = row_box(transition_rows(mdp), params, kind=kind, support_aware=support_aware)
 
     def of(decision) -> _Policy:
@@ -247,7 +252,8 @@ def bounds_core(
     ``int`` proven sufficient, or a :class:`CheckedWidth`, see :func:`bounds_width`) and
     ``support_aware`` are static.
     """
-    boxes = policy_boxes(mdp, params, kind, support_aware)
+    stationary = not mdp.is_finite_horizon
+    boxes = policy_boxes(mdp, params, kind, support_aware, stationary=stationary)
     if not mdp.is_finite_horizon:
         tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
 
