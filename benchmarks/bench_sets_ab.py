@@ -10,8 +10,9 @@ imported under another name, so both versions run round-robin in one loop (on th
 machine, two runs minutes apart see different loads). The problem is ``bench_jit.py``'s
 dense one (Example 2's generator, S = 1000, A = 4, T = 20, a Dirichlet release with k = 5,
 ``support="nonzero"``, its optimal policy; ``--sparse``: its sparse one, 8 successors a
-row; ``--discounted``: the same rows with an infinite horizon, γ = 0.9); each set is called as a user writes it, ``jax.jit(lambda m, p: cost_of_privacy(m, p,
-mech, uset))``, next to ``jax.jit(evaluate)``.
+row; ``--discounted``: the same rows with an infinite horizon, γ = 0.9); each set is called
+as a user writes it, ``jax.jit(lambda m, p: cost_of_privacy(m, p, mech, uset))``, next to
+``jax.jit(evaluate)``.
 Printed per call: the median wall and CPU time (``time.process_time``, both threads of
 XLA's pool) and their ratios to ``evaluate``; and whether both versions return the same
 bits.

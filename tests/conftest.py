@@ -277,3 +277,13 @@ def np_evaluate(P, R, RT, gamma, policy, horizon):
         P_pi, r_pi = np_policy_matrices(P, R, np.asarray(policy)[t])
         V[t] = r_pi + gamma * P_pi @ V[t + 1]
     return V
+
+
+def aligned_copy(x: np.ndarray) -> np.ndarray:
+    """A copy of ``x`` at a 64-byte-aligned address: where ``jax.device_put`` on a CPU keeps
+    a view of a NumPy buffer instead of copying it (a model built from it must not)."""
+    buf = np.empty(x.nbytes + 64, np.uint8)
+    start = -buf.ctypes.data % 64
+    out = buf[start : start + x.nbytes].view(x.dtype).reshape(x.shape)
+    out[...] = x
+    return out

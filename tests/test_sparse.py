@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import GAMMA, T, lp_inner, np_backward_induction, random_arrays
+from conftest import GAMMA, T, aligned_copy, lp_inner, np_backward_induction, random_arrays
 
 import jaxprivmdp as jp
 from jaxprivmdp.models._rows import Rows
@@ -105,23 +105,13 @@ def test_make_sparse_mdp_shapes_and_types():
     assert (m.num_states, m.num_actions, m.max_successors) == (3, 1, 3)
 
 
-def _aligned(x: np.ndarray) -> np.ndarray:
-    """A copy of ``x`` at a 64-byte-aligned address: where ``jax.device_put`` on a CPU keeps
-    a view of a NumPy buffer instead of copying it."""
-    buf = np.empty(x.nbytes + 64, np.uint8)
-    start = -buf.ctypes.data % 64
-    out = buf[start : start + x.nbytes].view(x.dtype).reshape(x.shape)
-    out[...] = x
-    return out
-
-
 def test_make_sparse_mdp_leaves_its_arguments_alone():
     """Nothing the caller passed is written to, and the model keeps no view of it (even of
     arguments already of the stored dtypes, at the addresses a CPU would alias)."""
     idx, probs, R = _lists()
     idx, support = idx.astype(np.int32), np.ones(idx.shape, bool)  # padding slots too
     mask = np.ones(idx.shape[:2], bool)
-    args = [_aligned(x) for x in (idx, probs, support, mask, R)]
+    args = [aligned_copy(x) for x in (idx, probs, support, mask, R)]
     given = [x.copy() for x in args]
     idx, probs, support, mask, R = args
     m = jp.make_sparse_mdp(idx, probs, R, horizon=2, support=support, action_mask=mask)
