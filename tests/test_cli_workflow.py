@@ -422,8 +422,8 @@ def test_ctrl_c_while_jax_loads_exits_130_on_one_line(tmp_path):
     )
     assert done.returncode == 130, done.stderr
     # The interrupt is raised inside the first `import jax` (from `_checks`, while the commands
-    # load: "jaxprivmdp: ..."); one CI run on a loaded machine saw it raised only once the
-    # command had started ("jaxprivmdp reproduce: ..."). Either is the one line promised.
+    # load: "jaxprivmdp: ..."); one full test run on a loaded machine saw it raised only once
+    # the command had started ("jaxprivmdp reproduce: ..."). Either is the one line promised.
     assert re.fullmatch(r"jaxprivmdp( reproduce)?: interrupted\n", done.stderr), done.stderr
     assert not (tmp_path / "r").exists()
 
