@@ -332,7 +332,7 @@ def lookup_shapes(fn, *args) -> set[tuple]:
 @pytest.mark.parametrize("cls", [jp.ExactSet, jp.CertifiedSet])
 def test_discounted_beta_boxes_are_looked_up_on_the_policy_rows(cls):
     """Infinite horizon: one decision rule for the whole recursion, so the Beta boxes are
-    looked up on its `[S, 1, S]` rows, not on all `[S, A, S]` (1.6-1.9x faster at S = 1000,
+    looked up on its `[S, 1, S]` rows, not on all `[S, A, S]` (1.5-2.5x faster at S = 1000,
     benchmarks/RESULTS.md §23); a stochastic rule uses every row. The bounds are those of the
     same rule written as one-hot probabilities."""
     mdp = dense_model(5, horizon=None)
