@@ -33,6 +33,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from bench_sets_ab import export, timed  # noqa: E402
+from common import timing_table  # noqa: E402
 
 from jaxprivmdp.sets import _beta  # noqa: E402
 
@@ -134,9 +135,7 @@ def main(argv=None) -> int:
                 f"\n{dtype} [{rows}, {size}] ({zeros:.0%} zeros), before = {args.before}, "
                 f"1-min load {load:.2f} -> {os.getloadavg()[0]:.2f}, {args.rounds} rounds"
             )
-            print("| call | wall | CPU |\n|---|---|---|")
-            for n, (w, c) in res.items():
-                print(f"| {n} | {w * 1e3:.2f} ms | {c * 1e3:.2f} ms |")
+            print(timing_table(res))
     return 0
 
 

@@ -27,7 +27,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,6 +34,7 @@ sys.path.insert(0, str(REPO))
 
 import jax  # noqa: E402
 import numpy as np  # noqa: E402
+from common import round_robin, timing_table  # noqa: E402
 
 import jaxprivmdp as jp  # noqa: E402
 
@@ -60,16 +60,8 @@ def convert(lib, model):
 
 def timed(calls: dict, rounds: int) -> dict:
     """``{name: (median wall s, median CPU s)}``, round-robin after one untimed call."""
-    for f in calls.values():
-        jax.block_until_ready(f())
-    wall, cpu = {n: [] for n in calls}, {n: [] for n in calls}
-    for _ in range(rounds):
-        for n, f in calls.items():
-            t0, c0 = time.perf_counter(), time.process_time()
-            jax.block_until_ready(f())
-            wall[n].append(time.perf_counter() - t0)
-            cpu[n].append(time.process_time() - c0)
-    return {n: (float(np.median(wall[n])), float(np.median(cpu[n]))) for n in calls}
+    samples = round_robin(calls, min_rounds=rounds)
+    return {n: (float(np.median(w)), float(np.median(c))) for n, (w, c) in samples.items()}
 
 
 def main(argv=None) -> int:
@@ -121,16 +113,13 @@ def main(argv=None) -> int:
             )
         load = os.getloadavg()[0]
         res = timed(calls, args.rounds)
-    bw, bc = res["evaluate"]
     print(
         f"\n{'sparse' if args.sparse else 'dense'} S={S} A={A} "
         f"{'γ=0.9' if args.discounted else f'T={T}'}, before = {args.before}, "
         f"1-min load {load:.2f} -> "
         f"{os.getloadavg()[0]:.2f}, {args.rounds} rounds, CPU backend {jax.devices()[0]}"
     )
-    print("| call | wall | wall ÷ evaluate | CPU | CPU ÷ evaluate |\n|---|---|---|---|---|")
-    for n, (w, c) in res.items():
-        print(f"| {n} | {w * 1e3:.1f} ms | {w / bw:.2f} | {c * 1e3:.1f} ms | {c / bc:.2f} |")
+    print(timing_table(res, baseline="evaluate"))
     return 0
 
 

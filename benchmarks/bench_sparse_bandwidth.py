@@ -35,7 +35,6 @@ import argparse
 import os
 import resource
 import statistics
-import time
 
 import bench_sparse as bs
 import common
@@ -46,25 +45,6 @@ import jaxprivmdp as jp
 from jaxprivmdp.planning import _bounds, _evaluation
 
 COPY_BYTES = 2**30
-
-
-def timed_round_robin(calls, *, min_rounds, budget_s):
-    """``{name: (wall samples, CPU samples)}``: one untimed call each, then rounds of one
-    blocked call each until ``min_rounds`` and ``budget_s`` wall seconds are both reached."""
-    for fn in calls.values():
-        common.block(fn())
-    out = {name: ([], []) for name in calls}
-    spent, rounds = 0.0, 0
-    while rounds < min_rounds or spent < budget_s:
-        for name, fn in calls.items():
-            w0, c0 = time.perf_counter(), time.process_time()
-            common.block(fn())
-            wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-            out[name][0].append(wall)
-            out[name][1].append(cpu)
-            spent += wall
-        rounds += 1
-    return out
 
 
 def public_calls(private, policy, aware_only=False):
@@ -105,7 +85,7 @@ def measure(n, dtype, rounds, public, with_profile=False):
         calls.update(public_calls(private, policy))
     load0 = os.getloadavg()
     budget = 0.0 if n >= 1000 else 8.0
-    samples = timed_round_robin(calls, min_rounds=rounds if n >= 1000 else 7, budget_s=budget)
+    samples = common.round_robin(calls, min_rounds=rounds if n >= 1000 else 7, budget_s=budget)
     S, A, K = private.next_states.shape
     if with_profile:
         print(f"profile at n = {n}:")

@@ -161,6 +161,42 @@ def first_call(fn: Callable[[], Any]) -> float:
 # ----------------------------------------------------------------------------- interleaving
 
 
+def round_robin(calls: dict[str, Callable[[], Any]], *, min_rounds: int, budget_s: float = 0.0):
+    """``{name: (wall samples, CPU samples)}`` (seconds; CPU is ``time.process_time``, every
+    thread of the process): one untimed call each, then rounds of one call each, ended by
+    ``jax.block_until_ready``, until ``min_rounds`` rounds and ``budget_s`` wall seconds."""
+    for fn in calls.values():
+        block(fn())
+    out: dict[str, tuple[list, list]] = {name: ([], []) for name in calls}
+    spent, rounds = 0.0, 0
+    while rounds < min_rounds or spent < budget_s:
+        for name, fn in calls.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            block(fn())
+            wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+            out[name][0].append(wall)
+            out[name][1].append(cpu)
+            spent += wall
+        rounds += 1
+    return out
+
+
+def timing_table(res: dict[str, tuple[float, float]], baseline: str | None = None) -> str:
+    """A Markdown table of ``{name: (wall s, CPU s)}``, with ratios to ``res[baseline]``."""
+    if baseline is None:
+        lines = ["| call | wall | CPU |", "|---|---|---|"]
+        lines += [f"| {n} | {fmt_time(w)} | {fmt_time(c)} |" for n, (w, c) in res.items()]
+        return "\n".join(lines)
+    bw, bc = res[baseline]
+    head = f"| call | wall | wall ÷ {baseline} | CPU | CPU ÷ {baseline} |"
+    lines = [head, "|---|---|---|---|---|"]
+    lines += [
+        f"| {n} | {fmt_time(w)} | {w / bw:.2f} | {fmt_time(c)} | {c / bc:.2f} |"
+        for n, (w, c) in res.items()
+    ]
+    return "\n".join(lines)
+
+
 def interleaved(
     calls: dict[str, Callable[[], Any]],
     *,
