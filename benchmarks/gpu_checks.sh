@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
-# The device checks in one run (a lent GPU machine: JAX with CUDA, no dp-accounting):
-#   1. the tests that exercise exactness (TF32 would break them), then the rest of the suite;
-#   2. benchmarks/gpu.py's table.
+# The device checks (a lent GPU machine: JAX with CUDA, no dp-accounting), as named steps, each
+# under its own time limit in seconds, so a lease's minutes can be split between calls:
+#   exact     the tests that exercise exactness (TF32 would break them);
+#   bench     benchmarks/gpu.py's table (its --budget-s is the limit less 30 s);
+#   chunking  benchmarks/bench_chunking.py: Example 2 (9 k x 20,000 runs) and the 100x100
+#             support-aware gridworld (9 k x 100 runs), the default against wider and narrower
+#             groups;
+#   rest      the rest of the test suite (every file the exact step leaves out);
+#   slow      the tests marked slow (CI's second pass).
 # Wheels missing on the machine travel in .whl/ (see the device tool's README). Usage, from
 # the repository root, with OUT set to a folder for the logs:
-#   OUT=/tmp/out bash benchmarks/gpu_checks.sh [SUITE_SECONDS] [BENCH_SECONDS]
+#   OUT=/tmp/out bash benchmarks/gpu_checks.sh [STEP:SECONDS ...]   (default: exact:300 bench:150)
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu_checks}
 mkdir -p "$OUT"
@@ -18,15 +24,39 @@ fi
 # No JAX_DEFAULT_MATMUL_PRECISION: the library must be exact under the backend's defaults.
 unset JAX_DEFAULT_MATMUL_PRECISION
 export XLA_PYTHON_CLIENT_PREALLOCATE=false PYTHONUNBUFFERED=1
-nvidia-smi -L 2>/dev/null | tee "$OUT/device.txt"
+nvidia-smi -L 2>/dev/null | tee -a "$OUT/device.txt"
 python3 -c "import jax; print(jax.__version__, jax.devices())" | tee -a "$OUT/device.txt"
-SUITE=${1:-300}
-BENCH=${2:-150}
 XDIST=""
-python3 -c "import xdist" 2>/dev/null && XDIST="-n 6"
+python3 -c "import xdist" 2>/dev/null && XDIST="-n 8"
 EXACT="tests/test_precision.py tests/test_sets.py tests/test_robust.py tests/test_api.py \
   tests/test_bounds.py tests/test_support.py tests/test_validity.py tests/test_beta.py"
-timeout "$SUITE" python3 -m pytest -q -p no:cacheprovider $XDIST $EXACT 2>&1 \
-  | tee "$OUT/exactness_tests.log" | tail -25
-timeout "$BENCH" python3 benchmarks/gpu.py --budget-s $((BENCH - 30)) --json "$OUT/gpu.json" \
-  2>"$OUT/gpu_progress.log" | tee "$OUT/gpu.md"
+REST=$(ls tests/test_*.py | grep -v -x -F -f <(tr -s ' ' '\n' <<< "$EXACT"))
+[ $# -eq 0 ] && set -- exact:300 bench:150
+for step in "$@"; do
+  name=${step%%:*}
+  limit=${step##*:}
+  echo "== $name (limit ${limit} s) $(date -u +%T)"
+  case $name in
+    exact)
+      timeout "$limit" python3 -m pytest -q -p no:cacheprovider $XDIST $EXACT 2>&1 \
+        | tee "$OUT/exactness_tests.log" | tail -25 ;;
+    rest)
+      timeout "$limit" python3 -m pytest -q -p no:cacheprovider $XDIST $REST 2>&1 \
+        | tee "$OUT/rest_tests.log" | tail -40 ;;
+    slow)
+      timeout "$limit" python3 -m pytest -q -p no:cacheprovider $XDIST -m slow 2>&1 \
+        | tee "$OUT/slow_tests.log" | tail -40 ;;
+    bench)
+      timeout "$limit" python3 benchmarks/gpu.py --budget-s $((limit - 30)) \
+        --json "$OUT/gpu.json" 2>"$OUT/gpu_progress.log" | tee "$OUT/gpu.md" ;;
+    chunking)
+      half=$((limit / 3))
+      timeout "$half" python3 benchmarks/bench_chunking.py --cases example2 --repeats 2 \
+        --widths 256,1024,4096 --batches 16384,65536 2>>"$OUT/chunking_progress.log" \
+        | tee "$OUT/chunking.md"
+      timeout $((limit - half)) python3 benchmarks/bench_chunking.py --cases grid --repeats 2 \
+        --widths 16,64,256,1024 --batches 1024 2>>"$OUT/chunking_progress.log" \
+        | tee -a "$OUT/chunking.md" ;;
+    *) echo "unknown step: $name" ;;
+  esac
+done
