@@ -47,12 +47,9 @@ def _run(*args):
     assert proc.stdout.strip().endswith("OK")
 
 
-def test_sweep_on_four_host_devices_equals_one_device():
-    _run("sharded")
-
-
+# Marked slow (10-15 CPU s, a child process compiling for 4 devices): CI's second pass runs it;
+# the default run checks chunking on one device in tests/test_synthesis.py.
 @pytest.mark.slow
 def test_sweep_on_four_host_devices_equals_one_device_and_chunks_of_three():
-    """Also against one device in chunks of 3 (one compilation per horizon more; the
-    default run checks chunking on one device in tests/test_synthesis.py)."""
+    """Sharded over 4 devices equals one device, and one device in chunks of 3."""
     _run("chunked")

@@ -13,6 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / "notebooks" / "tutorial_investment.ipynb"
 
 
+# Marked slow (15 CPU s: a kernel, every cell's compilation); CI's second pass runs it.
+@pytest.mark.slow
 def test_tutorial_investment_runs(monkeypatch, tmp_path):
     # The kernel inherits this process's environment; PYTHONPATH finds this checkout's
     # package even when it is not installed.
