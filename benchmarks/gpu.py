@@ -13,7 +13,8 @@ run) and the median of a few later calls, every call ended by ``jax.block_until_
   ``vector_width=4096, batch_size=65536``;
 - a dense random MDP (S = 1000, A = 4, T = 20): ``evaluate`` and ``cost_of_privacy`` for each
   bound ("paper", "exact", "certified") as a ratio to ``evaluate``, eagerly and under
-  ``jax.jit`` (a lambda closing over k and the bound);
+  ``jax.jit`` (a lambda closing over k and the bound), and each support-aware set under
+  ``jax.jit``;
 - gridworlds 100², 300², 1000² (infinite horizon, γ = 0.95): ``solve``, ``synthesize(key,
   grid, k=10, bound="certified", support_aware=True)`` and a 9 k × 10 trials ``sweep`` with
   ``support_aware=True``;
@@ -423,10 +424,12 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
             )
         )
 
-    def jitted_cop(bound: str):
-        return jax.jit(lambda m, p: jp.cost_of_privacy(m, p, k=k, bound=bound))
+    def jitted_cop(bound: str, aware: bool):
+        return jax.jit(lambda m, p: jp.cost_of_privacy(m, p, k=k, bound=bound, support_aware=aware))
 
-    for mode in ("eager", "jit"):
+    # Eager and jitted for each set; the support-aware sets (the release records its
+    # support) under jax.jit only: the user's path that issue 15's "every set" row times.
+    for mode, aware in (("eager", False), ("jit", False), ("jit", True)):
         for bound in BOUNDS:
             if mode == "eager":
 
@@ -437,16 +440,17 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
                 factor = pick(15.0, 5.0)
             else:
 
-                def make(bound=bound):
-                    d, f = dense(), jitted_cop(bound)
+                def make(bound=bound, aware=aware):
+                    d, f = dense(), jitted_cop(bound, aware)
                     return lambda: f(d[0], d[1])
 
                 factor = pick(130.0, 20.0)
+            opts = ", support_aware=True" if aware else ""
             add(
                 Row(
-                    f"dense.cop.{bound}.{mode}",
+                    f"dense.cop.{bound}{'.aware' if aware else ''}.{mode}",
                     dense_label,
-                    f'cost_of_privacy(k={k:g}, bound="{bound}") '
+                    f'cost_of_privacy(k={k:g}, bound="{bound}"{opts}) '
                     f"({'eager' if mode == 'eager' else 'jax.jit'})",
                     make,
                     lambda c, factor=factor: (
@@ -456,7 +460,7 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
                     ),
                     baseline=f"dense.evaluate.{mode}",
                     baseline_make=lambda mode=mode: partial(evaluators[mode], *dense()),
-                    params=dict(S=S, A=A, T=T, k=k, bound=bound, mode=mode),
+                    params=dict(S=S, A=A, T=T, k=k, bound=bound, mode=mode, aware=aware),
                 )
             )
 
@@ -596,6 +600,7 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
         f"grid.{small}.solve",
         f"grid.{small}.synthesize",
         *(f"dense.cop.{b}.{m}" for b in BOUNDS[1:] for m in ("eager", "jit")),
+        *(f"dense.cop.{b}.aware.jit" for b in BOUNDS),
         f"grid.{small}.sweep",
     ]
 
