@@ -50,11 +50,11 @@ for step in "$@"; do
       timeout "$limit" python3 benchmarks/gpu.py --budget-s $((limit - 30)) \
         --json "$OUT/gpu.json" 2>"$OUT/gpu_progress.log" | tee "$OUT/gpu.md" ;;
     chunking)
-      half=$((limit / 3))
-      timeout "$half" python3 benchmarks/bench_chunking.py --cases example2 --repeats 2 \
+      third=$((limit / 3))  # Example 2 compiles less than the gridworld
+      timeout "$third" python3 benchmarks/bench_chunking.py --cases example2 --repeats 2 \
         --widths 256,1024,4096 --batches 16384,65536 2>>"$OUT/chunking_progress.log" \
         | tee "$OUT/chunking.md"
-      timeout $((limit - half)) python3 benchmarks/bench_chunking.py --cases grid --repeats 2 \
+      timeout $((limit - third)) python3 benchmarks/bench_chunking.py --cases grid --repeats 2 \
         --widths 16,64,256,1024 --batches 1024 2>>"$OUT/chunking_progress.log" \
         | tee -a "$OUT/chunking.md" ;;
     *) echo "unknown step: $name" ;;

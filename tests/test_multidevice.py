@@ -10,24 +10,19 @@ import pytest
 
 SCRIPT = textwrap.dedent(
     """
-    import sys
     import jax, numpy as np
     import jaxprivmdp as jp
 
-    chunked_too = sys.argv[1] == "chunked"
     assert jax.device_count() == 4, jax.devices()
     for horizon, discount in ((4, 1.0), (None, 0.9)):
         mdp = jp.examples.random_mdp(jax.random.key(0), 6, 3, horizon, discount=discount)
         kw = dict(ks=[1.0, 10.0, 40.0], num_trials=7, vector_width=2)
         sharded = jp.sweep(jax.random.key(1), mdp, batch_size=8, **kw)
         single = jp.sweep(jax.random.key(1), mdp, batch_size=8, devices=jax.devices()[:1], **kw)
-        others = [single]
-        if chunked_too:
-            devices = jax.devices()[:1]
-            others.append(jp.sweep(jax.random.key(1), mdp, batch_size=3, devices=devices, **kw))
+        chunked = jp.sweep(jax.random.key(1), mdp, batch_size=3, devices=jax.devices()[:1], **kw)
         for name in sharded._fields:
             a = np.asarray(getattr(sharded, name))
-            for other in others:
+            for other in (single, chunked):
                 b = np.asarray(getattr(other, name))
                 assert np.array_equal(a, b), (horizon, name, a, b)
     print("OK")
@@ -35,21 +30,17 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def _run(*args):
-    # Added to the inherited XLA_FLAGS: the default run's optimization level 0 (tests/conftest.py)
-    # reaches the child too (15 -> 10 CPU s); both sides of each comparison share the build.
-    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"
-    env = dict(os.environ, XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")
-    proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, *args], env=env, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert proc.stdout.strip().endswith("OK")
-
-
 # Marked slow (10-15 CPU s, a child process compiling for 4 devices): CI's second pass runs it;
 # the default run checks chunking on one device in tests/test_synthesis.py.
 @pytest.mark.slow
 def test_sweep_on_four_host_devices_equals_one_device_and_chunks_of_three():
     """Sharded over 4 devices equals one device, and one device in chunks of 3."""
-    _run("chunked")
+    # Added to the inherited XLA_FLAGS: an optimization level already there (tests/conftest.py)
+    # reaches the child too; both sides of each comparison share the build.
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"
+    env = dict(os.environ, XLA_FLAGS=flags.strip(), JAX_PLATFORMS="cpu")
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.stdout.strip().endswith("OK")
