@@ -11,7 +11,19 @@
 # Wheels missing on the machine travel in .whl/ (see the device tool's README). Usage, from
 # the repository root, with OUT set to a folder for the logs:
 #   OUT=/tmp/out bash benchmarks/gpu_checks.sh [STEP:SECONDS ...]   (default: exact:300 bench:150)
+# Every step is checked before anything runs (exit 2 on a bad one); the script exits with the
+# last failing step's status (124: its time limit stopped it), 0 when all succeed.
 set -uo pipefail
+[ $# -eq 0 ] && set -- exact:300 bench:150
+for step in "$@"; do  # checked before anything runs: a typo must not cost a lease's minutes
+  if ! [[ $step =~ ^(exact|rest|slow|bench|chunking):[1-9][0-9]*$ ]] \
+    || { [[ $step == bench:* ]] && (( ${step#*:} <= 30 )); } \
+    || { [[ $step == chunking:* ]] && (( ${step#*:} < 3 )); }; then
+    echo "bad step '$step': want NAME:SECONDS, NAME one of exact rest slow bench chunking" \
+      "(bench over 30 s, chunking at least 3 s)" >&2
+    exit 2
+  fi
+done
 OUT=${OUT:-/tmp/gpu_checks}
 mkdir -p "$OUT"
 if compgen -G ".whl/*.whl" > /dev/null; then
@@ -31,7 +43,7 @@ python3 -c "import xdist" 2>/dev/null && XDIST="-n 8"
 EXACT="tests/test_precision.py tests/test_sets.py tests/test_robust.py tests/test_api.py \
   tests/test_bounds.py tests/test_support.py tests/test_validity.py tests/test_beta.py"
 REST=$(ls tests/test_*.py | grep -v -x -F -f <(tr -s ' ' '\n' <<< "$EXACT"))
-[ $# -eq 0 ] && set -- exact:300 bench:150
+rc=0
 for step in "$@"; do
   name=${step%%:*}
   limit=${step##*:}
@@ -53,10 +65,13 @@ for step in "$@"; do
       third=$((limit / 3))  # Example 2 compiles less than the gridworld
       timeout "$third" python3 benchmarks/bench_chunking.py --cases example2 --repeats 2 \
         --widths 256,1024,4096 --batches 16384,65536 2>>"$OUT/chunking_progress.log" \
-        | tee "$OUT/chunking.md"
-      timeout $((limit - third)) python3 benchmarks/bench_chunking.py --cases grid --repeats 2 \
-        --widths 16,64,256,1024 --batches 1024 2>>"$OUT/chunking_progress.log" \
+        | tee "$OUT/chunking.md" \
+      && timeout $((limit - third)) python3 benchmarks/bench_chunking.py --cases grid \
+        --repeats 2 --widths 16,64,256,1024 --batches 1024 2>>"$OUT/chunking_progress.log" \
         | tee -a "$OUT/chunking.md" ;;
-    *) echo "unknown step: $name" ;;
   esac
+  status=$?  # the step's command (pipefail), 124 when its limit stopped it
+  [ $status -eq 124 ] && echo "== $name TIMED OUT after ${limit} s"
+  [ $status -ne 0 ] && echo "== $name exited $status" && rc=$status
 done
+exit $rc
