@@ -105,6 +105,41 @@ def test_make_sparse_mdp_shapes_and_types():
     assert (m.num_states, m.num_actions, m.max_successors) == (3, 1, 3)
 
 
+# ----------------------------------------------------------------------------- dense = sparse
+
+
+@pytest.mark.parametrize("horizon", [T, None])
+def test_solve_and_evaluate_agree(horizon):
+    dense, sparse = pair(1, horizon=horizon, masked=True)
+    sd, ss = jp.solve(dense), jp.solve(sparse)
+    np.testing.assert_array_equal(sd.policy, ss.policy)
+    _close(sd.values, ss.values)
+    _close(jp.evaluate(dense, sd.policy), jp.evaluate(sparse, sd.policy))
+    rng = np.random.default_rng(3)
+    lead = (horizon,) if horizon else ()
+    pi = rng.uniform(size=lead + (S, A)) * np.asarray(dense.action_mask)
+    pi = (pi / pi.sum(-1, keepdims=True)).astype(np.float32)
+    _close(jp.evaluate(dense, pi), jp.evaluate(sparse, pi))
+
+
+@pytest.mark.parametrize("horizon", [T, None])
+@pytest.mark.parametrize("support_aware", [False, True])
+def test_bounds_agree(horizon, support_aware):
+    dense, sparse = pair(2, horizon=horizon, masked=True)
+    private = jp.synthesize(KEY, sparse, k=8.0)
+    p_sparse = dataclasses.replace(sparse, probs=private.private_transitions)
+    p_dense = jp.to_dense(p_sparse)
+    policy = private.policy
+    for k in (1.0, 8.0, 200.0):
+        bd = jp.cost_of_privacy(p_dense, policy, k=k, support_aware=support_aware)
+        bs = jp.cost_of_privacy(p_sparse, policy, k=k, support_aware=support_aware)
+        _close(bd.pessimistic, bs.pessimistic, atol=2e-5)
+        _close(bd.optimistic, bs.optimistic, atol=2e-5)
+        values = jp.evaluate(p_sparse, policy)
+        assert np.all(np.asarray(bs.pessimistic) <= np.asarray(values) + 1e-4)
+        assert np.all(np.asarray(values) <= np.asarray(bs.optimistic) + 1e-4)
+
+
 def test_support_aware_is_tighter_and_default_is_the_papers():
     dense, sparse = pair(4)
     out = jp.synthesize(KEY, sparse, k=5.0)
