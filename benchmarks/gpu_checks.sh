@@ -7,7 +7,8 @@
 #             support-aware gridworld (9 k x 100 runs), the default against wider and narrower
 #             groups;
 #   rest      the rest of the test suite (every file the exact step leaves out);
-#   slow      the tests marked slow (CI's second pass).
+#   slow      the tests marked slow (CI's second pass);
+#   float64   CI's third pass: the numerical core's files with JAX_ENABLE_X64=1.
 # Wheels missing on the machine travel in .whl/ (see the device tool's README). Usage, from
 # the repository root, with OUT set to a folder for the logs:
 #   OUT=/tmp/out bash benchmarks/gpu_checks.sh [STEP:SECONDS ...]   (default: exact:300 bench:150)
@@ -16,10 +17,10 @@
 set -uo pipefail
 [ $# -eq 0 ] && set -- exact:300 bench:150
 for step in "$@"; do  # checked before anything runs: a typo must not cost a lease's minutes
-  if ! [[ $step =~ ^(exact|rest|slow|bench|chunking):[1-9][0-9]*$ ]] \
+  if ! [[ $step =~ ^(exact|rest|slow|float64|bench|chunking):[1-9][0-9]*$ ]] \
     || { [[ $step == bench:* ]] && (( ${step#*:} <= 30 )); } \
     || { [[ $step == chunking:* ]] && (( ${step#*:} < 3 )); }; then
-    echo "bad step '$step': want NAME:SECONDS, NAME one of exact rest slow bench chunking" \
+    echo "bad step '$step': want NAME:SECONDS, NAME one of exact rest slow float64 bench chunking" \
       "(bench over 30 s, chunking at least 3 s)" >&2
     exit 2
   fi
@@ -42,6 +43,9 @@ XDIST=""
 python3 -c "import xdist" 2>/dev/null && XDIST="-n 8"
 EXACT="tests/test_precision.py tests/test_sets.py tests/test_robust.py tests/test_api.py \
   tests/test_bounds.py tests/test_support.py tests/test_validity.py tests/test_beta.py"
+# The same files as .ci/run's float64 pass.
+FLOAT64="tests/test_robust.py tests/test_planning.py tests/test_bounds.py tests/test_sparse.py \
+  tests/test_properties.py tests/test_readme.py tests/test_no_views.py"
 REST=$(ls tests/test_*.py | grep -v -x -F -f <(tr -s ' ' '\n' <<< "$EXACT"))
 rc=0
 for step in "$@"; do
@@ -58,6 +62,10 @@ for step in "$@"; do
     slow)
       timeout "$limit" python3 -m pytest -q -p no:cacheprovider $XDIST -m slow 2>&1 \
         | tee "$OUT/slow_tests.log" | tail -40 ;;
+    float64)
+      JAX_ENABLE_X64=1 JAXPRIVMDP_TEST_FULL_OPT=1 timeout "$limit" python3 -m pytest -q \
+        -p no:cacheprovider $XDIST -m "not slow" $FLOAT64 2>&1 \
+        | tee "$OUT/float64_tests.log" | tail -40 ;;
     bench)
       timeout "$limit" python3 benchmarks/gpu.py --budget-s $((limit - 30)) \
         --json "$OUT/gpu.json" 2>"$OUT/gpu_progress.log" | tee "$OUT/gpu.md" ;;
