@@ -34,21 +34,24 @@ def _in_global_order(rows: Rows, x: jax.Array, order: jax.Array, default, num_st
     """
     if rows.next_states is None:
         return jnp.moveaxis(x[..., order], -2, 0)
+    two, m = order.shape
+    K = rows.next_states.shape[-1]
+    if K <= UNROLLED_MAX_SUCCESSORS:  # K comparisons with the window's states per row
+        # A list holds each state once (make_sparse_mdp checks it) and the window too, so at
+        # most one successor matches a slot; padding (-1) matches none. No scatter, no gather.
+        states = order.reshape((two,) + (1,) * (rows.next_states.ndim - 1) + (m,))
+        x = jnp.broadcast_to(x, rows.next_states.shape)
+        out = jnp.full((two,) + rows.next_states.shape[:-1] + (m,), default, x.dtype)
+        for j in range(K):
+            hit = rows.next_states[None, ..., j, None] == states
+            out = jnp.where(hit, x[None, ..., j, None], out)
+        return out
     # Each listed entry goes to its state's place in the window: a scatter of K entries per
     # row (comparing every state of the window with every successor costs m times more).
-    two, m = order.shape
     rank = jnp.full((two, num_states), m, jnp.int32)
     rank = rank.at[jnp.arange(two)[:, None], order].set(jnp.arange(m, dtype=jnp.int32))
     listed = rows.next_states >= 0
     place = jnp.where(listed[None], rank[:, jnp.maximum(rows.next_states, 0)], m)  # [2, ..., K]
-    K = place.shape[-1]
-    if K <= UNROLLED_MAX_SUCCESSORS:  # K comparisons with the window per row, elementwise
-        x = jnp.broadcast_to(x, place.shape)
-        slots = jnp.arange(m, dtype=jnp.int32).reshape((1,) * (place.ndim - 1) + (m,))
-        out = jnp.full(place.shape[:-1] + (m,), default, x.dtype)
-        for j in range(K):  # a list holds each state once (make_sparse_mdp checks it)
-            out = jnp.where(place[..., j, None] == slots, x[..., j, None], out)
-        return out
     flat = place.reshape(-1, place.shape[-1])
     line = jnp.arange(flat.shape[0])[:, None]
     found = (
