@@ -46,8 +46,10 @@ def _in_global_order(rows: Rows, x: jax.Array, order: jax.Array, default, num_st
             hit = rows.next_states[None, ..., j, None] == states
             out = jnp.where(hit, x[None, ..., j, None], out)
         return out
-    # Each listed entry goes to its state's place in the window: a scatter of K entries per
-    # row (comparing every state of the window with every successor costs m times more).
+    # Longer lists: each listed entry goes to its state's place in the window through a
+    # scatter of the window's states (K entries per row; comparing every successor with every
+    # state of the window costs K·m per row, which pays only for short lists: 1.05-1.16x
+    # faster up to 8, RESULTS §26).
     rank = jnp.full((two, num_states), m, jnp.int32)
     rank = rank.at[jnp.arange(two)[:, None], order].set(jnp.arange(m, dtype=jnp.int32))
     listed = rows.next_states >= 0
