@@ -9,6 +9,7 @@ import os
 import jax
 import numpy as np
 import pytest
+from jax.extend import core as jex_core
 from scipy.optimize import linprog
 
 import jaxprivmdp as jp
@@ -35,6 +36,32 @@ def pytest_configure(config):
 
 S, A, T = 5, 3, 4
 GAMMA = 0.9
+
+# --------------------------------------------------------------------------- jaxprs
+
+
+def sub_jaxprs(value):
+    """Every Jaxpr in a primitive's parameter: a (Closed)Jaxpr, or lists/tuples/dicts of them."""
+    if isinstance(value, jex_core.ClosedJaxpr):
+        yield value.jaxpr
+    elif isinstance(value, jex_core.Jaxpr):
+        yield value
+    elif isinstance(value, (tuple, list)):  # also NamedTuples (custom_linear_solve's jaxprs)
+        for item in value:
+            yield from sub_jaxprs(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from sub_jaxprs(item)
+
+
+def equations(jaxpr):
+    """Every equation of ``jaxpr`` and of its sub-jaxprs (scan, while, cond, pjit, ...)."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for value in eqn.params.values():
+            for sub in sub_jaxprs(value):
+                yield from equations(sub)
+
 
 # --------------------------------------------------------------------------- random MDPs
 

@@ -13,8 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import lp_inner
-from jax.extend import core as jex_core
+from conftest import equations, lp_inner
 
 import jaxprivmdp as jp
 from jaxprivmdp.experiments._synthesis import synthesize_core
@@ -29,28 +28,6 @@ SETS = (jp.PaperSet, jp.ExactSet, jp.CertifiedSet)
 
 
 # ----------------------------------------------------------------------------- programs
-
-
-def sub_jaxprs(value):
-    if isinstance(value, jex_core.ClosedJaxpr):
-        yield value.jaxpr
-    elif isinstance(value, jex_core.Jaxpr):
-        yield value
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            yield from sub_jaxprs(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from sub_jaxprs(item)
-
-
-def equations(jaxpr):
-    """Every equation of ``jaxpr`` and of its sub-jaxprs (scan, while, cond, pjit, ...)."""
-    for eqn in jaxpr.eqns:
-        yield eqn
-        for value in eqn.params.values():
-            for sub in sub_jaxprs(value):
-                yield from equations(sub)
 
 
 def fill_ops(fn, *args) -> dict[str, list]:

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import equations
 
 from jaxprivmdp.models._rows import Rows
 from jaxprivmdp.planning._kernel import UNROLLED_MAX_SUCCESSORS, checked_backup
@@ -25,6 +26,15 @@ def _case(K, seed):
     lower, upper = np.maximum(p - alpha, 0) * (nxt >= 0), np.minimum(p + alpha, 1) * (nxt >= 0)
     v = np.round(rng.uniform(0, 1, S), 1)  # ties
     return nxt, p, lower, upper, alpha, v
+
+
+def _on_device(nxt, p, lower, upper, alpha, v):
+    """``(rows, box, values)``: a case as the kernel takes it (float32, mixture 0.1)."""
+    rows = Rows(jnp.asarray(p, jnp.float32), jnp.asarray(nxt, jnp.int32))
+    box = RowBox(
+        jnp.asarray(lower, jnp.float32), jnp.asarray(upper, jnp.float32), jnp.float32(alpha), 0.1
+    )
+    return rows, box, jnp.asarray(v, jnp.float32)
 
 
 def _oracle(nxt, p, lower, upper, outside, v, beta, aware):
@@ -54,11 +64,7 @@ def _oracle(nxt, p, lower, upper, outside, v, beta, aware):
 @pytest.mark.parametrize("aware", [True, False])
 def test_sparse_fill_against_numpy(K, aware):
     nxt, p, lower, upper, alpha, v = _case(K, K)
-    rows = Rows(jnp.asarray(p, jnp.float32), jnp.asarray(nxt, jnp.int32))
-    box = RowBox(
-        jnp.asarray(lower, jnp.float32), jnp.asarray(upper, jnp.float32), jnp.float32(alpha), 0.1
-    )
-    vj = jnp.asarray(v, jnp.float32)
+    rows, box, vj = _on_device(nxt, p, lower, upper, alpha, v)
     fn = jax.jit(lambda r, b, lo, hi: checked_backup(r, b, lo, hi, width=24, support_aware=aware))
     low, high, complete = fn(rows, box, vj, vj)
     low_all = _oracle(nxt, p, lower, upper, alpha, v, 0.1, aware)
@@ -67,3 +73,17 @@ def test_sparse_fill_against_numpy(K, aware):
     assert done.mean() > 0.5
     np.testing.assert_allclose(np.asarray(low)[done], low_all[done], atol=2e-6)
     np.testing.assert_allclose(np.asarray(high)[done], high_all[done], atol=2e-6)
+
+
+@pytest.mark.parametrize("K", [3, UNROLLED_MAX_SUCCESSORS, 12])
+def test_short_lists_are_placed_in_the_window_without_a_scatter(K):
+    """Up to UNROLLED_MAX_SUCCESSORS successors, a list is placed in the shared window by
+    comparing its states with the window's (RESULTS §26: no scatter of the window's states,
+    no gather of them at the successors); longer lists still use the scatter."""
+    nxt, p, lower, upper, alpha, v = _case(K, K)
+    rows, box, vj = _on_device(nxt, p, lower, upper, alpha, v)
+    jaxpr = jax.make_jaxpr(
+        lambda r, b, lo, hi: checked_backup(r, b, lo, hi, width=24, support_aware=False)
+    )(rows, box, vj, vj).jaxpr
+    scatters = {e.primitive.name for e in equations(jaxpr) if "scatter" in e.primitive.name}
+    assert bool(scatters) == (K > UNROLLED_MAX_SUCCESSORS), scatters

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import random_arrays, random_stochastic_policy
+from conftest import random_arrays, random_stochastic_policy, sub_jaxprs
 from jax.extend import core as jex_core
 
 import jaxprivmdp as jp
@@ -40,20 +40,6 @@ H = 3  # finite horizon
 
 
 # ----------------------------------------------------------------------------- the walker
-
-
-def sub_jaxprs(value):
-    """Every Jaxpr in a primitive's parameter: a (Closed)Jaxpr, or lists/tuples/dicts of them."""
-    if isinstance(value, jex_core.ClosedJaxpr):
-        yield value.jaxpr
-    elif isinstance(value, jex_core.Jaxpr):
-        yield value
-    elif isinstance(value, (tuple, list)):  # also NamedTuples (custom_linear_solve's jaxprs)
-        for item in value:
-            yield from sub_jaxprs(item)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from sub_jaxprs(item)
 
 
 def is_highest(precision) -> bool:
