@@ -102,4 +102,5 @@ if TYPE_CHECKING:
     from .sets import ExactSet as ExactSet
     from .sets import PaperSet as PaperSet
     from .sets import UncertaintySet as UncertaintySet
+    from .sets import UnionCounts as UnionCounts
     from .sets import concentration_radius as concentration_radius

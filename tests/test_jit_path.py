@@ -259,6 +259,24 @@ def test_traced_support_falls_back_where_rows_miss_entries():
     assert_brackets_lp(jitted, *lp_bounds(release, np.asarray(policy), alpha, 0.1, aware=True))
 
 
+def test_a_traced_model_is_counted_from_its_shapes_and_a_closed_over_one_is_not():
+    """README: a model traced under jit is counted from its shapes (every entry of every
+    row), so a support-aware certified set on rows with structural zeros is wider than the
+    eager one, and still contains it; the same model closed over gives the eager bits."""
+    mdp = dense_model(3, missing=30)
+    release = jp.privatize(jax.random.key(3), mdp, jp.Dirichlet(K), support="nonzero")
+    policy = jp.solve(release).policy
+    mech, uset = jp.Dirichlet(K), jp.CertifiedSet(0.1, support_aware=True)
+    eager = jp.cost_of_privacy(release, policy, mech, uset)
+    traced = jax.jit(lambda m, p: jp.cost_of_privacy(m, p, mech, uset))(release, policy)
+    closed = jax.jit(lambda p: jp.cost_of_privacy(release, p, mech, uset))(policy)
+    assert_same(closed, eager)
+    low, high = np.asarray(traced.pessimistic), np.asarray(traced.optimistic)
+    assert np.all(low <= np.asarray(eager.pessimistic))
+    assert np.all(high >= np.asarray(eager.optimistic))
+    assert float(traced.cost) > float(eager.cost)
+
+
 @pytest.mark.parametrize("cls", [jp.PaperSet, pytest.param(jp.ExactSet, marks=pytest.mark.slow)])
 def test_vmap_over_k_with_a_hint(cls):
     """Under vmap the check is batched: both widths run, the results are the eager ones."""

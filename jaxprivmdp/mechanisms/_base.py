@@ -151,7 +151,9 @@ class Mechanism:
         when support-aware), rounded up.
         """
         dtype = mdp.rewards.dtype
-        n = entry_count(mdp, support_aware=uset.support_aware, whole_model=False)
+        n = entry_count(
+            mdp, support_aware=uset.support_aware, whole_model=False, counts=uset.counts
+        )
         unit = _host_or_callback(self.unit_radius, n, row_level(mdp, uset), dtype)
         alpha = jnp.asarray(self.parameter, dtype) * unit * (1 + 4 * jnp.finfo(dtype).eps)
         return "radius", radius_params(alpha, uset, dtype)

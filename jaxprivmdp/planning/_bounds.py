@@ -57,18 +57,21 @@ induction).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
+from .._checks import is_concrete
 from ..mechanisms._base import Mechanism
 from ..mechanisms._registry import as_mechanism
 from ..models._rows import Model, Rows, check_public_support, transition_rows
-from ..sets._boxes import RowBox, SetParams, policy_box, row_box
+from ..sets._boxes import RowBox, SetParams, policy_box, row_box, union_counts
 from ..sets._sets import Bound, UncertaintySet, as_set
 from ._bellman import check_iterations
 from ._kernel import checked_backup
@@ -278,8 +281,37 @@ def set_up(mdp: Model, mech: Mechanism, uset: UncertaintySet, fill_width: int | 
         check_public_support(mdp)
     with jax.ensure_compile_time_eval():
         kind, params = mech.set_params(mdp, uset)
-    width = bounds_width(mdp, params.alpha, kind, uset.support_aware, fill_width)
+        alpha = params.alpha
+        if uset.counts is not None:
+            params, alpha = _checked_counts(mdp, mech, uset, params)
+    width = bounds_width(mdp, alpha, kind, uset.support_aware, fill_width)
     return kind, params, width
+
+
+def _checked_counts(mdp: Model, mech: Mechanism, uset: UncertaintySet, params: SetParams):
+    """``(params, alpha)`` of a set that carries its counts (``UncertaintySet.counts``).
+
+    A concrete model must count no more (a ``ValueError`` otherwise: fewer would break the
+    union bound). A traced one is counted in the trace: where it counts more, the
+    parameters of its shapes' counts (an upper bound, always valid) are selected instead;
+    ``alpha``, for the static width, is the smaller of the two (the wider reach)."""
+    counts = union_counts(mdp, uset.support_aware)
+    if all(isinstance(c, int) for c in counts):
+        if any(c > h for c, h in zip(counts, uset.counts, strict=True)):
+            raise ValueError(
+                f"the set's counts {tuple(uset.counts)} are below this model's "
+                f"{tuple(counts)} (largest row, entries, rows): use bound.counted(model)"
+            )
+        return params, params.alpha
+    _, shapes = mech.set_params(mdp, dataclasses.replace(uset, counts=None))
+    held = functools.reduce(
+        jnp.logical_and, [c <= h for c, h in zip(counts, uset.counts, strict=True)]
+    )
+    chosen = jax.tree.map(lambda a, b: jnp.where(held, a, b), params, shapes)
+    alpha = params.alpha
+    if is_concrete(params.alpha, shapes.alpha):
+        alpha = np.minimum(np.asarray(params.alpha), np.asarray(shapes.alpha))
+    return chosen, alpha
 
 
 def cost_of_privacy(

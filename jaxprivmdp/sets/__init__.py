@@ -17,6 +17,7 @@ from ._sets import CertifiedSet as CertifiedSet
 from ._sets import ExactSet as ExactSet
 from ._sets import PaperSet as PaperSet
 from ._sets import UncertaintySet as UncertaintySet
+from ._sets import UnionCounts as UnionCounts
 
 __all__ = [
     "BOUNDS",
@@ -24,5 +25,6 @@ __all__ = [
     "ExactSet",
     "PaperSet",
     "UncertaintySet",
+    "UnionCounts",
     "concentration_radius",
 ]

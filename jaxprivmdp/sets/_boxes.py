@@ -50,7 +50,7 @@ from ..models._ragged import RaggedMDP, RaggedRows
 from ..models._ragged import entry_count as ragged_entry_count
 from ..models._rows import Model, Rows, row_support, transition_rows
 from ._beta import BetaTables, device_tables, host_tables, intervals, smallest_width
-from ._sets import UncertaintySet
+from ._sets import UncertaintySet, UnionCounts
 
 
 class SetParams(NamedTuple):
@@ -90,7 +90,9 @@ class RowBox(NamedTuple):
     caps: jax.Array | None = None
 
 
-def entry_count(mdp: Model, *, support_aware: bool, whole_model: bool) -> int:
+def entry_count(
+    mdp: Model, *, support_aware: bool, whole_model: bool, counts: UnionCounts | None = None
+) -> int:
     """How many entries the union bound covers: per row (the largest row) or in all rows.
 
     Rows of masked actions are never used and not counted. Support-aware sets count each
@@ -98,8 +100,11 @@ def entry_count(mdp: Model, *, support_aware: bool, whole_model: bool) -> int:
     successors, the support a dense release records; never ``P̄ > 0``); sets over the whole
     simplex count all ``S`` entries of a row. A model traced under a transformation is
     counted from its shapes alone (every row, ``K`` or ``S`` entries each): an upper bound,
-    so the sets stay valid, only wider.
+    so the sets stay valid, only wider. ``counts`` (a set's, checked by
+    ``planning._bounds.set_up``) replaces the counting.
     """
+    if counts is not None:
+        return counts.entries if whole_model else counts.largest_row
     if isinstance(mdp, RaggedMDP):
         return ragged_entry_count(mdp, support_aware, whole_model)
     rows = transition_rows(mdp)
@@ -115,25 +120,63 @@ def entry_count(mdp: Model, *, support_aware: bool, whole_model: bool) -> int:
     return int(sizes.sum() if whole_model else max(int(sizes.max()), 1))
 
 
-def row_count(mdp: Model) -> int:
-    """The allowed rows (all ``S·A`` for a model traced under a transformation)."""
+def row_count(mdp: Model, counts: UnionCounts | None = None) -> int:
+    """The allowed rows (all ``S·A`` for a model traced under a transformation), or
+    ``counts.rows``."""
+    if counts is not None:
+        return counts.rows
     if not is_concrete(mdp.action_mask):
         return mdp.num_states * mdp.num_actions
     return max(int(np.asarray(mdp.action_mask).sum()), 1)
+
+
+def union_counts(mdp: Model, support_aware: bool) -> UnionCounts:
+    """The :class:`UnionCounts` of ``mdp``: ints where its action mask and support are
+    concrete; else int32 scalars computed in the trace (dense and sparse models only).
+
+    Raises:
+      ValueError: for a traced ragged model, or a traced one with ``2**31`` entries or more.
+    """
+    rows = None if isinstance(mdp, RaggedMDP) else transition_rows(mdp)
+    concrete = (
+        is_concrete(mdp.action_mask)
+        if rows is None
+        else is_concrete(mdp.action_mask, rows.support, rows.next_states)
+    )
+    if concrete:
+        return UnionCounts(
+            *(entry_count(mdp, support_aware=support_aware, whole_model=w) for w in (False, True)),
+            row_count(mdp),
+        )
+    shapes = entry_count(mdp, support_aware=support_aware, whole_model=True)
+    if rows is None or shapes >= 2**31:
+        raise ValueError(
+            "a set's counts cannot be checked against this model under a transformation "
+            "(a ragged model, or 2**31 entries or more): close over the model instead"
+        )
+    if support_aware:
+        sizes = jnp.sum(row_support(rows), axis=-1, dtype=jnp.int32)
+    else:
+        sizes = jnp.full(mdp.action_mask.shape, mdp.num_states, jnp.int32)
+    sizes = jnp.where(mdp.action_mask, sizes, 0)
+    allowed = jnp.sum(mdp.action_mask, dtype=jnp.int32)
+    return UnionCounts(jnp.maximum(jnp.max(sizes), 1), jnp.sum(sizes), jnp.maximum(allowed, 1))
 
 
 def entry_level(mdp: Model, uset: UncertaintySet):
     """The per-side level ``c`` of each entry's interval: ``β / (2n)`` over a row's ``n``
     entries (scope ``"row"``) or ``β / (2N)`` over all ``N`` entries (scope ``"model"``)."""
     whole = uset.scope == "model"
-    n = entry_count(mdp, support_aware=uset.support_aware, whole_model=whole)
+    n = entry_count(mdp, support_aware=uset.support_aware, whole_model=whole, counts=uset.counts)
     return _level(uset.beta, 2 * n)
 
 
 def row_level(mdp: Model, uset: UncertaintySet):
     """The probability a row's box may fail: ``β`` (scope ``"row"``) or ``β / R`` over the
     ``R`` allowed rows (scope ``"model"``)."""
-    return _level(uset.beta, row_count(mdp)) if uset.scope == "model" else uset.beta
+    if uset.scope != "model":
+        return uset.beta
+    return _level(uset.beta, row_count(mdp, uset.counts))
 
 
 def _level(beta, count: int):

@@ -23,7 +23,7 @@ and differs in the union bound behind ``l ≤ u`` and the mixture weight ``β'``
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, NamedTuple
 
 import jax
 from jax.typing import ArrayLike
@@ -31,6 +31,21 @@ from jax.typing import ArrayLike
 from .._checks import check_probability, is_concrete
 
 Bound = Literal["paper", "exact", "certified"]
+
+
+class UnionCounts(NamedTuple):
+    """What a set's union bound counts on a model: :meth:`UncertaintySet.counted`.
+
+    Attributes:
+      largest_row: the entries of the largest allowed row (its public support when the set
+        is support-aware, else ``S``).
+      entries: the entries of all allowed rows, counted the same way.
+      rows: the allowed rows (actions not masked).
+    """
+
+    largest_row: int
+    entries: int
+    rows: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,10 +56,17 @@ class UncertaintySet:
       beta: ``β`` in ``(0, 1)``: the failure probability of the box (per row for the paper's
         and exact sets, jointly for the certified set).
       support_aware: restrict the set to each row's public support (static).
+      counts: what the union bound counts (static), or None: counted on the model. A model
+        traced under ``jax.jit``/``vmap`` is counted from its shapes (every entry of every
+        row), which widens the set where masked actions or a support-aware set count fewer;
+        :meth:`counted` records a concrete model's counts for such calls. Checked against a
+        concrete model (a ``ValueError`` if below its counts); against a traced one at run
+        time, where counts below the model's are replaced by those of its shapes.
     """
 
     beta: ArrayLike = 0.1
     support_aware: bool = dataclasses.field(default=False, metadata=dict(static=True))
+    counts: UnionCounts | None = dataclasses.field(default=None, metadata=dict(static=True))
 
     name: ClassVar[str]
     #: ``"row"``: the union bound covers one row's entries; ``"model"``: every entry of
@@ -58,6 +80,33 @@ class UncertaintySet:
             raise ValueError(f"support_aware must be True or False, got {self.support_aware!r}")
         if is_concrete(self.beta):
             check_probability("beta", self.beta)
+        if self.counts is not None:
+            ok = isinstance(self.counts, tuple) and len(self.counts) == 3
+            ok = ok and all(isinstance(c, int) and not isinstance(c, bool) for c in self.counts)
+            if not ok or min(self.counts) < 1:
+                raise ValueError(
+                    f"counts must be None or three ints >= 1 (UnionCounts), got {self.counts!r}"
+                )
+            object.__setattr__(self, "counts", UnionCounts(*self.counts))
+
+    def counted(self, mdp) -> UncertaintySet:
+        """This set with the union bound's :class:`UnionCounts` on the concrete model
+        ``mdp``, so that calls on a release of it traced under ``jax.jit`` or ``jax.vmap``
+        (same structure: action mask, public support) use the sets an eager call uses.
+
+        Raises:
+          ValueError: if ``mdp``'s action mask or support is traced, or a support-aware set's
+            ``mdp`` records no public support.
+        """
+        from ..models._rows import check_public_support
+        from ._boxes import union_counts  # the counting lives with the boxes that use it
+
+        if self.support_aware:
+            check_public_support(mdp)
+        counts = union_counts(mdp, self.support_aware)
+        if not all(isinstance(c, int) for c in counts):
+            raise ValueError("counted() needs a concrete model (its action mask and support)")
+        return dataclasses.replace(self, counts=counts)
 
     @property
     def mixture(self):
