@@ -28,7 +28,7 @@ from typing import ClassVar, Literal, NamedTuple
 import jax
 from jax.typing import ArrayLike
 
-from .._checks import check_probability, is_concrete
+from .._checks import check_count, check_probability, is_concrete
 
 Bound = Literal["paper", "exact", "certified"]
 
@@ -81,13 +81,13 @@ class UncertaintySet:
         if is_concrete(self.beta):
             check_probability("beta", self.beta)
         if self.counts is not None:
-            ok = isinstance(self.counts, tuple) and len(self.counts) == 3
-            ok = ok and all(isinstance(c, int) and not isinstance(c, bool) for c in self.counts)
-            if not ok or min(self.counts) < 1:
+            if not isinstance(self.counts, tuple) or len(self.counts) != 3:
                 raise ValueError(
-                    f"counts must be None or three ints >= 1 (UnionCounts), got {self.counts!r}"
+                    f"counts must be None or a UnionCounts of three ints, got {self.counts!r}"
                 )
-            object.__setattr__(self, "counts", UnionCounts(*self.counts))
+            fields = zip(UnionCounts._fields, self.counts, strict=True)
+            counts = UnionCounts(*(check_count(f"counts.{f}", c) for f, c in fields))
+            object.__setattr__(self, "counts", counts)
 
     def counted(self, mdp) -> UncertaintySet:
         """This set with the union bound's :class:`UnionCounts` on the concrete model
