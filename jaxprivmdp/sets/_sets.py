@@ -29,6 +29,7 @@ import jax
 from jax.typing import ArrayLike
 
 from .._checks import check_count, check_probability, is_concrete
+from ..models._rows import check_public_support
 
 Bound = Literal["paper", "exact", "certified"]
 
@@ -98,8 +99,7 @@ class UncertaintySet:
           ValueError: if ``mdp``'s action mask or support is traced, or a support-aware set's
             ``mdp`` records no public support.
         """
-        from ..models._rows import check_public_support
-        from ._boxes import union_counts  # the counting lives with the boxes that use it
+        from ._boxes import union_counts  # the counting lives with the boxes (they import us)
 
         if self.support_aware:
             check_public_support(mdp)
