@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import common
 import jax
@@ -26,21 +25,12 @@ import jaxprivmdp as jp
 from jaxprivmdp.planning import _bellman, _bounds
 
 
-def median_seconds(fn, rounds: int = 15) -> float:
-    jax.block_until_ready(fn())
-    times = []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        jax.block_until_ready(fn())
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
 def show(name: str, jitted, args, kwargs, stages: int, top: int) -> None:
     def fn():
         return jitted(*args, **kwargs)
 
-    print(f"\n{name}: median {median_seconds(fn) * 1e3:.2f} ms a call ({stages} stages)")
+    wall = statistics.median(common.round_robin({name: fn}, min_rounds=15)[name][0])
+    print(f"\n{name}: median {wall * 1e3:.2f} ms a call ({stages} stages)")
     hlo = jitted.lower(*args, **kwargs).compile().as_text()
     prof = common.xla_op_profile(fn, hlo, repeats=10)
     if prof is None:
