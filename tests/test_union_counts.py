@@ -87,6 +87,19 @@ def test_a_traced_model_with_counts_gets_the_eager_sets(problem, mech, cls, awar
         assert np.all(np.asarray(wide.optimistic) >= np.asarray(got.optimistic))
 
 
+@pytest.mark.parametrize("cls", [jp.PaperSet, jp.CertifiedSet])
+def test_sparse_model_and_laplace_with_counts(problem, cls):
+    """Successor lists of 10 (the support) and a masked action: Laplace's radius counts
+    the rows and the largest row; with counts the jitted bounds are the eager ones."""
+    _, release, policy = problem
+    sparse = jp.to_sparse(release)
+    mech, uset = jp.Laplace(0.05), cls(0.1, support_aware=True)
+    counted = uset.counted(sparse)
+    eager = jp.cost_of_privacy(sparse, policy, mech, uset)
+    got = jax.jit(lambda m, p: jp.cost_of_privacy(m, p, mech, counted))(sparse, policy)
+    close(got, eager, rtol=0.0)
+
+
 def test_counts_below_the_models_are_refused_eagerly_and_replaced_in_a_trace(problem):
     _, release, policy = problem
     mech, uset = jp.Dirichlet(K), jp.CertifiedSet(0.1, support_aware=True)

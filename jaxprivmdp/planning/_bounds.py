@@ -304,9 +304,7 @@ def _checked_counts(mdp: Model, mech: Mechanism, uset: UncertaintySet, params: S
             )
         return params, params.alpha
     _, shapes = mech.set_params(mdp, dataclasses.replace(uset, counts=None))
-    held = functools.reduce(
-        jnp.logical_and, [c <= h for c, h in zip(counts, uset.counts, strict=True)]
-    )
+    held = jnp.all(jnp.stack(counts) <= jnp.asarray(uset.counts, jnp.int32))
     chosen = jax.tree.map(lambda a, b: jnp.where(held, a, b), params, shapes)
     alpha = params.alpha
     if is_concrete(params.alpha, shapes.alpha):

@@ -111,13 +111,18 @@ def entry_count(
     width = rows.probs.shape[-1] if support_aware else mdp.num_states
     if not is_concrete(mdp.action_mask, rows.support):
         return width * mdp.num_states * mdp.num_actions if whole_model else width
-    mask = np.asarray(mdp.action_mask)
-    if support_aware:
-        sizes = np.asarray(row_support(rows)).sum(-1)
-    else:
-        sizes = np.full(mask.shape, mdp.num_states)
-    sizes = np.where(mask, sizes, 0)
+    sizes = _row_sizes(mdp, rows, support_aware, np)  # on the host: no device dispatch
     return int(sizes.sum() if whole_model else max(int(sizes.max()), 1))
+
+
+def _row_sizes(mdp: Model, rows: Rows, support_aware: bool, xp):
+    """`[S, A]` int32 entries each allowed row counts (0 for masked rows), with ``xp``
+    (NumPy for a concrete model, ``jax.numpy`` in a trace)."""
+    if support_aware:
+        sizes = xp.sum(xp.asarray(row_support(rows)), axis=-1, dtype=np.int32)
+    else:
+        sizes = xp.full(mdp.action_mask.shape, mdp.num_states, np.int32)
+    return xp.where(xp.asarray(mdp.action_mask), sizes, 0)
 
 
 def row_count(mdp: Model, counts: UnionCounts | None = None) -> int:
@@ -154,11 +159,7 @@ def union_counts(mdp: Model, support_aware: bool) -> UnionCounts:
             "a set's counts cannot be checked against this model under a transformation "
             "(a ragged model, or 2**31 entries or more): close over the model instead"
         )
-    if support_aware:
-        sizes = jnp.sum(row_support(rows), axis=-1, dtype=jnp.int32)
-    else:
-        sizes = jnp.full(mdp.action_mask.shape, mdp.num_states, jnp.int32)
-    sizes = jnp.where(mdp.action_mask, sizes, 0)
+    sizes = _row_sizes(mdp, rows, support_aware, jnp)
     allowed = jnp.sum(mdp.action_mask, dtype=jnp.int32)
     return UnionCounts(jnp.maximum(jnp.max(sizes), 1), jnp.sum(sizes), jnp.maximum(allowed, 1))
 
