@@ -13,12 +13,13 @@ pytest-benchmark times (``--bench-quick``: S ∈ {100, 300}):
   and ``cost_of_privacy``. The ``bounds_core`` variant also times all of them round-robin
   (``common.interleaved``) and keeps the fair ratios in ``extra_info`` (``ratio_core``,
   ``ratio_public``), for the deterministic policy with two more callables: a user's
-  ``jax.jit(lambda policy, k: cost_of_privacy(..., k=k))`` (``k`` traced: the fill width
-  cannot be bounded, ``width = S``) and the previous (argsort) version at ``width = S``; at
-  the largest S it adds a per-XLA-op profile of the compiled bounds (``jax.profiler``).
-* ``test_bound_set[S-bound]``: the uncertainty set (``bound="paper" | "exact" |
-  "certified"``, deterministic policy): ``bounds_core`` with what ``cost_of_privacy(...,
-  bound=bound)`` passes it (``common.prepare_set``), interleaved with ``evaluate_core``
+  ``jax.jit(lambda policy, k: cost_of_privacy(m, policy, Dirichlet(k), uset))`` (``k``
+  traced: the fill width cannot be bounded, ``width = S``) and the previous (argsort)
+  version at ``width = S``; at the largest S it adds a per-XLA-op profile of the compiled
+  bounds (``jax.profiler``).
+* ``test_bound_set[S-bound]``: the uncertainty set (``PaperSet``, ``ExactSet`` or
+  ``CertifiedSet``, deterministic policy): ``bounds_core`` with what ``cost_of_privacy(m,
+  p, mech, uset)`` passes it (``common.prepare_set``), interleaved with ``evaluate_core``
   (``ratio_core``, same target ≤ 5), the paper's core, the public call and, for the non-paper
   sets, two diagnostics: the paper's box at ``width = S`` and ``_sets.row_box`` alone (the
   per-entry interpolated lookup in the Beta tables). ``extra_info.prepare_set``: the
@@ -50,7 +51,6 @@ import pytest
 import jaxprivmdp as jp
 from jaxprivmdp.models import _rows as _models
 from jaxprivmdp.planning import _bounds, _evaluation, _policies
-from jaxprivmdp.planning import _kernel as _robust
 
 K = 10.0
 BETA = 0.1
@@ -69,7 +69,9 @@ PIECES = ("gather_rows", "top_k_1d", "argsort", "dense", "gather_cols", "fill", 
 def problem(S, dtype):
     """The privatized MDP, its policy, and the arguments ``cost_of_privacy`` gives its core."""
     mdp = common.random_finite_mdp(S, A, T, dtype, seed=S)
-    p_bar = jp.dirichlet_mechanism(jax.random.key(S), mdp.transitions, K, sampler="fast")
+    p_bar = jp.dirichlet_mechanism(
+        jax.random.key(S), mdp.transitions, jp.Dirichlet(K, sampler="fast")
+    )
     private = dataclasses.replace(mdp, transitions=p_bar)
     policy = jp.solve(private).policy
     np_dtype = mdp.rewards.dtype
@@ -81,7 +83,8 @@ def problem(S, dtype):
 
 
 def set_args(private, bound, support_aware=False):
-    """``(params, static kwargs)`` that ``cost_of_privacy(..., bound=bound)`` gives its core."""
+    """``(params, static kwargs)`` that ``cost_of_privacy`` gives its core for the set named
+    ``bound``."""
     return common.set_args(private, K, BETA, bound, support_aware)
 
 
@@ -115,10 +118,18 @@ def _backup_argsort_old(p_rows, alpha, v_low, v_high, beta, width):
     p_sorted = jnp.moveaxis(p_rows[..., order], -2, 0)  # [2, ..., m]
     caps = jnp.minimum(p_sorted + alpha, 1) - jnp.maximum(p_sorted - alpha, 0)
     w_sorted = w_sorted.reshape((2,) + (1,) * (caps.ndim - 2) + (width,))
-    fill = jnp.sum(_robust._pour(slack, caps) * w_sorted, axis=-1)
+    fill = jnp.sum(_pour(slack, caps) * w_sorted, axis=-1)
     inner = jnp.moveaxis(base, -1, 0) + fill
     out = beta * jnp.min(w, axis=-1).reshape((2,) + (1,) * (inner.ndim - 1)) + (1 - beta) * inner
     return out[0], -out[1]
+
+
+def _pour(slack, caps_sorted):
+    """The greedy fill of the entries in value order: ``clip(slack − Σ_{j<i} cap_j, 0, cap_i)``."""
+    before = jnp.cumsum(caps_sorted, axis=-1) - caps_sorted
+    return jnp.clip(
+        jnp.broadcast_to(slack, caps_sorted.shape[:-1])[..., None] - before, 0, caps_sorted
+    )
 
 
 @jax.jit(static_argnames=("width",))
@@ -243,7 +254,9 @@ def test_bounds_vs_evaluate(benchmark, dtype, quick, S, kind, variant):
         "evaluate_core": lambda: _evaluation.evaluate_core(private, pol),
         "bounds_core": lambda: core(private, pol, params, kw),
         "evaluate": lambda: jp.evaluate(private, pol),
-        "cost_of_privacy": lambda: jp.cost_of_privacy(private, pol, k=K, beta=BETA),
+        "cost_of_privacy": lambda: jp.cost_of_privacy(
+            private, pol, jp.Dirichlet(K), jp.PaperSet(BETA)
+        ),
     }
     benchmark.group = f"bounds vs evaluate S={S} {kind}"
     extra = dict(S=S, kind=kind, variant=variant, width=width)
@@ -253,7 +266,9 @@ def test_bounds_vs_evaluate(benchmark, dtype, quick, S, kind, variant):
         )
         if kind == "deterministic":
             # A user's jax.jit with k as an argument: k is traced, so width = S.
-            jit_traced = jax.jit(lambda p, k: jp.cost_of_privacy(private, p, k=k, beta=BETA))
+            jit_traced = jax.jit(
+                lambda p, k: jp.cost_of_privacy(private, p, jp.Dirichlet(k), jp.PaperSet(BETA))
+            )
             k_arr = jnp.asarray(K, private.rewards.dtype)
             calls["jit_traced_k"] = lambda: jit_traced(policy, k_arr)
             calls["old_argsort_width_S"] = lambda: bounds_argsort_old(
@@ -340,7 +355,8 @@ def row_box_fn(kw):
 @pytest.mark.parametrize("bound", BOUNDS)
 @pytest.mark.parametrize("S", SIZES)
 def test_bound_set(benchmark, dtype, quick, S, bound):
-    """``bounds_core(bound=...)`` / ``evaluate_core``, deterministic policy (target <= 5).
+    """``bounds_core`` of the set named ``bound`` / ``evaluate_core``, deterministic policy
+    (target <= 5).
 
     Interleaved with the paper's core and, for the non-paper sets, two diagnostics that split
     the extra time: the paper's box at ``width = S`` (what a full-width fill costs) and the
@@ -362,11 +378,13 @@ def test_bound_set(benchmark, dtype, quick, S, bound):
             paper_box_width_S=lambda: core(private, policy, paper_params, full),
             row_box_only=functools.partial(row_box_fn(kw), private, params),
             cost_of_privacy=lambda: jp.cost_of_privacy(
-                private, policy, k=K, beta=BETA, bound=bound
+                private, policy, jp.Dirichlet(K), common.uncertainty_set(bound, BETA)
             ),
         )
     else:
-        calls["cost_of_privacy"] = lambda: jp.cost_of_privacy(private, policy, k=K, beta=BETA)
+        calls["cost_of_privacy"] = lambda: jp.cost_of_privacy(
+            private, policy, jp.Dirichlet(K), jp.PaperSet(BETA)
+        )
     benchmark.group = f"bound sets vs evaluate S={S}"
     extra = dict(
         S=S,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""The public functions eagerly and under ``jax.jit``, side by side (issue 15, item 1).
+"""The public functions eagerly and under ``jax.jit``, side by side.
 
     python benchmarks/bench_jit.py [--quick] [--budget-s SECONDS] [--only TEXT ...] [--json OUT]
 
@@ -21,7 +21,7 @@ outside load hits every column alike):
   ``jax.jit(lambda key, m: jp.synthesize(key, m, mech, uset))``.
 
 The table gives each call's median after compilation, its ratio to ``evaluate`` called the
-same way (eager ÷ eager, jit ÷ jit: the issue's targets are ≤ 5× under ``jit``, as eagerly),
+same way (eager ÷ eager, jit ÷ jit: the targets are ≤ 5× under ``jit``, as eagerly),
 the jit ÷ eager ratio (target for ``synthesize``: ≤ 1.5) and the first jitted call (tracing and
 compilation). Every timed call ends with ``jax.block_until_ready``. ``--quick`` uses S = 200.
 The library is imported from this checkout (its root first on ``sys.path``).
@@ -34,7 +34,6 @@ medians mixes two load levels on this shared machine; the interleaved loop of ``
 from __future__ import annotations
 
 import argparse
-import inspect
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -83,10 +82,6 @@ def problems(S: int, A: int, T: int) -> dict[str, tuple[Any, Any, Any]]:
     return out
 
 
-def takes_fill_width(fn: Callable) -> bool:
-    return "fill_width" in inspect.signature(fn).parameters
-
-
 def eager_width(release, uset) -> int:
     """The width an eager call derives from the concrete k and β (a private helper)."""
     from jaxprivmdp.planning._bounds import set_up
@@ -111,7 +106,7 @@ def cop_calls(release, policy, uset) -> dict[str, Callable[[], Any]]:
 
 def traced_k_calls(release, policy, uset, width: int | None) -> dict[str, Callable[[], Any]]:
     mech = jp.Dirichlet(K)
-    extra = {} if width is None else {"fill_width": width}
+    extra = {} if width is None else {"options": jp.SolverOptions(fill_width=width)}
     jitted = jax.jit(lambda m, p, mc: jp.cost_of_privacy(m, p, mc, uset, **extra))
     return {
         "eager": lambda: jp.cost_of_privacy(release, policy, mech, uset, **extra),
@@ -143,14 +138,13 @@ def rows(S: int) -> list[tuple[str, str, Callable]]:
             uset = SETS[name](0.1)
             label = f"cost_of_privacy {name}, k traced"
             out.append((model, label, lambda pr, u=uset: traced_k_calls(pr[1], pr[2], u, None)))
-            if takes_fill_width(jp.cost_of_privacy):
-                out.append(
-                    (
-                        model,
-                        f"{label}, fill_width= the eager width",
-                        lambda pr, u=uset: traced_k_calls(pr[1], pr[2], u, eager_width(pr[1], u)),
-                    )
+            out.append(
+                (
+                    model,
+                    f"{label}, fill_width= the eager width",
+                    lambda pr, u=uset: traced_k_calls(pr[1], pr[2], u, eager_width(pr[1], u)),
                 )
+            )
         for name, aware in (("paper", False), ("exact", False), ("certified", False)):
             uset = SETS[name](0.1, support_aware=aware)
             label = f"synthesize {name}"
@@ -228,7 +222,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     info = machine_info()
-    print_header("Eager vs jax.jit (issue 15, item 1)", info)
+    print_header("Eager vs jax.jit", info)
     print(table_head(), flush=True)
     results = run(args)
     if args.json:

@@ -1,6 +1,6 @@
 """Loading a large explicit model: ``jp.load_mdp`` against a pandas/NumPy parse of the same file.
 
-Issue 16's target: loading a PRISM ``.tra`` of 10⁶ states and 6·10⁶ transitions within 2× the
+The target: loading a PRISM ``.tra`` of 10⁶ states and 6·10⁶ transitions within 2× the
 time and 1.5× the memory of a pandas/NumPy parse into the same arrays.
 
 The file: an MDP in PRISM's explicit format (``S C T`` header, ``source choice target
@@ -17,7 +17,7 @@ modules (NumPy, pandas, JAX, jaxprivmdp: the same baseline memory):
   ``make_sparse_mdp``'s checks and the device arrays (float32, JAX's default).
 - ``pandas``: ``pandas.read_csv`` (C engine) and NumPy into the same host arrays
   (``next_states`` int32 ``[S, A, K]``, ``probs`` float64, ``action_mask``, zero rewards),
-  assuming rows in order and checking nothing: the reference of the issue.
+  assuming rows in order and checking nothing: the reference of the target.
 - ``pandas+make_sparse_mdp``: the same, then ``jp.make_sparse_mdp`` on them (the checks and
   device arrays ``load_mdp`` also makes).
 - ``line_by_line`` (with ``--line-by-line``, first round only: it is slow): ``jp.load_mdp``

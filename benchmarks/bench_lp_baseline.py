@@ -18,9 +18,10 @@ Measured:
       ``sampler="fast"`` and the reference ``sampler="jax"`` (first call, with compilation,
       and after compilation, all sweeps timed round-robin) vs the baseline measured on a
       subset of trials and extrapolated linearly to 450 trials; for each uncertainty set
-      (``--bound``, default all three: ``sweep(..., bound="paper" | "exact" |
-      "certified")``, sampler "fast"), against the baseline with that set's box in every
-      LP (same LP size as the paper's) and against the paper's LP timing, plus the host
+      (``--bound``, default all three: ``sweep(key, mdp, Dirichlet.grid(ks), uset)`` with
+      ``PaperSet``, ``ExactSet``, ``CertifiedSet``, sampler "fast"), against the baseline
+      with that set's box in every LP (same LP size as the paper's) and against the paper's
+      LP timing, plus the host
       ``prepare_set`` time;
   (c) the paper's scaling check (T × 2, A × 2) with the LP baseline.
 
@@ -93,7 +94,7 @@ class InnerLP:
     """The paper's LP (P) for rows of length ``n``: the constraint matrices are built once.
 
     ``beta`` is the weight of the free part ``P1`` (the paper's ``β``; ``β' = 0`` for
-    ``bound="certified"``). :meth:`solve` is the paper's box ``‖P2 − p̄‖∞ <= α``;
+    ``CertifiedSet``). :meth:`solve` is the paper's box ``‖P2 − p̄‖∞ <= α``;
     :meth:`solve_box` any per-entry box ``l <= P2 <= u`` (the sets ``"exact"`` and
     ``"certified"``): the same LP with other right-hand sides, as expensive per problem.
     """
@@ -267,7 +268,7 @@ def time_lp_bounds(repeats, *a, **kw):
 
 def synthesize(key, mdp, k):
     """``synthesize`` with the fast sampler (its default is ``"jax"``; ``sweep``'s is fast)."""
-    return jp.synthesize(key, mdp, k=k, beta=BETA, sampler="fast")
+    return jp.synthesize(key, mdp, jp.Dirichlet(k, sampler="fast"), jp.PaperSet(BETA))
 
 
 def per_trial(mdp, k, trial_key, *, quick, tol, lp_repeats):
@@ -275,7 +276,7 @@ def per_trial(mdp, k, trial_key, *, quick, tol, lp_repeats):
     dtype = mdp.rewards.dtype
     _, R, RT, gamma = numpy_arrays(mdp)
     if quick:  # synthesize compiles the sampler (seconds): the quick run privatizes directly
-        p_bar = jp.dirichlet_mechanism(trial_key, mdp.transitions, k, sampler="fast")
+        p_bar = jp.dirichlet_mechanism(trial_key, mdp.transitions, jp.Dirichlet(k, sampler="fast"))
         private = dataclasses.replace(mdp, transitions=p_bar)
         policy = jp.solve(private).policy
         syn, syn_t = None, None
@@ -293,8 +294,9 @@ def per_trial(mdp, k, trial_key, *, quick, tol, lp_repeats):
     aot = common.aot_compile_time(_bounds.bounds_core, *core_args, **core_kw)
     core = common.time_call(_bounds.bounds_core, *core_args, **core_kw)
     core_compile_s = aot["lower_s"] + aot["compile_s"]
-    public = common.time_call(jp.cost_of_privacy, private, policy, k=k, beta=BETA)
-    bounds = jp.cost_of_privacy(private, policy, k=k, beta=BETA)
+    mech, uset = jp.Dirichlet(k), jp.PaperSet(BETA)
+    public = common.time_call(jp.cost_of_privacy, private, policy, mech, uset)
+    bounds = jp.cost_of_privacy(private, policy, mech, uset)
     if syn is not None:
         syn_t = common.time_call(synthesize, trial_key, mdp, k)
         syn_t.first_s = syn_first_s
@@ -387,7 +389,7 @@ def print_per_trial(trials):
 def public_call_overhead(mdp, k, trial_key):
     """Times the steps of the public ``cost_of_privacy`` call, round-robin (best effort)."""
     dtype = mdp.rewards.dtype
-    p_bar = jp.dirichlet_mechanism(trial_key, mdp.transitions, k, sampler="fast")
+    p_bar = jp.dirichlet_mechanism(trial_key, mdp.transitions, jp.Dirichlet(k, sampler="fast"))
     private = dataclasses.replace(mdp, transitions=p_bar)
     policy = jp.solve(private).policy
     core_args, core_kw = bounds_core_args(private, policy, k)
@@ -395,12 +397,9 @@ def public_call_overhead(mdp, k, trial_key):
 
     calls = {
         "the whole public call cost_of_privacy(...)": lambda: jp.cost_of_privacy(
-            private, policy, k=k, beta=BETA
+            private, policy, jp.Dirichlet(k), jp.PaperSet(BETA)
         ),
         "validate_policy (host copy + checks)": lambda: _policies.validate_policy(private, policy),
-        "check_radius_inputs of k and beta (host)": lambda: _radius.check_radius_inputs(
-            k, BETA, dtype
-        ),
         "outward_radius: α in NumPy, rounded up (host)": lambda: _radius.outward_radius(
             k, BETA, dtype
         ),
@@ -495,7 +494,7 @@ def baseline_sweep_subset(mdp, res, ks, key, k_indices, trials, tol, bound="pape
             # p̄ comes from the sweep's key for (i, j), so the baseline's results must equal
             # the sweep's; the baseline's own NumPy sampling is timed but not used.
             p_bar = jp.dirichlet_mechanism(
-                jp.sweep_key(key, i, j), mdp.transitions, k, sampler="fast"
+                jp.sweep_key(key, i, j), mdp.transitions, jp.Dirichlet(k, sampler="fast")
             )
             box = set_box(mdp, p_bar, k, bound)
             weight = BETA if box is None else box[2]
@@ -532,10 +531,9 @@ def figure1_sweep(mdp, *, quick, tol, bounds):
     ks_host = np.asarray(ks, np.float64)
 
     def run(sampler, bound="paper"):
-        kw = {} if sampler == "fast (default)" else dict(sampler=sampler)
-        if bound != "paper":  # the paper's set is the default: its call is unchanged
-            kw["bound"] = bound
-        return jp.sweep(key, mdp, ks=ks_arr, num_trials=num_trials, beta=BETA, **kw)
+        grid = jp.Dirichlet.grid(ks_arr, sampler="fast" if sampler == "fast (default)" else sampler)
+        uset = common.uncertainty_set(bound, BETA)
+        return jp.sweep(key, mdp, grid, uset, num_trials=num_trials)
 
     # Per set: the library's default sampler ("fast"); for the paper's set also the
     # reference sampler "jax". A set's first call compiles and builds its quantile tables;
@@ -743,7 +741,7 @@ def scaling_check(key, dtype, *, quick):
         policies = []
         for j in range(trials):
             p_bar = jp.dirichlet_mechanism(
-                jax.random.fold_in(key, 100 + j), m.transitions, 10.0, sampler="fast"
+                jax.random.fold_in(key, 100 + j), m.transitions, jp.Dirichlet(10.0, sampler="fast")
             )
             policies.append((p_bar, jp.solve(dataclasses.replace(m, transitions=p_bar)).policy))
         for all_actions in modes:

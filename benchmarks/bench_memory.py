@@ -108,9 +108,9 @@ def run_child(sizes):
         runs_computed=batch_size * -(-total // batch_size),
     )
     t0 = time.perf_counter()
-    res = jp.sweep(
-        jax.random.key(1), mdp, ks=KS, num_trials=sizes["N"], sampler=args.sampler, **kwargs
-    )
+    grid = jp.Dirichlet.grid(KS, sampler=args.sampler or "fast")
+    chunking = jp.Chunking(**kwargs)
+    res = jp.sweep(jax.random.key(1), mdp, grid, num_trials=sizes["N"], chunking=chunking)
     jax.block_until_ready(res)
     elapsed = time.perf_counter() - t0
     status = common.proc_status()

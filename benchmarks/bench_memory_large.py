@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""``synthesize(key, gridworld(N, N), k=10, support_aware=True)`` with the defaults (issue 15).
+"""``synthesize(key, gridworld(N, N), Dirichlet(10), PaperSet(support_aware=True))``.
 
     /usr/bin/time -v python benchmarks/bench_memory_large.py [--side 1000]
 
@@ -31,7 +31,8 @@ def main() -> None:
     wall, cpu = time.perf_counter(), time.process_time()
     model = gridworld(side, side)
     print(f"model: {time.perf_counter() - wall:.1f} s wall", flush=True)
-    out = jax.block_until_ready(jp.synthesize(jax.random.key(0), model, k=10.0, support_aware=True))
+    uset = jp.PaperSet(0.1, support_aware=True)
+    out = jax.block_until_ready(jp.synthesize(jax.random.key(0), model, jp.Dirichlet(10.0), uset))
     print(
         f"synthesize: {time.perf_counter() - wall:.1f} s wall, "
         f"{time.process_time() - cpu:.1f} s CPU (model included); converged {bool(out.converged)}"

@@ -52,7 +52,7 @@ def calls(S: int, dtype: str) -> dict[str, dict[str, object]]:
     """``{function: {variant: zero-argument callable}}`` on one problem."""
     mdp = jp.examples.random_mdp(jax.random.key(0), num_states=S, dtype=dtype)
     key = jax.random.key(1)
-    p_bar = jp.dirichlet_mechanism(key, mdp.transitions, K, sampler="fast")
+    p_bar = jp.dirichlet_mechanism(key, mdp.transitions, jp.Dirichlet(K, sampler="fast"))
     private = dataclasses.replace(mdp, transitions=p_bar)
     policy = jp.solve(private).policy
     np_dtype = mdp.rewards.dtype
@@ -63,13 +63,14 @@ def calls(S: int, dtype: str) -> dict[str, dict[str, object]]:
     valid = _policies.validate_policy(private, policy)
     inp = _support.mechanism_input(mdp.transitions, mdp.action_mask, None, None, np_dtype)
 
-    jit_cost = jax.jit(lambda m, p: jp.cost_of_privacy(m, p, k=K, beta=BETA))
+    mech, fast, uset = jp.Dirichlet(K), jp.Dirichlet(K, sampler="fast"), jp.PaperSet(BETA)
+    jit_cost = jax.jit(lambda m, p: jp.cost_of_privacy(m, p, mech, uset))
     jit_eval = jax.jit(jp.evaluate)
     jit_solve = jax.jit(jp.solve)
-    jit_syn = jax.jit(lambda key, m: jp.synthesize(key, m, k=K, beta=BETA, sampler="fast"))
+    jit_syn = jax.jit(lambda key, m: jp.synthesize(key, m, fast, uset))
     return {
         "cost_of_privacy": dict(
-            public=lambda: jp.cost_of_privacy(private, policy, k=K, beta=BETA),
+            public=lambda: jp.cost_of_privacy(private, policy, mech, uset),
             core=lambda: _bounds.bounds_core(
                 private, valid, params, None, MAX_ITERATIONS, **set_kw
             ),
@@ -86,7 +87,7 @@ def calls(S: int, dtype: str) -> dict[str, dict[str, object]]:
             user_jit=lambda: jit_solve(private),
         ),
         "synthesize": dict(
-            public=lambda: jp.synthesize(key, mdp, k=K, beta=BETA, sampler="fast"),
+            public=lambda: jp.synthesize(key, mdp, fast, uset),
             core=lambda: _synthesis._synthesize_jit(
                 key,
                 mdp,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Ragged rows (issue 16): padded `[S, A, K]` vs bucketed successor lists on a leader-like DTMC.
+"""Ragged rows: padded `[S, A, K]` vs bucketed successor lists on a leader-like DTMC.
 
     python benchmarks/bench_ragged.py [--states 12400] [--fanout 4096] [--sweeps 20]
 
@@ -10,9 +10,10 @@ file. For each layout (``load_mdp(..., layout="padded" | "ragged")``), in a fres
 each: the load's wall time and the process's peak RSS (``ru_maxrss``, the interpreter and
 JAX included: the baseline row, which only imports, shows their share), the model's stored
 successor slots; then, in float64 and float32 (discount 0.95), the time of ``--sweeps``
-value-iteration sweeps (``solve(..., max_iterations=sweeps)``, compiled first, median of
-3, ``jax.block_until_ready``) and the full ``solve`` to its default tolerance (ragged only:
-the padded one takes minutes). The library is imported from this checkout.
+value-iteration sweeps (``solve(..., options=SolverOptions(max_iterations=sweeps))``,
+compiled first, median of 3, ``jax.block_until_ready``) and the full ``solve`` to its
+default tolerance (ragged only: the padded one takes minutes). The library is imported from
+this checkout.
 """
 
 from __future__ import annotations
@@ -81,7 +82,9 @@ def child(layout: str, path: Path, sweeps: int) -> dict:
             lambda x, dtype=dtype: x.astype(dtype) if x.dtype == jnp.float64 else x, mdp
         )
         name = jnp.dtype(dtype).name
-        out[f"sweeps_{name}_s"] = _timed(lambda m=m: jp.solve(m, max_iterations=sweeps).values)
+        out[f"sweeps_{name}_s"] = _timed(
+            lambda m=m: jp.solve(m, options=jp.SolverOptions(max_iterations=sweeps)).values
+        )
         if layout == "ragged":
             sol = jp.solve(m)
             out[f"solve_{name}_iterations"] = int(sol.iterations)

@@ -1,7 +1,7 @@
 """Time vs problem size: synthesis (``solve``) and the bounds (``cost_of_privacy``) per trial.
 
 For random MDPs (rows ``~ Dirichlet(1, …, 1)`` drawn with NumPy, built with ``make_mdp``,
-privatized with ``dirichlet_mechanism(k=10, sampler="fast")``), pytest-benchmark times, after
+privatized with ``Dirichlet(10, sampler="fast")``), pytest-benchmark times, after
 compilation:
 
 * ``solve`` on the privatized MDP (finite-horizon backward induction), expected
@@ -66,7 +66,9 @@ def problem(S: int, A: int, T: int, dtype: str):
     import jaxprivmdp as jp
 
     mdp = common.random_finite_mdp(S, A, T, dtype, seed=[S, A])
-    p_bar = jp.dirichlet_mechanism(jax.random.key(S * 100 + A), mdp.transitions, K, sampler="fast")
+    p_bar = jp.dirichlet_mechanism(
+        jax.random.key(S * 100 + A), mdp.transitions, jp.Dirichlet(K, sampler="fast")
+    )
     private = dataclasses.replace(mdp, transitions=p_bar)
     policy = jp.solve(private).policy
     # The paper's set exactly as cost_of_privacy builds it (`common.prepare_set`).
@@ -93,7 +95,8 @@ def test_scaling(benchmark, dtype, quick, series, S, A, T, quantity):
         extra["aot"] = common.aot_compile_time(_planning.solve_core, private, None, 10_000)
         fn = lambda: jp.solve(private)  # noqa: E731
     elif quantity == "cost_of_privacy":
-        fn = lambda: jp.cost_of_privacy(private, policy, k=K, beta=BETA)  # noqa: E731
+        mech, uset = jp.Dirichlet(K), jp.PaperSet(BETA)
+        fn = lambda: jp.cost_of_privacy(private, policy, mech, uset)  # noqa: E731
     else:
         extra["aot"] = common.aot_compile_time(_bounds.bounds_core, *core_args, 10_000, **set_kw)
         fn = lambda: _bounds.bounds_core(*core_args, 10_000, **set_kw)  # noqa: E731

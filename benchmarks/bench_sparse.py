@@ -6,7 +6,7 @@ and ``10⁶``; ``--bench-quick``: ``n = 100`` only). Every timed call is compile
 by ``jax.block_until_ready``.
 
 * ``test_bounds_vs_evaluate[n-variant]``: on the gridworld privatized by
-  ``dirichlet_mechanism(k = 10, sampler="fast")`` with its optimal deterministic policy
+  ``Dirichlet(10, sampler="fast")`` with its optimal deterministic policy
   (``solve``): ``_evaluation.evaluate_core`` (one policy evaluation, ``T`` stages),
   ``_bounds.bounds_core`` with the paper's set and with ``support_aware=True`` (both bounds,
   ``β = 0.1``, ``width = _bounds.bounds_width``). The ``bounds_paper`` variant also times all
@@ -28,8 +28,8 @@ by ``jax.block_until_ready``.
   times all of them round-robin and checks their values against ours. Target: ours not
   slower.
 
-* ``test_bound_set_sparse[n-bound-aware]``: the uncertainty sets (``bound="paper" |
-  "exact" | "certified"``) on ``examples.gridworld(n, n, horizon=60, discount=1.0)``,
+* ``test_bound_set_sparse[n-bound-aware]``: the uncertainty sets (``PaperSet``,
+  ``ExactSet``, ``CertifiedSet``) on ``examples.gridworld(n, n, horizon=60, discount=1.0)``,
   ``n ∈ {20, 32}`` (``S = 400, 1024``; ``--bench-quick``: 20), privatized at ``k = 10``, with
   its optimal deterministic policy: ``bounds_core`` (arguments from ``common.prepare_set``,
   ``support_aware`` True and False) / ``evaluate_core``, interleaved with the paper's core and
@@ -98,7 +98,9 @@ def grid(n, dtype):
 @functools.cache
 def private_problem(n, dtype):
     """The privatized gridworld, its optimal policy `[T, S]` and the paper's set's arguments."""
-    private = jp.dirichlet_mechanism(jax.random.key(n), grid(n, dtype), K_PRIVACY, sampler="fast")
+    private = jp.privatize(
+        jax.random.key(n), grid(n, dtype), jp.Dirichlet(K_PRIVACY, sampler="fast")
+    )
     policy = jp.solve(private).policy
     return common.block((private, policy)) + (set_args(private, "paper"),)
 
@@ -344,7 +346,7 @@ BOUNDS = ("paper", "exact", "certified")
 def set_problem(n, dtype):
     """``examples.gridworld(n, n, horizon=60, discount=1.0)`` privatized at k = 10, its policy."""
     g = jp.examples.gridworld(n, n, horizon=SET_HORIZON, discount=1.0, dtype=dtype)
-    private = jp.dirichlet_mechanism(jax.random.key(n), g, K_PRIVACY, sampler="fast")
+    private = jp.privatize(jax.random.key(n), g, jp.Dirichlet(K_PRIVACY, sampler="fast"))
     policy = jp.solve(private).policy
     return common.block((private, policy))
 
@@ -359,11 +361,12 @@ def row_box_fn(static):
 @pytest.mark.parametrize("bound", BOUNDS)
 @pytest.mark.parametrize("n", SET_SIZES)
 def test_bound_set_sparse(benchmark, dtype, quick, n, bound, aware):
-    """``bounds_core(bound=..., support_aware=aware)`` / ``evaluate_core`` on a small gridworld.
+    """``bounds_core`` of the set named ``bound`` (support-aware or not) / ``evaluate_core`` on a
+    small gridworld.
 
     Interleaved with ``evaluate_core``, the paper's core with the same ``support_aware`` and
     ``_sets.row_box`` alone; ``prepare_set`` (host) first call and cached. Target <= 5 (the
-    issue's case is ``support_aware=True``; the whole simplex is informational).
+    target's case is ``support_aware=True``; the whole simplex is informational).
     """
     if quick and n not in QUICK_SET_SIZES:
         pytest.skip("--bench-quick")

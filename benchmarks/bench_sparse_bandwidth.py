@@ -1,11 +1,11 @@
-"""Issue 15's sparse row: support-aware bounds ÷ ``evaluate`` and the copy-bandwidth fraction.
+"""The sparse bounds target: support-aware bounds ÷ ``evaluate`` and the copy-bandwidth fraction.
 
 The measurement of ``bench_sparse.py``'s ``test_bounds_vs_evaluate[...-bounds_paper]`` (its
 model, release, policy, set arguments, byte model and copy) as a plain script that also
 records CPU time (``time.process_time``, the whole process: both XLA threads) next to the
 wall time of every call, and the load average before and after each size, for a shared
 2-core machine. Per size ``n`` (``examples.gridworld(n, n, horizon=20, discount=0.95)``,
-``S = n²``, ``A = 4``, ``K = 3``; released by ``dirichlet_mechanism(k=10, sampler="fast")``,
+``S = n²``, ``A = 4``, ``K = 3``; released by ``Dirichlet(10, sampler="fast")``,
 its optimal deterministic policy from ``solve``, ``β = 0.1``), timed round-robin in one
 process (each call compiled and run once first, every call ended by
 ``jax.block_until_ready``):
@@ -13,8 +13,8 @@ process (each call compiled and run once first, every call ended by
 * ``evaluate_core``, ``bounds_core`` with the paper's set and with ``support_aware=True``
   (arguments as ``cost_of_privacy`` builds them, ``common.set_args``);
 * the public calls a user jits: ``jax.jit(evaluate)`` and
-  ``jax.jit(lambda m, p: cost_of_privacy(m, p, k=10.0, support_aware=...))`` (model and
-  policy traced), for both sets (``--no-public`` leaves them out);
+  ``jax.jit(lambda m, p: cost_of_privacy(m, p, Dirichlet(10.0), PaperSet(...)))`` (model
+  and policy traced), for both sets (``--no-public`` leaves them out);
 * with ``--profile``, the top XLA ops of the support-aware ``bounds_core`` from a
   ``jax.profiler`` trace (``common.xla_op_profile``), after the timing.
 
@@ -53,7 +53,9 @@ def public_calls(private, policy, aware_only=False):
     calls = {"jit(evaluate)": lambda: ev(private, policy)}
     for aware in (True,) if aware_only else (False, True):
         fn = jax.jit(
-            lambda m, p, a=aware: jp.cost_of_privacy(m, p, k=bs.K_PRIVACY, support_aware=a)
+            lambda m, p, a=aware: jp.cost_of_privacy(
+                m, p, jp.Dirichlet(bs.K_PRIVACY), jp.PaperSet(bs.BETA, support_aware=a)
+            )
         )
         name = "jit(cost_of_privacy, support_aware)" if aware else "jit(cost_of_privacy)"
         calls[name] = lambda fn=fn: fn(private, policy)

@@ -89,10 +89,12 @@ def run_child(n, horizon):
         res = jp.sweep(
             jax.random.key(1),
             mdp,
-            ks=KS,
+            jp.Dirichlet.grid(KS, sampler="fast"),
             num_trials=args.trials,
-            progress=lambda done, _total, t0=t0, chunks=chunks: chunks.append(
-                (done, time.perf_counter() - t0)
+            chunking=jp.Chunking(
+                progress=lambda done, _total, t0=t0, chunks=chunks: chunks.append(
+                    (done, time.perf_counter() - t0)
+                )
             ),
         )
         jax.block_until_ready(res)

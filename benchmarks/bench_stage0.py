@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Peak memory of a finite-horizon ``synthesize`` in full and with ``stage=0`` (issue 18.15).
+"""Peak memory of a finite-horizon ``synthesize`` in full and with ``stage=0``.
 
     /usr/bin/time -v python benchmarks/bench_stage0.py --side 300 --horizon 200 --mode stage0
     /usr/bin/time -v python benchmarks/bench_stage0.py --side 300 --horizon 200 --mode full
@@ -37,7 +37,8 @@ def main() -> None:
     model = gridworld(a.side, a.side, horizon=a.horizon)
     wall, cpu = time.perf_counter(), time.process_time()
     stage = 0 if a.mode == "stage0" else None
-    out = jp.synthesize(jax.random.key(0), model, k=10.0, stage=stage, progress=a.progress or None)
+    mech = jp.Dirichlet(10.0)
+    out = jp.synthesize(jax.random.key(0), model, mech, stage=stage, progress=a.progress or None)
     out = jax.block_until_ready(out)
     print(
         f"{a.mode}: S = {model.num_states:,}, T = {a.horizon}: "

@@ -240,10 +240,21 @@ def ratios(stats: dict[str, Any], base: str) -> dict[str, float]:
 # ----------------------------------------------------------------------------- set tables
 
 
+SET_CLASSES = ("paper", "exact", "certified")
+
+
+def uncertainty_set(name: str, beta: Any = 0.1, support_aware: bool = False) -> Any:
+    """The set object a benchmark names by string (its parameter ids and JSON fields are
+    strings): ``jp.PaperSet``, ``jp.ExactSet`` or ``jp.CertifiedSet``."""
+    import jaxprivmdp as jp
+
+    cls = {"paper": jp.PaperSet, "exact": jp.ExactSet, "certified": jp.CertifiedSet}[name]
+    return cls(beta, support_aware=support_aware)
+
+
 def set_static_name() -> str:
-    """The name of the static set argument of the jitted cores: ``bound`` (at d2eb1c1) or
-    ``kind`` (``_sets.set_kind``, once the additive mechanisms land), read off the signature
-    of ``_bounds.bounds_core``, so the benchmarks run against either."""
+    """The name of the static set argument of the jitted cores (``kind``, or ``bound`` in
+    revisions before the additive mechanisms), read off ``_bounds.bounds_core``'s signature."""
     import inspect
 
     from jaxprivmdp.planning import _bounds
@@ -254,24 +265,23 @@ def set_static_name() -> str:
 def prepare_set(
     mdp: Any, k: Any, beta: Any, bound: str, support_aware: bool = False, *, grid: bool = False
 ) -> Any:
-    """``_bounds.set_up`` from the 0.2 keyword form the benchmarks use (``k`` a scalar, or a
-    1-D grid with ``grid=True``): the Dirichlet mechanism at ``k`` and the set ``bound``,
-    ``k`` checked as the public boundaries check it."""
+    """``_bounds.set_up`` for ``Dirichlet(k)`` (``k`` a scalar, or a 1-D grid with
+    ``grid=True``) and the set named ``bound``, ``k`` checked as the public boundaries check
+    it."""
     from jaxprivmdp._checks import check_positive
     from jaxprivmdp.mechanisms import Dirichlet
     from jaxprivmdp.planning import _bounds
-    from jaxprivmdp.sets._sets import as_set
 
     if not grid:
         check_positive("k", k, dtype=mdp.rewards.dtype)
-    return _bounds.set_up(mdp, Dirichlet(k), as_set(bound, beta, support_aware))
+    return _bounds.set_up(mdp, Dirichlet(k), uncertainty_set(bound, beta, support_aware))
 
 
 def set_args(
     mdp: Any, k: Any, beta: Any, bound: str, support_aware: bool = False, *, grid: bool = False
 ) -> tuple[Any, dict[str, Any]]:
-    """``(params, static kwargs)`` exactly as ``cost_of_privacy(..., bound=bound)`` (or, with
-    ``grid``, ``sweep``) passes them to ``_bounds.bounds_core``, from :func:`prepare_set`.
+    """``(params, static kwargs)`` exactly as ``cost_of_privacy(m, p, Dirichlet(k), uset)``
+    (or, with ``grid``, ``sweep``) passes them to ``_bounds.bounds_core``, from :func:`prepare_set`.
     The kwargs (``bound``/``kind``, ``width``, ``support_aware``) also fit
     ``_synthesis.synthesize_core``, ``_bounds.robust_solve_core`` and :func:`row_box`."""
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""The users' paths on the current backend, in one command (issue 15, item 3).
+"""The users' paths on the current backend, in one command.
 
     python benchmarks/gpu.py [--quick] [--json OUT.json] [--budget-s N] [--only TEXT ...]
 
@@ -12,13 +12,13 @@ run) and the median of a few later calls, every call ended by ``jax.block_until_
 - ``sweep`` throughput on Example 2 at 20,000 trials per k (runs/s), default chunking and
   ``vector_width=4096, batch_size=65536``;
 - a dense random MDP (S = 1000, A = 4, T = 20): ``evaluate`` and ``cost_of_privacy`` for each
-  bound ("paper", "exact", "certified") as a ratio to ``evaluate``, eagerly and under
-  ``jax.jit`` (a lambda closing over k and the bound), and each support-aware set under
-  ``jax.jit``;
+  set (``PaperSet``, ``ExactSet``, ``CertifiedSet``) as a ratio to ``evaluate``, eagerly and
+  under ``jax.jit`` (a lambda closing over the mechanism and the set), and each
+  support-aware set under ``jax.jit``;
 - gridworlds 100², 300², 1000² (infinite horizon, γ = 0.95): ``solve``, ``synthesize(key,
-  grid, k=10, bound="certified", support_aware=True)`` and a 9 k × 10 trials ``sweep`` with
-  ``support_aware=True``;
-- the float32-vs-float64 bound check (issue 11): Example 2 (T = 10), one privatized P̄
+  grid, Dirichlet(10), CertifiedSet(support_aware=True))`` and a 9 k × 10 trials ``sweep``
+  with ``PaperSet(support_aware=True)``;
+- the float32-vs-float64 bound check: Example 2 (T = 10), one privatized P̄
   (k = 5) and its optimal policy; ``cost_of_privacy`` in float32 (x64 off) and in float64
   (x64 switched on for this row only, the same P̄ cast exactly); the float32 bounds must
   bracket the float64 ones (pessimistic32 ≤ pessimistic64, optimistic32 ≥ optimistic64 at
@@ -59,6 +59,16 @@ REPO = Path(__file__).resolve().parents[1]
 
 PAPER_KS = (1.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 35.0, 40.0)
 BOUNDS = ("paper", "exact", "certified")
+SET_NAMES = {"paper": "PaperSet", "exact": "ExactSet", "certified": "CertifiedSet"}
+
+
+def uncertainty_set(bound: str, aware: bool = False) -> Any:
+    """The set named ``bound`` (rows and JSON name sets by string), β = 0.1."""
+    import jaxprivmdp as jp
+
+    return getattr(jp, SET_NAMES[bound])(0.1, support_aware=aware)
+
+
 WIDE = dict(vector_width=4096, batch_size=65536)
 
 
@@ -340,6 +350,7 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
         return ctx.lazy("ex2", lambda: jp.examples.random_mdp(jax.random.key(0)))
 
     # Display order is fixed here; run order is set at the end (most important first).
+    fig1_grid = jp.Dirichlet.grid(PAPER_KS, sampler="fast")
     # --- Figure 1
     nk = len(PAPER_KS)
     add(
@@ -348,7 +359,7 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
             "Figure 1",
             f"sweep Example 2 (S=20, A=5, T=10), {nk} k × {cfg.fig1_trials} trials",
             lambda: partial(
-                jp.sweep, jax.random.key(1), example2(), ks=PAPER_KS, num_trials=cfg.fig1_trials
+                jp.sweep, jax.random.key(1), example2(), fig1_grid, num_trials=cfg.fig1_trials
             ),
             lambda c: (0.5, c.pick(9.0, 10.0), c.pick(0.05, 0.03)),
             runs=nk * cfg.fig1_trials,
@@ -367,7 +378,7 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
             "sweep throughput",
             f"sweep Example 2, {nk} k × {n_thr:,} trials, default chunking "
             f"({default_chunking(runs)})",
-            lambda: partial(jp.sweep, jax.random.key(2), example2(), ks=PAPER_KS, num_trials=n_thr),
+            lambda: partial(jp.sweep, jax.random.key(2), example2(), fig1_grid, num_trials=n_thr),
             lambda c: (0.5, 3.0 + runs / c.pick(5e3, 2e4), runs / c.pick(5e3, 2e4)),
             runs=runs,
             params=dict(ks=PAPER_KS, num_trials=n_thr),
@@ -380,7 +391,12 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
             f"sweep Example 2, {nk} k × {n_thr:,} trials, vector_width={wide['vector_width']}, "
             f"batch_size={wide['batch_size']}",
             lambda: partial(
-                jp.sweep, jax.random.key(2), example2(), ks=PAPER_KS, num_trials=n_thr, **wide
+                jp.sweep,
+                jax.random.key(2),
+                example2(),
+                fig1_grid,
+                num_trials=n_thr,
+                chunking=jp.Chunking(**wide),
             ),
             lambda c: (
                 0.5,
@@ -399,7 +415,7 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
     def dense():
         def build():
             m = jp.examples.random_mdp(jax.random.key(3), num_states=S, num_actions=A, horizon=T)
-            priv = jp.privatize(jax.random.key(4), m, k)
+            priv = jp.privatize(jax.random.key(4), m, jp.Dirichlet(k))
             policy = jp.solve(priv).policy
             return block((priv, policy))
 
@@ -425,17 +441,19 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
         )
 
     def jitted_cop(bound: str, aware: bool):
-        return jax.jit(lambda m, p: jp.cost_of_privacy(m, p, k=k, bound=bound, support_aware=aware))
+        mech, uset = jp.Dirichlet(k), uncertainty_set(bound, aware)
+        return jax.jit(lambda m, p: jp.cost_of_privacy(m, p, mech, uset))
 
     # Eager and jitted for each set; the support-aware sets (the release records its
-    # support) under jax.jit only: the user's path that issue 15's "every set" row times.
+    # support) under jax.jit only: the user's path that the "every set ≤ 5× evaluate" target times.
     for mode, aware in (("eager", False), ("jit", False), ("jit", True)):
         for bound in BOUNDS:
             if mode == "eager":
 
                 def make(bound=bound):
                     d = dense()
-                    return lambda: jp.cost_of_privacy(d[0], d[1], k=k, bound=bound)
+                    mech, uset = jp.Dirichlet(k), uncertainty_set(bound)
+                    return lambda: jp.cost_of_privacy(d[0], d[1], mech, uset)
 
                 factor = pick(15.0, 5.0)
             else:
@@ -445,12 +463,12 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
                     return lambda: f(d[0], d[1])
 
                 factor = pick(130.0, 20.0)
-            opts = ", support_aware=True" if aware else ""
+            opts = "support_aware=True" if aware else ""
             add(
                 Row(
                     f"dense.cop.{bound}{'.aware' if aware else ''}.{mode}",
                     dense_label,
-                    f'cost_of_privacy(k={k:g}, bound="{bound}"{opts}) '
+                    f"cost_of_privacy(Dirichlet({k:g}), {SET_NAMES[bound]}({opts})) "
                     f"({'eager' if mode == 'eager' else 'jax.jit'})",
                     make,
                     lambda c, factor=factor: (
@@ -507,14 +525,13 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
             Row(
                 f"grid.{n}.synthesize",
                 label,
-                f'synthesize(k={cfg.grid_k:g}, bound="certified", support_aware=True)',
+                f"synthesize(Dirichlet({cfg.grid_k:g}), CertifiedSet(support_aware=True))",
                 lambda n=n: partial(
                     jp.synthesize,
                     jax.random.key(5),
                     grid(n),
-                    k=cfg.grid_k,
-                    bound="certified",
-                    support_aware=True,
+                    jp.Dirichlet(cfg.grid_k),
+                    uncertainty_set("certified", True),
                 ),
                 lambda c, n=n, sz=sz: (
                     grid_setup(c, n),
@@ -532,14 +549,14 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
             Row(
                 f"grid.{n}.sweep",
                 label,
-                f"sweep {nk} k × {cfg.grid_sweep_trials} trials, support_aware=True",
+                f"sweep {nk} k × {cfg.grid_sweep_trials} trials, PaperSet(support_aware=True)",
                 lambda n=n: partial(
                     jp.sweep,
                     jax.random.key(6),
                     grid(n),
-                    ks=PAPER_KS,
+                    fig1_grid,
+                    uncertainty_set("paper", True),
                     num_trials=cfg.grid_sweep_trials,
-                    support_aware=True,
                 ),
                 lambda c, n=n, sz=sz: (
                     grid_setup(c, n),
@@ -564,7 +581,7 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
     def x64_base():
         def build():
             m = jp.examples.random_mdp(jax.random.key(0), horizon=10, dtype="float32")
-            priv = jp.privatize(jax.random.key(7), m, kx)
+            priv = jp.privatize(jax.random.key(7), m, jp.Dirichlet(kx))
             policy = np.asarray(jp.solve(priv).policy)
             return priv, policy
 
@@ -575,7 +592,7 @@ def build_rows(ctx: Context) -> list[Row]:  # noqa: C901 - one place that lists 
             Row(
                 f"x64.{bound}",
                 "float32 vs float64",
-                f'cost_of_privacy(k={kx:g}, bound="{bound}"), Example 2 (T=10): '
+                f"cost_of_privacy(Dirichlet({kx:g}), {SET_NAMES[bound]}()), Example 2 (T=10): "
                 "float32 brackets float64?",
                 lambda bound=bound: lambda: x64_check(x64_base(), kx, bound),
                 lambda c: (0.0 if "x64" in c.cache else 2.0, c.pick(6.0, 8.0), 0.0),
@@ -625,7 +642,7 @@ def default_chunking(total: int) -> str:
 
     mdp = jp.examples.random_mdp(jax.random.key(0))
     grid = jp.Dirichlet(np.asarray(PAPER_KS), sampler="fast")
-    plan = plan_chunks(mdp, total, grid, {})
+    plan = plan_chunks(mdp, total, grid, jp.Chunking())
     return f"vector_width={plan.vector_width}, batch_size={plan.batch_size}"
 
 
@@ -653,7 +670,8 @@ def x64_check(base: tuple[Any, Any], k: float, bound: str) -> dict[str, Any]:
     import jaxprivmdp as jp
 
     priv32, policy = base
-    r32 = jax.device_get(jp.cost_of_privacy(priv32, policy, k=k, bound=bound))
+    mech, uset = jp.Dirichlet(k), uncertainty_set(bound)
+    r32 = jax.device_get(jp.cost_of_privacy(priv32, policy, mech, uset))
     p32 = np.asarray(r32.pessimistic, np.float64)
     o32 = np.asarray(r32.optimistic, np.float64)
     dtype32 = str(np.asarray(r32.pessimistic).dtype)
@@ -677,7 +695,7 @@ def x64_check(base: tuple[Any, Any], k: float, bound: str) -> dict[str, Any]:
             support=host("support"),
             dtype="float64",
         )
-        r64 = jax.device_get(jp.cost_of_privacy(priv64, policy, k=k, bound=bound))
+        r64 = jax.device_get(jp.cost_of_privacy(priv64, policy, mech, uset))
         p64 = np.asarray(r64.pessimistic, np.float64)
         o64 = np.asarray(r64.optimistic, np.float64)
         dtype64 = str(np.asarray(r64.pessimistic).dtype)

@@ -1,13 +1,13 @@
 #!/usr/bin/env python
-"""Where one stage of a sparse finite-horizon recursion goes: per-XLA-op time (issue 15, the
-50×50 dense-vs-sparse row).
+"""Where one stage of a sparse finite-horizon recursion goes: per-XLA-op time (the
+50×50 dense-vs-sparse comparison of ``sparse_quick.py``).
 
     python benchmarks/profile_sparse_stage.py [--side 50] [--horizon 100] [--k 50]
         [--bound paper] [--support-aware] [--top 30]
 
 On ``examples.gridworld(side, side, horizon=T, discount=1)`` (``A = 4``, 3 successors a row)
 and its optimal policy (``solve``): the median wall time of ``bounds_core`` (arguments as
-``cost_of_privacy(..., k=k, bound=bound)`` builds them, ``common.set_args``) and of
+``cost_of_privacy(m, policy, Dirichlet(k), uset)`` builds them, ``common.set_args``) and of
 ``solve_core``, then each one's top XLA ops from a ``jax.profiler`` trace
 (``common.xla_op_profile``) in µs per stage (time per call ÷ ``T``), with the JAX operation
 each came from. The profiler adds a fixed cost per op: read the shares, not the sum.

@@ -2,7 +2,7 @@
 
 Run: ``/usr/bin/time -v python benchmarks/sparse_large.py N AWARE`` (AWARE 1 for the
 support-aware set, 0 for the paper's); prints first-call and steady-state times and the
-peak RSS. A first measurement for the sparse-model issue, not yet a pytest-benchmark module.
+peak RSS (a plain script: one call, peak memory, not repeated rounds).
 """
 
 import resource
@@ -18,7 +18,8 @@ def main(n: int, aware: bool) -> None:
     g = jp.examples.gridworld(n, n, discount=0.95)
 
     def once():
-        out = jp.synthesize(jax.random.key(0), g, k=50.0, sampler="fast", support_aware=aware)
+        uset = jp.PaperSet(0.1, support_aware=aware)
+        out = jp.synthesize(jax.random.key(0), g, jp.Dirichlet(50.0, sampler="fast"), uset)
         return jax.block_until_ready(out)
 
     t = time.perf_counter()

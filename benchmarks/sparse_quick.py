@@ -1,8 +1,8 @@
 """Sparse vs dense on the same 50×50 gridworld (S = 2500, A = 4, T = 100): one `synthesize`
 with both bounds after compilation, and the bounds of both kinds on the same privatized rows.
 
-Run: ``python benchmarks/sparse_quick.py`` (a first measurement for the sparse-model issue;
-not yet a pytest-benchmark module).
+Run: ``python benchmarks/sparse_quick.py`` (a plain script: one comparison, not repeated
+rounds).
 """
 
 import dataclasses
@@ -16,7 +16,7 @@ import jaxprivmdp as jp
 
 def run(m):
     kw = {} if isinstance(m, jp.SparseMDP) else {"support": "nonzero"}
-    out = jp.synthesize(jax.random.key(0), m, k=50.0, sampler="fast", **kw)
+    out = jp.synthesize(jax.random.key(0), m, jp.Dirichlet(50.0, sampler="fast"), **kw)
     return jax.block_until_ready(out)
 
 
@@ -36,8 +36,9 @@ def main() -> None:
     print({k: round(v, 4) for k, v in best.items()}, f"dense/sparse {ratio:.1f}")
     out = run(sparse)
     p_sparse = dataclasses.replace(sparse, probs=out.private_transitions)
-    bs = jp.cost_of_privacy(p_sparse, out.policy, k=50.0)
-    bd = jp.cost_of_privacy(jp.to_dense(p_sparse), out.policy, k=50.0)
+    mech = jp.Dirichlet(50.0)
+    bs = jp.cost_of_privacy(p_sparse, out.policy, mech)
+    bd = jp.cost_of_privacy(jp.to_dense(p_sparse), out.policy, mech)
     for f in ("pessimistic", "optimistic"):
         diff = np.abs(np.asarray(getattr(bs, f)) - np.asarray(getattr(bd, f))).max()
         print(f"max |dense - sparse| {f}: {float(diff):.3g}")

@@ -128,7 +128,7 @@ def bounds(data: dict) -> None:
 
 
 def bound_sets(data: dict) -> None:
-    """``test_bound_set`` / ``test_bound_set_sparse``: bounds_core(bound=...) / evaluate_core."""
+    """``test_bound_set`` / ``test_bound_set_sparse``: bounds_core of each set / evaluate_core."""
     rows = []
     for b in data["benchmarks"]:
         e = b["extra_info"]
@@ -159,7 +159,7 @@ def bound_sets(data: dict) -> None:
     if not rows:
         return
     common.print_table(
-        "bounds_core(bound=...) / evaluate_core (interleaved medians; ratios to evaluate_core)",
+        "bounds_core of each set / evaluate_core (interleaved medians; ratios to evaluate_core)",
         [
             "model",
             "S",

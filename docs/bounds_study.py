@@ -25,15 +25,17 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 TRIALS = 500
 BETA = 0.1
-BOUNDS = ("paper", "exact", "certified")
+BOUNDS = {"paper": jp.PaperSet, "exact": jp.ExactSet, "certified": jp.CertifiedSet}
 KS_DENSE = [1, 5, 10, 20, 40, 100, 1000]
-MODELS = [  # name, model, sweep options
-    ("Example 1", jp.examples.investment(), dict(ks=KS_DENSE, support="nonzero")),
-    ("Example 2", jp.examples.random_mdp(jax.random.key(0)), dict(ks=KS_DENSE)),
+MODELS = [  # name, model, grid of k, support-aware sets, sweep options
+    ("Example 1", jp.examples.investment(), KS_DENSE, False, dict(support="nonzero")),
+    ("Example 2", jp.examples.random_mdp(jax.random.key(0)), KS_DENSE, False, {}),
     (
         "Gridworld 20x20",
         jp.examples.gridworld(20, 20, horizon=60, discount=1.0),
-        dict(ks=[50, 200, 1000, 5000], support_aware=True),
+        [50, 200, 1000, 5000],
+        True,
+        {},
     ),
 ]
 
@@ -67,12 +69,14 @@ def summarize(r: jp.SweepResult) -> dict:
 def main() -> None:
     t_start = time.perf_counter()
     results: dict = {}
-    for m, (name, mdp, opts) in enumerate(MODELS):
+    for m, (name, mdp, ks, aware, opts) in enumerate(MODELS):
+        grid = jp.Dirichlet.grid(ks, sampler="fast")
         key = jax.random.fold_in(jax.random.key(0), m)
         results[name] = {}
         for bound in BOUNDS:
             t0 = time.perf_counter()
-            r = jp.sweep(key, mdp, num_trials=TRIALS, beta=BETA, bound=bound, robust=True, **opts)
+            uset = BOUNDS[bound](BETA, support_aware=aware)
+            r = jp.sweep(key, mdp, grid, uset, num_trials=TRIALS, robust=True, **opts)
             jax.block_until_ready(r)
             results[name][bound] = summarize(r) | {"seconds": time.perf_counter() - t0}
             print(f"  {name} / {bound}: {results[name][bound]['seconds']:.1f} s", flush=True)

@@ -44,7 +44,7 @@ for i, (ax, (name, (mdp, support))) in enumerate(zip(axes, MODELS.items(), stric
         delta=DELTA,
         num_trials=TRIALS,
         support=support,
-        support_aware=isinstance(mdp, jp.SparseMDP),
+        bound=jp.PaperSet(0.1, support_aware=isinstance(mdp, jp.SparseMDP)),
     )
     _report.frontier_panel(ax, res, name)
     record["models"][name] = {

@@ -32,7 +32,13 @@ def main() -> None:
     fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True, constrained_layout=True)
     for ax, aware in zip(axes, (False, True), strict=True):
         t0 = time.perf_counter()
-        r = jp.sweep(jax.random.key(0), g, ks=KS, num_trials=TRIALS, support_aware=aware)
+        r = jp.sweep(
+            jax.random.key(0),
+            g,
+            jp.Dirichlet.grid(KS, sampler="fast"),
+            jp.PaperSet(0.1, support_aware=aware),
+            num_trials=TRIALS,
+        )
         jax.block_until_ready(r)
         took = time.perf_counter() - t0
         name = "support-aware" if aware else "paper"

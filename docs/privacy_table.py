@@ -13,7 +13,7 @@ KS = (1, 5, 10, 15, 20, 25, 30, 35, 40)
 B, DELTA = 0.1, 1e-3
 
 m1, m2 = jp.examples.investment(), jp.examples.random_mdp(jax.random.key(0))
-P1, M1, P2 = np.asarray(m1.transitions), np.asarray(m1.action_mask), np.asarray(m2.transitions)
+P2 = np.asarray(m2.transitions)
 print(f"b = {B}, target delta = {DELTA}, adjacency: one row differs")
 print(
     f"| k | Example 1 (n = 2, η = 0.1) | Example 2 as is (η = {P2.min():.1e}) "
@@ -22,8 +22,10 @@ print(
 print("|---|---|---|---|")
 for k in KS:
     g1 = privacy.mdp_guarantee(
-        k, P1, b=B, eta=0.1, target_delta=DELTA, action_mask=M1, support="nonzero"
+        k, m1, privacy.Adjacency(B, 0.1), target_delta=DELTA, support="nonzero"
     )
-    g2 = privacy.mdp_guarantee(k, P2, b=B, eta=float(P2.min()), target_delta=DELTA)
-    g3 = privacy.mdp_guarantee(k, P2, b=B, eta=0.01, target_delta=DELTA, smoothing=0.01)
+    g2 = privacy.mdp_guarantee(k, m2, privacy.Adjacency(B, float(P2.min())), target_delta=DELTA)
+    g3 = privacy.mdp_guarantee(
+        k, m2, privacy.Adjacency(B, 0.01), target_delta=DELTA, smoothing=0.01
+    )
     print(f"| {k} | ε = {g1.epsilon:.2f} | ε = {g2.epsilon:.0f} | ε = {g3.epsilon:.1f} |")

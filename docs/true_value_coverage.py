@@ -14,7 +14,13 @@ for name, mdp, support in [
     ("Example 1", jp.examples.investment(), "nonzero"),
     ("Example 2", jp.examples.random_mdp(jax.random.key(0)), None),
 ]:
-    r = jp.sweep(jax.random.key(0), mdp, ks=KS, num_trials=TRIALS, support=support)
+    r = jp.sweep(
+        jax.random.key(0),
+        mdp,
+        jp.Dirichlet.grid(KS, sampler="fast"),
+        num_trials=TRIALS,
+        support=support,
+    )
     tv, lo, hi = map(np.asarray, (r.true_value, r.pessimistic, r.optimistic))
     outside = ((tv < lo) | (tv > hi)).sum(axis=1)
     per_k = dict(zip(KS, outside.tolist(), strict=True))

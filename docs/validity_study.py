@@ -72,11 +72,8 @@ def run_cell(model, true_model, mech, k, aware, keys, support):
         out = jp.synthesize(
             key,
             model,
-            k=k,
-            beta=BETA,
-            bound="certified",
-            mechanism=mech,
-            support_aware=aware,
+            {"dirichlet": jp.Dirichlet, "gaussian": jp.Gaussian, "laplace": jp.Laplace}[mech](k),
+            jp.CertifiedSet(BETA, support_aware=aware),
             support=support,
         )
         return out.policy, out.pessimistic, out.optimistic, out.cost

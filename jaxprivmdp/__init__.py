@@ -1,9 +1,12 @@
 """jaxprivmdp: privacy-preserving policy synthesis in MDPs, on JAX.
 
-The data flows one way: model (:func:`make_mdp`) → mechanism (:func:`dirichlet_mechanism`)
-→ planning (:func:`solve`, :func:`evaluate`) → bounds (:func:`robust_expectation`,
-:func:`cost_of_privacy`, :func:`robust_solve`; ``bound=`` picks the set) → experiments
-(:func:`synthesize`, :func:`sweep`) → CLI.
+The data flows one way: model (:func:`make_mdp`) → mechanism (:class:`Dirichlet`,
+:class:`Gaussian`, :class:`Laplace`; :func:`privatize`) → planning (:func:`solve`,
+:func:`evaluate`) → bounds (:func:`robust_expectation`, :func:`cost_of_privacy`,
+:func:`robust_solve`; a set object, :class:`PaperSet`, :class:`ExactSet` or
+:class:`CertifiedSet`, says which) → experiments (:func:`synthesize`, :func:`sweep`) → CLI.
+Mechanisms, sets and options (:class:`SolverOptions`, :class:`Chunking`,
+``privacy.Adjacency``) are small immutable objects; the 0.2 keyword form is refused.
 
 Reference: P. Gohari, M. Hale, U. Topcu, "Privacy-Preserving Policy Synthesis in Markov
 Decision Processes", IEEE CDC 2020.
@@ -23,9 +26,9 @@ from typing import TYPE_CHECKING
 from ._version import __version__ as __version__
 
 # Hand-written, not the `lazy_loader` package: one more runtime dependency for twenty lines.
-# The API is every name the six subpackages export (their ``__all__``) and ``privacy``; the
+# The API is every name the seven subpackages export (their ``__all__``) and ``privacy``; the
 # first name asked for loads them all, as an eager ``__init__`` would.
-_ROOMS = ("experiments", "io", "mechanisms", "models", "planning", "sets")
+_ROOMS = ("experiments", "io", "mechanisms", "models", "planning", "properties", "sets")
 
 
 @functools.cache
@@ -54,6 +57,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from . import privacy as privacy
+    from .experiments import Chunking as Chunking
     from .experiments import FrontierResult as FrontierResult
     from .experiments import RobustPolicy as RobustPolicy
     from .experiments import RobustSummary as RobustSummary
@@ -86,18 +90,18 @@ if TYPE_CHECKING:
     from .models import to_padded as to_padded
     from .models import to_ragged as to_ragged
     from .models import to_sparse as to_sparse
-    from .planning import CheckResult as CheckResult
     from .planning import PrivacyBounds as PrivacyBounds
-    from .planning import PropertyModel as PropertyModel
     from .planning import Solution as Solution
-    from .planning import check as check
+    from .planning import SolverOptions as SolverOptions
     from .planning import cost_of_privacy as cost_of_privacy
     from .planning import evaluate as evaluate
-    from .planning import property_model as property_model
     from .planning import robust_expectation as robust_expectation
     from .planning import robust_solve as robust_solve
     from .planning import solve as solve
-    from .sets import BOUNDS as BOUNDS
+    from .properties import CheckResult as CheckResult
+    from .properties import PropertyModel as PropertyModel
+    from .properties import check as check
+    from .properties import property_model as property_model
     from .sets import CertifiedSet as CertifiedSet
     from .sets import ExactSet as ExactSet
     from .sets import PaperSet as PaperSet

@@ -3,4 +3,4 @@
 ``.devN`` while CHANGELOG.md's top section is unreleased; the bare version once released.
 """
 
-__version__ = "0.3.0.dev0"
+__version__ = "1.0.0.dev0"

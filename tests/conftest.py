@@ -18,20 +18,52 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 
 FAST_COMPILE = "--xla_backend_optimization_level=0"
 
+# The tiers besides the unit tier (registered in pyproject.toml). A test marked with none of
+# them is marked ``unit``; the README's ``python -m pytest`` runs ``-m unit`` (addopts).
+TIERS = ("slow", "integration", "statistical", "cli", "prism", "notebook", "multiprocess")
+
+# The longest files of CI's tier pass (Monte Carlo grids over releases, ragged layouts
+# against their padded twins: minutes each) and of the unit tier (the docs pages' examples),
+# handed to the xdist workers first: started last, one would run alone on one core at the end.
+LONGEST_FILES = ("test_validity.py", "test_ragged.py", "test_docs.py")
+
 
 def pytest_configure(config):
-    """The default run (``-m 'not slow'``) compiles with XLA's backend optimization level 0
-    (``XLA_FLAGS``): about 30 % less CPU time on 2 cores, most of it compilation.
-    ``python -m pytest -m slow``, and any run with ``JAXPRIVMDP_TEST_FULL_OPT=1`` (CI's
-    float64 pass), keep XLA's default build. Set before any test module creates an array,
-    so the backend starts with it; subprocesses inherit it; an optimization level already in
-    ``XLA_FLAGS`` is kept.
+    """Test paths named without ``-m`` (``pytest tests/test_cli.py``) run their tests of every
+    tier but slow, so that a file's tests run whatever its tier; ``python -m pytest`` alone
+    runs the unit tier.
+
+    Tests compile with XLA's backend optimization level 0 (``XLA_FLAGS``): compilation
+    dominates every tier, the slow one included (about 30 % less CPU time on the unit tier,
+    23 % on the slow tests). ``JAXPRIVMDP_TEST_FULL_OPT=1`` keeps XLA's default build (CI's
+    float64 pass). Set before any test module creates an array, so the backend starts with
+    it; subprocesses inherit it; an optimization level already in ``XLA_FLAGS`` is kept.
     """
+    named_paths = config.args_source == pytest.Config.ArgsSource.ARGS
+    given_m = any(a == "-m" or a.startswith("-m") for a in config.invocation_params.args)
+    if named_paths and not given_m:
+        config.option.markexpr = "not slow"
     flags = os.environ.get("XLA_FLAGS", "")
-    if os.environ.get("JAXPRIVMDP_TEST_FULL_OPT") or config.option.markexpr != "not slow":
+    if os.environ.get("JAXPRIVMDP_TEST_FULL_OPT"):
         return
     if "xla_backend_optimization_level" not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} {FAST_COMPILE}".strip()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark ``unit`` every test that no tier claims (before ``-m`` deselects); put the
+    :data:`LONGEST_FILES` first (xdist's ``--dist loadfile`` hands out files in this order;
+    a file's own order is kept)."""
+    for item in items:
+        if not any(item.get_closest_marker(tier) for tier in TIERS):
+            item.add_marker(pytest.mark.unit)
+
+    def rank(item):
+        name = item.path.name
+        return LONGEST_FILES.index(name) if name in LONGEST_FILES else len(LONGEST_FILES)
+
+    items.sort(key=rank)
 
 
 S, A, T = 5, 3, 4

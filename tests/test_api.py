@@ -15,6 +15,8 @@ from jaxprivmdp.planning import _bellman as _planning
 from jaxprivmdp.planning import _bounds
 from jaxprivmdp.privacy import _special
 
+pytestmark = pytest.mark.integration
+
 KS = jnp.asarray([1.0, 5.0, 40.0])
 KEY = jax.random.key(0)
 
@@ -42,7 +44,9 @@ def test_synthesize_under_jit_and_vmap_over_keys_k_beta_and_model(mdp, imdp):
     P = jnp.stack([mdp.transitions, jnp.roll(mdp.transitions, 1, axis=-1), mdp.transitions])
 
     def run(key, k, b, p):
-        return jp.synthesize(key, dataclasses.replace(mdp, transitions=p), k=k, beta=b)
+        return jp.synthesize(
+            key, dataclasses.replace(mdp, transitions=p), jp.Dirichlet(k), jp.PaperSet(b)
+        )
 
     batched = jax.jit(jax.vmap(run))(keys, KS, betas, P)
     for i in range(3):
@@ -51,15 +55,19 @@ def test_synthesize_under_jit_and_vmap_over_keys_k_beta_and_model(mdp, imdp):
         np.testing.assert_array_equal(batched.policy[i], one.policy)
         _close(batched.pessimistic[i], one.pessimistic, atol=1e-5)
         _close(batched.optimistic[i], one.optimistic, atol=1e-5)
-    eager = jp.synthesize(KEY, imdp, k=5.0)
-    _close(jax.jit(lambda m: jp.synthesize(KEY, m, k=5.0).cost)(imdp), eager.cost, atol=1e-5)
+    eager = jp.synthesize(KEY, imdp, jp.Dirichlet(5.0))
+    _close(
+        jax.jit(lambda m: jp.synthesize(KEY, m, jp.Dirichlet(5.0)).cost)(imdp),
+        eager.cost,
+        atol=1e-5,
+    )
 
 
 def test_mechanism_under_jit_and_vmap(mdp):
-    # The example: jit over the rows (it used to fail converting a tracer).
-    eager = jp.dirichlet_mechanism(KEY, mdp.transitions, 5.0)
+    # jit over the rows: no tracer may be converted to a host array.
+    eager = jp.dirichlet_mechanism(KEY, mdp.transitions, jp.Dirichlet(5.0))
     np.testing.assert_array_equal(
-        jax.jit(lambda p: jp.dirichlet_mechanism(KEY, p, 5.0))(mdp.transitions), eager
+        jax.jit(lambda p: jp.dirichlet_mechanism(KEY, p, jp.Dirichlet(5.0)))(mdp.transitions), eager
     )
     P = np.asarray(mdp.transitions).copy()
     P[0, 0] = [1.0] + [0.0] * (P.shape[-1] - 1)  # a structural zero pattern
@@ -67,10 +75,10 @@ def test_mechanism_under_jit_and_vmap(mdp):
     for opts in (dict(support="nonzero"), dict(smoothing=0.01)):
         # Traced rows: the support and the smoothing are computed on the device.
         got = jax.jit(
-            jax.vmap(lambda key, k, p: jp.dirichlet_mechanism(key, p, k, **opts))  # noqa: B023
+            jax.vmap(lambda key, k, p: jp.dirichlet_mechanism(key, p, jp.Dirichlet(k), **opts))  # noqa: B023
         )(keys, KS, jnp.stack([P] * 3))
         for i in range(3):
-            want = jp.dirichlet_mechanism(keys[i], P, float(KS[i]), **opts)
+            want = jp.dirichlet_mechanism(keys[i], P, jp.Dirichlet(float(KS[i])), **opts)
             _close(got[i], want, atol=1e-6)
 
 
@@ -88,9 +96,15 @@ def test_solve_and_evaluate_under_jit_and_vmap(mdp, imdp):
 def test_cost_of_privacy_under_jit_and_vmap(mdp, imdp):
     for m in (mdp, imdp):
         policy = jp.solve(m).policy
-        eager = [jp.cost_of_privacy(m, policy, k=float(k), beta=0.2) for k in KS]
-        batched = jax.vmap(lambda k: jp.cost_of_privacy(m, policy, k=k, beta=0.2))(KS)  # noqa: B023
-        jitted = jax.jit(lambda k, b: jp.cost_of_privacy(m, policy, k=k, beta=b))(KS[1], 0.2)  # noqa: B023
+        eager = [
+            jp.cost_of_privacy(m, policy, jp.Dirichlet(float(k)), jp.PaperSet(0.2)) for k in KS
+        ]
+        batched = jax.vmap(
+            lambda k: jp.cost_of_privacy(m, policy, jp.Dirichlet(k), jp.PaperSet(0.2))  # noqa: B023
+        )(KS)
+        jitted = jax.jit(
+            lambda k, b: jp.cost_of_privacy(m, policy, jp.Dirichlet(k), jp.PaperSet(b))  # noqa: B023
+        )(KS[1], 0.2)
         for i, one in enumerate(eager):
             _close(batched.pessimistic[i], one.pessimistic, atol=1e-4)
             _close(batched.optimistic[i], one.optimistic, atol=1e-4)
@@ -98,22 +112,32 @@ def test_cost_of_privacy_under_jit_and_vmap(mdp, imdp):
         # Over the model's arrays: a batch of reward tables.
         rewards = jnp.stack([m.rewards, 2 * m.rewards])
         by_model = jax.vmap(
-            lambda r: jp.cost_of_privacy(dataclasses.replace(m, rewards=r), policy, k=5.0)  # noqa: B023
+            lambda r: jp.cost_of_privacy(  # noqa: B023
+                dataclasses.replace(m, rewards=r),  # noqa: B023
+                policy,  # noqa: B023
+                jp.Dirichlet(5.0),
+            )
         )(rewards)
-        one = jp.cost_of_privacy(dataclasses.replace(m, rewards=rewards[1]), policy, k=5.0)
+        one = jp.cost_of_privacy(
+            dataclasses.replace(m, rewards=rewards[1]), policy, jp.Dirichlet(5.0)
+        )
         _close(by_model.optimistic[1], one.optimistic, atol=1e-4)
 
 
 def test_max_iterations_does_not_recompile(imdp):
     policy = jp.solve(imdp).policy
-    jp.solve(imdp, max_iterations=100)
-    jp.cost_of_privacy(imdp, policy, k=5.0, max_iterations=100)
+    jp.solve(imdp, options=jp.SolverOptions(max_iterations=100))
+    jp.cost_of_privacy(
+        imdp, policy, jp.Dirichlet(5.0), options=jp.SolverOptions(max_iterations=100)
+    )
     sizes = _planning.solve_core._cache_size(), _bounds.bounds_core._cache_size()
     for n in (3, 1000):
-        jp.solve(imdp, max_iterations=n)
-        jp.cost_of_privacy(imdp, policy, k=5.0, max_iterations=n)
+        jp.solve(imdp, options=jp.SolverOptions(max_iterations=n))
+        jp.cost_of_privacy(
+            imdp, policy, jp.Dirichlet(5.0), options=jp.SolverOptions(max_iterations=n)
+        )
     assert (_planning.solve_core._cache_size(), _bounds.bounds_core._cache_size()) == sizes
-    assert int(jp.solve(imdp, max_iterations=3).iterations) == 3
+    assert int(jp.solve(imdp, options=jp.SolverOptions(max_iterations=3)).iterations) == 3
 
 
 def test_cores_do_not_call_public_boundaries(mdp):
@@ -121,7 +145,7 @@ def test_cores_do_not_call_public_boundaries(mdp):
 
     @chex.assert_max_traces(n=1)
     def run(k, b):
-        return jp.synthesize(KEY, mdp, k=k, beta=b).cost
+        return jp.synthesize(KEY, mdp, jp.Dirichlet(k), jp.PaperSet(b)).cost
 
     jitted = jax.jit(run)
     for k, b in ((1.0, 0.1), (5.0, 0.2), (40.0, 0.3)):
@@ -140,7 +164,9 @@ def test_grad_of_a_bound_matches_finite_differences(horizon):
 
         def bound(rewards, k):
             m2 = dataclasses.replace(m, rewards=rewards)
-            b = jp.cost_of_privacy(m2, policy, k=k, beta=0.1, tol=1e-12)
+            b = jp.cost_of_privacy(
+                m2, policy, jp.Dirichlet(k), jp.PaperSet(0.1), options=jp.SolverOptions(tol=1e-12)
+            )
             return b.pessimistic[s0] + 0.5 * b.optimistic[s0]
 
         k0 = 5.0
@@ -174,10 +200,10 @@ def test_float32_model_in_float64_mode():
     with jax.enable_x64(True):
         m = jp.make_mdp(np.asarray(P32), R, horizon=4, dtype=np.float64)
         assert np.abs(np.asarray(m.transitions).sum(-1) - 1).max() > 1e-9
-        jp.synthesize(KEY, m, k=5.0)
-        jp.sweep(KEY, m, ks=[1.0, 5.0], num_trials=2)
-        jp.dirichlet_mechanism(KEY, m.transitions, 5.0)
-        jp.privacy.mdp_guarantee(5.0, m.transitions, b=0.1, target_delta=1e-3)
+        jp.synthesize(KEY, m, jp.Dirichlet(5.0))
+        jp.sweep(KEY, m, jp.Dirichlet.grid([1.0, 5.0], sampler="fast"), num_trials=2)
+        jp.dirichlet_mechanism(KEY, m.transitions, jp.Dirichlet(5.0))
+        jp.privacy.mdp_guarantee(5.0, m, jp.privacy.Adjacency(0.1), target_delta=1e-3)
 
 
 def test_readme_snippet_eta_in_float64():
@@ -186,24 +212,12 @@ def test_readme_snippet_eta_in_float64():
         mdp = jp.examples.investment(dtype=np.float64)
         assert float(np.asarray(mdp.transitions)[0, 0, 2]) < 0.1
         g = jp.privacy.mdp_guarantee(
-            10.0,
-            mdp.transitions,
-            b=0.1,
-            eta=0.1,
-            target_delta=1e-3,
-            action_mask=mdp.action_mask,
-            support="nonzero",
+            10.0, mdp, jp.privacy.Adjacency(0.1, 0.1), target_delta=1e-3, support="nonzero"
         )
         assert g.epsilon > 0
         with pytest.raises(ValueError, match="below eta"):
             jp.privacy.mdp_guarantee(
-                10.0,
-                mdp.transitions,
-                b=0.1,
-                eta=0.1001,
-                target_delta=1e-3,
-                action_mask=mdp.action_mask,
-                support="nonzero",
+                10.0, mdp, jp.privacy.Adjacency(0.1, 0.1001), target_delta=1e-3, support="nonzero"
             )
 
 
@@ -221,15 +235,15 @@ def test_k_overflowing_the_dtype_is_refused(mdp):
     if mdp.rewards.dtype != jnp.float32:
         pytest.skip("float32 only")
     for call in (
-        lambda: jp.synthesize(KEY, mdp, k=1e39),
-        lambda: jp.dirichlet_mechanism(KEY, mdp.transitions, 1e39),
-        lambda: jp.sweep(KEY, mdp, ks=[1.0, 1e39], num_trials=1),
-        lambda: jp.cost_of_privacy(mdp, jp.solve(mdp).policy, k=1e39),
+        lambda: jp.synthesize(KEY, mdp, jp.Dirichlet(1e39)),
+        lambda: jp.dirichlet_mechanism(KEY, mdp.transitions, jp.Dirichlet(1e39)),
+        lambda: jp.sweep(KEY, mdp, jp.Dirichlet.grid([1.0, 1e39], sampler="fast"), num_trials=1),
+        lambda: jp.cost_of_privacy(mdp, jp.solve(mdp).policy, jp.Dirichlet(1e39)),
     ):
         with pytest.raises(ValueError, match="overflows float32"):
             call()
     # Large but representable k: finite results, no NaN.
-    out = jp.synthesize(KEY, mdp, k=1e30)
+    out = jp.synthesize(KEY, mdp, jp.Dirichlet(1e30))
     assert np.all(np.isfinite(np.asarray(out.private_transitions)))
 
 
@@ -240,9 +254,9 @@ def test_complex_input_is_refused(mdp):
     with pytest.raises(ValueError, match="complex"):
         jp.make_mdp(np.asarray(mdp.transitions), np.asarray(mdp.rewards) + 1j, horizon=1)
     with pytest.raises(ValueError, match="complex"):
-        jp.dirichlet_mechanism(KEY, P, 5.0)
+        jp.dirichlet_mechanism(KEY, P, jp.Dirichlet(5.0))
     with pytest.raises(ValueError, match="complex"):
-        jp.synthesize(KEY, mdp, k=5.0 + 1j)
+        jp.synthesize(KEY, mdp, jp.Dirichlet(5.0 + 1j))
 
 
 def test_float16_rows_are_named():
@@ -266,8 +280,10 @@ def test_api_errors_are_value_errors(monkeypatch):
 
 
 def test_mdp_guarantee_repr_is_a_summary():
-    P = np.full((40, 4, 40), 1 / 40)
-    g = jp.privacy.mdp_guarantee(5.0, P, b=0.1, eta=1 / 40, target_delta=1e-3, adjacency="all")
+    P = jp.make_mdp(np.full((40, 4, 40), 1 / 40), np.zeros((40, 4)), horizon=1)
+    g = jp.privacy.mdp_guarantee(
+        5.0, P, jp.privacy.Adjacency(0.1, 1 / 40, scope="all"), target_delta=0.001
+    )
     assert g.num_rows == 160 and len(g.per_row) == 160
     text = repr(g)
     assert "160 rows" in text and len(text) < 300 and "\n" not in text
@@ -277,14 +293,14 @@ def test_mdp_guarantee_repr_is_a_summary():
 
 
 def test_sweep_keys_do_not_collide_with_user_derivations(mdp):
-    res = jp.sweep(KEY, mdp, ks=[5.0], num_trials=4, sampler="jax")
+    res = jp.sweep(KEY, mdp, jp.Dirichlet.grid([5.0], sampler="jax"), num_trials=4)
     user = {
-        float(jp.synthesize(key, mdp, k=5.0).private_values[0, 0])
+        float(jp.synthesize(key, mdp, jp.Dirichlet(5.0)).private_values[0, 0])
         for key in [jax.random.fold_in(KEY, j) for j in range(4)] + list(jax.random.split(KEY, 4))
     }
     assert not user & {float(v) for v in np.asarray(res.private_value).ravel()}
     # And run (i, j) is reproduced by sweep_key.
-    one = jp.synthesize(jp.sweep_key(KEY, 0, 2), mdp, k=5.0)
+    one = jp.synthesize(jp.sweep_key(KEY, 0, 2), mdp, jp.Dirichlet(5.0))
     assert float(res.private_value[0, 2]) == pytest.approx(
         float(one.private_values[0, 0]), abs=1e-5
     )
@@ -292,9 +308,11 @@ def test_sweep_keys_do_not_collide_with_user_derivations(mdp):
 
 def test_extending_a_sweep_keeps_its_runs(mdp):
     # The sampler and chunk of the test above: the same compiled chunk serves both tests.
-    opts = dict(batch_size=4, sampler="jax")
-    small = jp.sweep(KEY, mdp, ks=[1.0, 5.0], num_trials=2, **opts)
-    large = jp.sweep(KEY, mdp, ks=[1.0, 5.0, 9.0], num_trials=3, **opts)
+    opts = dict(chunking=jp.Chunking(batch_size=4))
+    small = jp.sweep(KEY, mdp, jp.Dirichlet.grid([1.0, 5.0], sampler="jax"), num_trials=2, **opts)
+    large = jp.sweep(
+        KEY, mdp, jp.Dirichlet.grid([1.0, 5.0, 9.0], sampler="jax"), num_trials=3, **opts
+    )
     np.testing.assert_array_equal(small.cost, large.cost[:2, :2])
 
 
@@ -313,7 +331,7 @@ def test_float32_infinite_horizon_bounds_bracket_the_float64_fixed_points(seed):
     m32 = jp.make_mdp(P, R, discount=0.95, dtype=np.float32)
     policy = jp.solve(m32).policy
     for k in (2.0, 50.0):
-        b32 = jp.cost_of_privacy(m32, policy, k=k, beta=0.1)
+        b32 = jp.cost_of_privacy(m32, policy, jp.Dirichlet(k), jp.PaperSet(0.1))
         with jax.enable_x64(True):
             # The same float32 model, exactly, in float64, iterated to 1e-13.
             m64 = jp.make_mdp(
@@ -322,7 +340,9 @@ def test_float32_infinite_horizon_bounds_bracket_the_float64_fixed_points(seed):
                 discount=float(np.float32(0.95)),
                 dtype=np.float64,
             )
-            b64 = jp.cost_of_privacy(m64, policy, k=k, beta=0.1, tol=1e-13)
+            b64 = jp.cost_of_privacy(
+                m64, policy, jp.Dirichlet(k), jp.PaperSet(0.1), options=jp.SolverOptions(tol=1e-13)
+            )
             low, high = np.asarray(b64.pessimistic), np.asarray(b64.optimistic)
         assert np.all(np.asarray(b32.pessimistic, np.float64) <= low)
         assert np.all(np.asarray(b32.optimistic, np.float64) >= high)

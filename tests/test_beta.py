@@ -1,4 +1,4 @@
-"""The Beta intervals of ``_beta`` against the exact inversion (issue 14, part 4).
+"""The Beta intervals of ``_beta`` against the exact inversion.
 
 Oracle: ``{p : c <= F_p(x) <= 1 − c}`` with ``F_p`` the CDF of Beta(kp, k(1 − p)), each end
 by ``brentq`` on ``scipy.special.betainc`` / ``betaincc`` (the library solves on a grid of

@@ -114,7 +114,7 @@ def test_bounds_bracket_private_value(any_mdp, kind):
     policy = policies(any_mdp)[kind]
     value = np.asarray(jp.evaluate(any_mdp, policy))
     for k in (1.0, K, 200.0):
-        b = cost_of_privacy(any_mdp, policy, k=k, beta=BETA)
+        b = cost_of_privacy(any_mdp, policy, jp.Dirichlet(k), jp.PaperSet(BETA))
         assert b.pessimistic.shape == b.optimistic.shape == value.shape
         slack = 1e-5 * (1 + np.abs(value).max())
         assert np.all(np.asarray(b.pessimistic) <= value + slack)
@@ -127,7 +127,7 @@ def test_bounds_bracket_private_value(any_mdp, kind):
 def test_finite_bounds_equal_lp_recursion(name, kind, request):
     mdp = request.getfixturevalue(name)
     policy = policies(mdp)[kind]
-    b = cost_of_privacy(mdp, policy, k=K, beta=BETA)
+    b = cost_of_privacy(mdp, policy, jp.Dirichlet(K), jp.PaperSet(BETA))
     low, high = lp_bounds_finite(to_numpy(mdp), policy, radius(K, BETA), BETA)
     assert_outward(b, low, high)
     np.testing.assert_array_equal(b.pessimistic[T], mdp.terminal_reward)
@@ -139,7 +139,7 @@ def test_finite_bounds_float64():
     with jax.enable_x64(True):
         mdp = build_mdp(2, masked=True, dtype=np.float64)
         policy = policies(mdp, seed=1)["stochastic"]
-        b = cost_of_privacy(mdp, policy, k=K, beta=BETA)
+        b = cost_of_privacy(mdp, policy, jp.Dirichlet(K), jp.PaperSet(BETA))
         assert b.pessimistic.dtype == jnp.float64
         low, high = lp_bounds_finite(to_numpy(mdp), policy, radius(K, BETA), BETA)
         assert_outward(b, low, high)
@@ -155,7 +155,7 @@ def test_infinite_bounds_contain_fixed_points(name, kind, request):
     policy = policies(mdp)[kind]
     o = to_numpy(mdp)
     low_star, high_star = robust_fixed_points(o, policy, radius(K, BETA), BETA)
-    b = cost_of_privacy(mdp, policy, k=K, beta=BETA)
+    b = cost_of_privacy(mdp, policy, jp.Dirichlet(K), jp.PaperSet(BETA))
     assert bool(b.converged) and 0 < int(b.iterations) < 10_000
     low, high = np.asarray(b.pessimistic), np.asarray(b.optimistic)
     # float32 rounding of values ~ 1 / (1 − γ) = 10
@@ -175,11 +175,19 @@ def test_infinite_bounds_valid_without_convergence(infinite_mdp):
     """After 3 sweeps the widened bounds still contain the fixed points (Banach)."""
     policy = policies(infinite_mdp)["deterministic"]
     low_star, high_star = robust_fixed_points(to_numpy(infinite_mdp), policy, radius(K, BETA), BETA)
-    b = cost_of_privacy(infinite_mdp, policy, k=K, beta=BETA, max_iterations=3)
+    b = cost_of_privacy(
+        infinite_mdp,
+        policy,
+        jp.Dirichlet(K),
+        jp.PaperSet(BETA),
+        options=jp.SolverOptions(max_iterations=3),
+    )
     assert not bool(b.converged) and int(b.iterations) == 3
     assert np.all(np.asarray(b.pessimistic) <= low_star + 1e-5)
     assert np.all(np.asarray(b.optimistic) >= high_star - 1e-5)
-    loose = cost_of_privacy(infinite_mdp, policy, k=K, beta=BETA, tol=0.5)
+    loose = cost_of_privacy(
+        infinite_mdp, policy, jp.Dirichlet(K), jp.PaperSet(BETA), options=jp.SolverOptions(tol=0.5)
+    )
     assert bool(loose.converged)
     assert np.all(np.asarray(loose.pessimistic) <= low_star + 1e-5)
     assert np.all(np.asarray(loose.optimistic) >= high_star - 1e-5)
@@ -192,7 +200,7 @@ def test_infinite_bounds_float64():
         mdp = build_mdp(3, horizon=None, masked=True, dtype=np.float64)
         policy = policies(mdp, seed=2)["stochastic"]
         low_star, high_star = robust_fixed_points(to_numpy(mdp), policy, radius(K, BETA), BETA)
-        b = cost_of_privacy(mdp, policy, k=K, beta=BETA)
+        b = cost_of_privacy(mdp, policy, jp.Dirichlet(K), jp.PaperSet(BETA))
         low, high = np.asarray(b.pessimistic), np.asarray(b.optimistic)
         tol = float(default_tolerance(mdp))
     assert bool(b.converged) and tol < 1e-6
@@ -207,7 +215,7 @@ def test_infinite_bounds_float64():
 @pytest.mark.parametrize("horizon", [T, None], ids=["finite", "infinite"])
 def test_cost_at_initial_state(horizon):
     mdp = build_mdp(6, horizon=horizon, initial_state=2)
-    b = cost_of_privacy(mdp, policies(mdp)["deterministic"], k=K, beta=BETA)
+    b = cost_of_privacy(mdp, policies(mdp)["deterministic"], jp.Dirichlet(K), jp.PaperSet(BETA))
     at = (0, 2) if horizon else (2,)
     assert b.cost.shape == ()
     assert float(b.cost) == pytest.approx(float(b.optimistic[at] - b.pessimistic[at]), abs=1e-6)
@@ -220,7 +228,7 @@ def test_larger_k_gives_smaller_cost(horizon):
     mdp = build_mdp(8, horizon=horizon, masked=True)
     policy = policies(mdp)["stochastic"]
     ks = [0.5, 2.0, K, 20.0, 100.0, 1e4]
-    out = [cost_of_privacy(mdp, policy, k=k, beta=BETA) for k in ks]
+    out = [cost_of_privacy(mdp, policy, jp.Dirichlet(k), jp.PaperSet(BETA)) for k in ks]
     costs = np.array([float(b.cost) for b in out])
     assert np.all(np.diff(costs) < 0), costs
     tol = 0.0 if horizon else float(default_tolerance(mdp))  # infinite: iteration error
@@ -229,17 +237,23 @@ def test_larger_k_gives_smaller_cost(horizon):
         assert np.all(np.asarray(lo.optimistic) >= np.asarray(hi.optimistic) - tol - 1e-5)
     # A smaller beta gives a larger alpha too, but also less weight on the free P1: no
     # monotonicity claim there; only that a valid beta works.
-    assert np.isfinite(float(cost_of_privacy(mdp, policy, k=K, beta=0.01).cost))
+    assert np.isfinite(float(cost_of_privacy(mdp, policy, jp.Dirichlet(K), jp.PaperSet(0.01)).cost))
 
 
 def test_traced_k_jit_and_vmap_equal_eager(finite_mdp):
     """k is a traced leaf: a grid of k under vmap (full width) equals the eager loop."""
     policy = policies(finite_mdp)["deterministic"]
     ks = jnp.array([1.0, K, 50.0])
-    batched = jax.vmap(lambda k: cost_of_privacy(finite_mdp, policy, k=k, beta=BETA).cost)(ks)
-    jitted = jax.jit(lambda k: cost_of_privacy(finite_mdp, policy, k=k, beta=BETA).cost)
+    batched = jax.vmap(
+        lambda k: cost_of_privacy(finite_mdp, policy, jp.Dirichlet(k), jp.PaperSet(BETA)).cost
+    )(ks)
+    jitted = jax.jit(
+        lambda k: cost_of_privacy(finite_mdp, policy, jp.Dirichlet(k), jp.PaperSet(BETA)).cost
+    )
     for i, k in enumerate(ks):
-        eager = float(cost_of_privacy(finite_mdp, policy, k=float(k), beta=BETA).cost)
+        eager = float(
+            cost_of_privacy(finite_mdp, policy, jp.Dirichlet(float(k)), jp.PaperSet(BETA)).cost
+        )
         assert float(batched[i]) == pytest.approx(eager, abs=1e-6)
         assert float(jitted(k)) == pytest.approx(eager, abs=1e-6)
 
@@ -251,7 +265,7 @@ def test_no_retracing_across_k_and_beta(finite_mdp):
     @jax.jit
     @chex.assert_max_traces(n=1)
     def cost(k, beta):
-        return cost_of_privacy(finite_mdp, policy, k=k, beta=beta).cost
+        return cost_of_privacy(finite_mdp, policy, jp.Dirichlet(k), jp.PaperSet(beta)).cost
 
     costs = [float(cost(jnp.float32(k), jnp.float32(0.1))) for k in (1.0, 5.0, 40.0)]
     costs.append(float(cost(jnp.float32(40.0), jnp.float32(0.05))))
@@ -272,7 +286,11 @@ def test_privatized_mdp_with_structural_zeros():
         action_mask=np.asarray(mdp.action_mask),
     )
     p_bar = jp.dirichlet_mechanism(
-        jax.random.key(0), P, 3.0, action_mask=np.asarray(mdp.action_mask), support="nonzero"
+        jax.random.key(0),
+        P,
+        jp.Dirichlet(3.0),
+        action_mask=np.asarray(mdp.action_mask),
+        support="nonzero",
     )
     private = jp.make_mdp(
         p_bar,
@@ -282,7 +300,7 @@ def test_privatized_mdp_with_structural_zeros():
         action_mask=np.asarray(mdp.action_mask),
     )
     policy = np.asarray(jp.solve(private).policy)
-    b = cost_of_privacy(private, policy, k=3.0, beta=BETA)
+    b = cost_of_privacy(private, policy, jp.Dirichlet(3.0), jp.PaperSet(BETA))
     value = np.asarray(jp.evaluate(private, policy))
     assert np.all(np.asarray(b.pessimistic) <= value)
     assert np.all(value <= np.asarray(b.optimistic))
@@ -294,21 +312,21 @@ def test_privatized_mdp_with_structural_zeros():
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"),
+    ("objects", "match"),
     [
-        (dict(k=0.0), "^k must"),
-        (dict(k=-2.0), "^k must"),
-        (dict(k=np.nan), "^k must"),
-        (dict(k=K, beta=0.0), "^beta must"),
-        (dict(k=K, beta=1.0), "^beta must"),
-        (dict(k=K, beta=-0.5), "^beta must"),
-        (dict(k=K, beta=1.5), "^beta must"),
+        (lambda: (jp.Dirichlet(0.0),), "^k must"),
+        (lambda: (jp.Dirichlet(-2.0),), "^k must"),
+        (lambda: (jp.Dirichlet(np.nan),), "^k must"),
+        (lambda: (jp.Dirichlet(K), jp.PaperSet(0.0)), "^beta must"),
+        (lambda: (jp.Dirichlet(K), jp.PaperSet(1.0)), "^beta must"),
+        (lambda: (jp.Dirichlet(K), jp.PaperSet(-0.5)), "^beta must"),
+        (lambda: (jp.Dirichlet(K), jp.PaperSet(1.5)), "^beta must"),
     ],
 )
-def test_bad_parameters(masked_finite_mdp, kwargs, match):
+def test_bad_parameters(masked_finite_mdp, objects, match):
     policy = policies(masked_finite_mdp)["deterministic"]
     with pytest.raises(ValueError, match=match):
-        cost_of_privacy(masked_finite_mdp, policy, **kwargs)
+        cost_of_privacy(masked_finite_mdp, policy, *objects())
 
 
 def test_bad_policies(masked_finite_mdp):
@@ -316,29 +334,29 @@ def test_bad_policies(masked_finite_mdp):
     det = policies(mdp)["deterministic"]
     stoch = policies(mdp)["stochastic"]
     with pytest.raises(ValueError, match="deterministic policy must have shape"):
-        cost_of_privacy(mdp, det[0], k=K)
+        cost_of_privacy(mdp, det[0], jp.Dirichlet(K))
     with pytest.raises(ValueError, match="stochastic policy must have shape"):
-        cost_of_privacy(mdp, stoch[0], k=K)
+        cost_of_privacy(mdp, stoch[0], jp.Dirichlet(K))
     masked = det.copy()
     masked[1, 0] = 0  # state 0's action 0 is masked
     with pytest.raises(ValueError, match=r"masked action at \(stage/state\) \(1, 0\)"):
-        cost_of_privacy(mdp, masked, k=K)
+        cost_of_privacy(mdp, masked, jp.Dirichlet(K))
     bad = stoch.copy()
     bad[0, 0] = 1.0 / A  # probability on the masked action 0 of state 0
     with pytest.raises(ValueError, match="probability on a masked action"):
-        cost_of_privacy(mdp, bad, k=K)
+        cost_of_privacy(mdp, bad, jp.Dirichlet(K))
     bad = stoch.copy()
     bad[2, 3] *= 0.9
     with pytest.raises(ValueError, match="sum to 1"):
-        cost_of_privacy(mdp, bad, k=K)
+        cost_of_privacy(mdp, bad, jp.Dirichlet(K))
     with pytest.raises(ValueError, match=r"policy actions must lie in \[0, 3\)"):
-        cost_of_privacy(mdp, np.full((T, S), 3), k=K)
+        cost_of_privacy(mdp, np.full((T, S), 3), jp.Dirichlet(K))
 
 
 def test_strict_rank_promotion(finite_mdp):
     policy = policies(finite_mdp)["deterministic"]
     with jax.numpy_rank_promotion("raise"):
-        b = jp.cost_of_privacy(finite_mdp, policy, k=K, beta=BETA)
+        b = jp.cost_of_privacy(finite_mdp, policy, jp.Dirichlet(K), jp.PaperSet(BETA))
     assert np.isfinite(float(b.cost))
 
 
@@ -352,19 +370,25 @@ def test_stochastic_bounds_ignore_huge_junk_in_masked_rows(horizon):
     else:
         mdp = jp.make_mdp(P, R, terminal_reward=RT, horizon=T, action_mask=mask)
     policy = policies(mdp)["stochastic"]
-    b = cost_of_privacy(mdp, policy, k=K, beta=BETA)
+    b = cost_of_privacy(mdp, policy, jp.Dirichlet(K), jp.PaperSet(BETA))
     assert np.all(np.isfinite(b.pessimistic)) and np.all(np.isfinite(b.optimistic))
 
 
 def test_scalar_k_beta_and_finite_tol_are_required(finite_mdp, infinite_mdp):
     policy = policies(finite_mdp)["deterministic"]
     with pytest.raises(ValueError, match="k must be a scalar"):
-        cost_of_privacy(finite_mdp, policy, k=[1.0, 1000.0], beta=BETA)
+        cost_of_privacy(finite_mdp, policy, jp.Dirichlet([1.0, 1000.0]), jp.PaperSet(BETA))
     with pytest.raises(ValueError, match="beta must be a scalar"):
-        cost_of_privacy(finite_mdp, policy, k=K, beta=[0.1, 0.9])
+        cost_of_privacy(finite_mdp, policy, jp.Dirichlet(K), jp.PaperSet([0.1, 0.9]))
     inf_policy = jp.solve(infinite_mdp).policy
     for tol in (float("nan"), -1.0, [1e-3, 1e-3]):
         with pytest.raises(ValueError, match="tol must"):
-            cost_of_privacy(infinite_mdp, inf_policy, k=K, beta=BETA, tol=tol)
+            cost_of_privacy(
+                infinite_mdp,
+                inf_policy,
+                jp.Dirichlet(K),
+                jp.PaperSet(BETA),
+                options=jp.SolverOptions(tol=tol),
+            )
         with pytest.raises(ValueError, match="tol must"):
-            jp.solve(infinite_mdp, tol=tol)
+            jp.solve(infinite_mdp, options=jp.SolverOptions(tol=tol))

@@ -1,4 +1,4 @@
-"""The Beta box lookup's cell index and the boxes' precomputed capacities (issue 15).
+"""The Beta box lookup's cell index and the boxes' precomputed capacities.
 
 ``_beta.cell`` reads the cell of ``y`` off its bits; the oracle is NumPy's ``frexp`` with the
 formula the tables are built on (``STEPS(e − E0) + ⌊2 STEPS (m − 1/2)⌋`` and the fractional
@@ -110,7 +110,7 @@ def _oracle(x, tables, dtype, fused=False):
     """The lookup as documented, in NumPy in ``dtype``: the cell from ``frexp``, ``value +
     step·w`` (two roundings, or one where ``fused``, and so ``1 − u_half``), outward by
     ``1 ± 4 eps``, the mirror ``1 − v`` one ulp out (``np.nextafter``) beyond 1/2, clipped
-    to [0, 1] and to hold x (the formula of ``intervals`` before issue 15's rewrite)."""
+    to [0, 1] and to hold x (``intervals``' formula, written out independently)."""
     f = np.dtype(dtype).type
     eps = np.finfo(dtype).eps
     upper_t, upper_s, lower_t, lower_s = (np.asarray(t, dtype) for t in tables)
@@ -176,8 +176,8 @@ def _releases(dtype) -> np.ndarray:
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_intervals_are_the_documented_lookup_bit_for_bit(dtype):
     """Eagerly (one XLA op at a time) the same bits as the NumPy oracle. Under ``jit``
-    XLA:CPU lets LLVM fuse ``value + step·w`` and ``1 − u_half`` into FMAs (one rounding,
-    as the lookup did before issue 15): each entry is the oracle's with two roundings there
+    XLA:CPU lets LLVM fuse ``value + step·w`` and ``1 − u_half`` into FMAs (one rounding):
+    each entry is the oracle's with two roundings there
     or with one."""
     x = _releases(dtype)
     bits = np.int64 if dtype == np.float64 else np.int32

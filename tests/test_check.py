@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from scipy.optimize import linprog
 
 import jaxprivmdp as jp
-from jaxprivmdp.planning._property_check import check
-from jaxprivmdp.planning._property_parse import parse_property
+from jaxprivmdp.properties._check import check
+from jaxprivmdp.properties._parse import parse_property
 
 # --------------------------------------------------------------------------- small models
 

@@ -22,7 +22,9 @@ from jaxprivmdp.experiments._chunks import (
 from jaxprivmdp.models._rows import with_probs
 from jaxprivmdp.models._support import model_mechanism_input
 from jaxprivmdp.planning._bounds import set_up
-from jaxprivmdp.sets._sets import as_set
+from jaxprivmdp.sets._sets import set_named as as_set
+
+pytestmark = pytest.mark.integration
 
 KS = (1.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 35.0, 40.0)
 H200 = 139 * 2**30
@@ -50,7 +52,7 @@ def grid100():
 
 def _plan(mdp, total, devices, sampler="fast", **options):
     grid = jp.Dirichlet(np.asarray(KS), sampler=sampler)
-    return plan_chunks(mdp, total, grid, dict(devices=devices, **options))
+    return plan_chunks(mdp, total, grid, jp.Chunking(devices=devices, **options))
 
 
 def test_describe_devices_reads_platform_memory_and_count():
@@ -64,8 +66,8 @@ def test_describe_devices_reads_platform_memory_and_count():
 
 
 def test_gpu_defaults_fill_the_device(example2, grid100):
-    # The best chunkings measured on an H200 (issue 15): Example 2 at 4096 × 65536, the
-    # 100×100 support-aware gridworld sweep at vector_width 256.
+    # The best chunkings measured on an H200 (benchmarks/bench_chunking.py): Example 2 at
+    # 4096 × 65536, the 100×100 support-aware gridworld sweep at vector_width 256.
     gpu = (FakeDevice("gpu", H200),)
     plan = _plan(example2, 9 * 20_000, gpu)
     assert (plan.vector_width, plan.batch_size, plan.num_chunks) == (4096, 65536, 3)

@@ -10,8 +10,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import jaxprivmdp as jp
 from jaxprivmdp import examples
 from jaxprivmdp.cli import _args, _privacy_commands, _sweep_commands, _terminal, main
+
+pytestmark = pytest.mark.cli
 
 
 @pytest.fixture
@@ -38,7 +41,7 @@ def test_reproduce_small(tmp_path, capsys):
     # --ks is sorted: the figure's x axis and the table read increasing k.
     assert meta["seed"] == 0 and meta["trials"] == 3 and meta["ks"] == [1.0, 40.0]
     assert meta["wall_time_s"] > 0 and meta["environment"]["jax"]
-    # What the numbers are about, resolved (issue 18, item 10).
+    # What the numbers are about, resolved.
     assert meta["models"]["Example 1 (investment)"]["horizon"] == 1
     assert meta["models"]["Example 2 (random, S=20, A=5, T=10)"] == {
         "num_states": 20,
@@ -338,7 +341,7 @@ def test_file_dependent_ranges_name_the_flag(tmp_path, investment_npz, capsys):
 def test_huge_k_is_a_one_line_error(tmp_path, capsys, monkeypatch):
     from jaxprivmdp import privacy
 
-    def diverges(k, **kwargs):
+    def diverges(k, adjacency, **kwargs):
         # What privacy.guarantee raised at k = 1e16 (after ~10 s of series terms).
         raise RuntimeError("incomplete beta series did not converge: a=1e15, b=9e15, x=0.1")
 
@@ -349,7 +352,7 @@ def test_huge_k_is_a_one_line_error(tmp_path, capsys, monkeypatch):
     assert not (tmp_path / "privacy.json").exists()
     # The library's own ValueErrors (bad k or rows) say at which k they arose, too.
 
-    def refuses(k, **kwargs):
+    def refuses(k, adjacency, **kwargs):
         raise ValueError("k is too large for the accounting")
 
     monkeypatch.setattr(privacy, "guarantee", refuses)
@@ -442,12 +445,14 @@ def test_privacy_one_row_with_smoothing(tmp_path, capsys):
     data = json.loads((tmp_path / "privacy.json").read_text())
     # As mdp_guarantee: eta = smoothing, b = b·(1 − n·smoothing) = 0.1·0.8.
     assert data["effective_eta"] == 0.1 and data["effective_b"] == pytest.approx(0.08)
-    g = privacy.guarantee(10, b=0.08, eta=0.1, n=2, target_delta=1e-3)
+    g = privacy.guarantee(10, privacy.Adjacency(0.08, 0.1), n=2, target_delta=1e-3)
     assert data["guarantees"][0]["epsilon"] == pytest.approx(g.epsilon, rel=1e-12)
     assert g.epsilon < 5.72833  # smoothing helps (without it: the test above)
     # The same as mdp_guarantee gives for an MDP of one such row.
-    row = np.array([[[0.3, 0.7]], [[0.5, 0.5]]])
-    mdp_g = privacy.mdp_guarantee(10, row, b=0.1, smoothing=0.1, target_delta=1e-3)
+    row = jp.make_mdp(np.array([[[0.3, 0.7]], [[0.5, 0.5]]]), np.zeros((2, 1)), horizon=1)
+    mdp_g = privacy.mdp_guarantee(
+        10, row, privacy.Adjacency(0.1), smoothing=0.1, target_delta=0.001
+    )
     assert data["guarantees"][0]["epsilon"] == pytest.approx(mdp_g.epsilon, rel=1e-12)
     capsys.readouterr()
     args = ["privacy", "--k", "1", "10", "--n", "4", "--smoothing", "0.25", "--out", str(tmp_path)]

@@ -10,6 +10,8 @@ import pytest
 import jaxprivmdp as jp
 from jaxprivmdp.cli import main
 
+pytestmark = pytest.mark.cli
+
 # The README's game, as PRISM 4.8 exports it: 0 "safe"/"risky", 1 "back"/"gamble",
 # 2 (goal) and 3 (fail) stay.
 TRA = (
@@ -44,6 +46,20 @@ def test_check_writes_values_policy_and_error(game, tmp_path, capsys, prop, hori
     np.testing.assert_allclose(meta["values"], want.values, atol=1e-12)
     np.testing.assert_array_equal(meta["policy"], want.policy)
     assert len(meta["error_bound"]) == 4 and meta["converged"]
+    assert f"{meta['value_at_initial_state']:.10g}" in capsys.readouterr().out
+
+
+def test_check_reads_a_drn_with_its_own_labels(game, tmp_path, capsys):
+    """Storm's DRN: ``--mdp model.drn`` is read with its own labels (no ``--labels``)."""
+    mdp = jp.load_mdp(game, reward_structure="steps")
+    drn = jp.save_mdp(tmp_path / "game.drn", mdp, labels=jp.load_labels(game), reward_name="steps")
+    out = tmp_path / "out"
+    prop = 'Pmax=? [F "goal"]'
+    assert main(["check", "--mdp", str(drn), "--property", prop, "--out", str(out)]) == 0
+    meta = json.loads((out / "check.json").read_text())
+    with jax.enable_x64(True):
+        want = jp.check(jp.load_mdp(game, dtype="float64"), prop, labels=jp.load_labels(game))
+    np.testing.assert_allclose(meta["values"], want.values, atol=1e-9)
     assert f"{meta['value_at_initial_state']:.10g}" in capsys.readouterr().out
 
 

@@ -4,9 +4,12 @@ public support the support-aware sets need."""
 import json
 
 import numpy as np
+import pytest
 
 import jaxprivmdp as jp
 from jaxprivmdp.cli import main
+
+pytestmark = pytest.mark.cli
 
 # `prism_model` (tests/conftest.py): a 3-state PRISM explicit model whose .lab's init is
 # state 1, which earns 10 per step.
@@ -42,7 +45,9 @@ def test_a_dense_release_keeps_its_support(tmp_path):
     assert rc == 0
     rel = jp.load_mdp(out, horizon=2)
     np.testing.assert_array_equal(rel.support, P > 0)
-    b = jp.cost_of_privacy(rel, np.zeros((2, 3), np.int32), k=5.0, support_aware=True)
+    b = jp.cost_of_privacy(
+        rel, np.zeros((2, 3), np.int32), jp.Dirichlet(5.0), jp.PaperSet(0.1, support_aware=True)
+    )
     assert np.all(np.isfinite(b.pessimistic))
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 import jax
 import pytest
 
+pytestmark = pytest.mark.integration
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu.py"
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jaxprivmdp.cli import load_npz_mdp
+from jaxprivmdp.cli._mdp_files import load_npz_mdp
 from jaxprivmdp.io import _files as _io
 
 P = np.array([[[0.5, 0.5], [1.0, 0.0]], [[0.25, 0.75], [0.0, 1.0]]])  # [S=2, A=2, S=2]

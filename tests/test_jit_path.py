@@ -1,4 +1,4 @@
-"""One code path under ``jax.jit`` and eagerly (issue 15, item 1), guarded by the programs.
+"""One code path under ``jax.jit`` and eagerly, guarded by the programs.
 
 A user's ``jax.jit(lambda m, p: cost_of_privacy(m, p, mech, uset))`` must compile the fill
 the eager call runs: the same static width (the ``k`` of ``top_k``, the length of the
@@ -21,6 +21,8 @@ from jaxprivmdp.models._rows import with_probs
 from jaxprivmdp.models._support import model_mechanism_input
 from jaxprivmdp.planning._bounds import bounds_core, set_up
 from jaxprivmdp.planning._width import CheckedWidth, bounds_width
+
+pytestmark = pytest.mark.integration
 
 S, A, T = 40, 3, 3
 K = 1.0  # wide boxes: every set's width is below S
@@ -170,7 +172,9 @@ def test_the_width_of_each_case():
     assert bounds_width(release, alpha, "radius", False, fill_width=400) == S
     assert bounds_width(release, 0.0, "beta", False) == S  # a traced k's Beta box
     assert bounds_width(release, 0.0, "beta", False, fill_width=8) == CheckedWidth(8)
-    zeros = jp.privatize(jax.random.key(1), dense_model(missing=3), K, support="nonzero")
+    zeros = jp.privatize(
+        jax.random.key(1), dense_model(missing=3), jp.Dirichlet(K), support="nonzero"
+    )
     assert bounds_width(zeros, alpha, "radius", True) == 4 + 3
     seen = []
 
@@ -225,7 +229,9 @@ def test_traced_k_with_a_hint_is_exact(hint):
     uset, k = jp.PaperSet(0.1), 5.0
 
     def user(mech):
-        return jp.cost_of_privacy(release, policy, mech, uset, fill_width=hint)
+        return jp.cost_of_privacy(
+            release, policy, mech, uset, options=jp.SolverOptions(fill_width=hint)
+        )
 
     ops = fill_ops(user, jp.Dirichlet(k))
     assert ops["top_k"] == [hint] and ops["cond"]  # the fallback: S <= 64, no top_k
@@ -285,7 +291,9 @@ def test_vmap_over_k_with_a_hint(cls):
     ks = jnp.array([0.5, 1.0, 4.0])
 
     def cost(k):
-        return jp.cost_of_privacy(release, policy, jp.Dirichlet(k), uset, fill_width=8).cost
+        return jp.cost_of_privacy(
+            release, policy, jp.Dirichlet(k), uset, options=jp.SolverOptions(fill_width=8)
+        ).cost
 
     got = jax.jit(jax.vmap(cost))(ks)
     want = [jp.cost_of_privacy(release, policy, jp.Dirichlet(k), uset).cost for k in ks]
@@ -300,7 +308,9 @@ def test_grad_through_a_checked_width():
 
     def grad(hint):
         def cost(k):
-            return jp.cost_of_privacy(release, policy, jp.Dirichlet(k), fill_width=hint).cost
+            return jp.cost_of_privacy(
+                release, policy, jp.Dirichlet(k), options=jp.SolverOptions(fill_width=hint)
+            ).cost
 
         return jax.jit(jax.value_and_grad(cost))(1.0)
 
@@ -316,9 +326,15 @@ def test_infinite_horizon_and_robust_solve_with_a_hint():
     release = jp.privatize(jax.random.key(4), mdp, jp.Dirichlet(K), support="nonzero")
     policy = jp.solve(release).policy
     uset, mech = jp.PaperSet(0.1), jp.Dirichlet(K)
-    got = jax.jit(lambda m: jp.cost_of_privacy(release, policy, m, uset, fill_width=1))(mech)
+    got = jax.jit(
+        lambda m: jp.cost_of_privacy(
+            release, policy, m, uset, options=jp.SolverOptions(fill_width=1)
+        )
+    )(mech)
     assert_same(got, jp.cost_of_privacy(release, policy, mech, uset), 1e-5)
-    rob = jax.jit(lambda m: jp.robust_solve(release, m, uset, fill_width=1))(mech)
+    rob = jax.jit(
+        lambda m: jp.robust_solve(release, m, uset, options=jp.SolverOptions(fill_width=1))
+    )(mech)
     want = jp.robust_solve(release, mech, uset)
     np.testing.assert_array_equal(rob.policy, want.policy)
     np.testing.assert_allclose(rob.values, want.values, rtol=1e-5)
@@ -333,8 +349,8 @@ def lookup_shapes(fn, *args) -> set[tuple]:
 @pytest.mark.parametrize("cls", [jp.ExactSet, jp.CertifiedSet])
 def test_discounted_beta_boxes_are_looked_up_on_the_policy_rows(cls):
     """Infinite horizon: one decision rule for the whole recursion, so the Beta boxes are
-    looked up on its `[S, 1, S]` rows, not on all `[S, A, S]` (1.5-2.5x faster at S = 1000,
-    benchmarks/RESULTS.md §23); a stochastic rule uses every row. The bounds are those of the
+    looked up on its `[S, 1, S]` rows, not on all `[S, A, S]` (1.5-2.5x faster at S = 1000);
+    a stochastic rule uses every row. The bounds are those of the
     same rule written as one-hot probabilities."""
     mdp = dense_model(5, horizon=None)
     release = jp.privatize(jax.random.key(5), mdp, jp.Dirichlet(K), support="nonzero")
@@ -354,10 +370,12 @@ def test_discounted_beta_boxes_are_looked_up_on_the_policy_rows(cls):
 def test_a_concrete_k_refuses_a_hint_below_its_width():
     _, release, policy = shared("dense")
     with pytest.raises(ValueError, match="fill_width=2 is below the 3 entries"):
-        jp.cost_of_privacy(release, policy, jp.Dirichlet(K), fill_width=2)
+        jp.cost_of_privacy(release, policy, jp.Dirichlet(K), options=jp.SolverOptions(fill_width=2))
     with pytest.raises(ValueError, match="fill_width must be an integer"):
-        jp.robust_solve(release, jp.Dirichlet(K), fill_width=4.0)
-    wide = jp.cost_of_privacy(release, policy, jp.Dirichlet(K), fill_width=16)
+        jp.robust_solve(release, jp.Dirichlet(K), options=jp.SolverOptions(fill_width=4.0))
+    wide = jp.cost_of_privacy(
+        release, policy, jp.Dirichlet(K), options=jp.SolverOptions(fill_width=16)
+    )
     assert_same(wide, jp.cost_of_privacy(release, policy, jp.Dirichlet(K)), rtol=1e-6)
 
 
@@ -368,7 +386,9 @@ def test_synthesize_over_a_traced_k_with_a_hint():
 
     def cost(k, hint):
         mech = jp.Dirichlet(k, sampler="fast")
-        return jp.synthesize(key, mdp, mech, support="nonzero", fill_width=hint).cost
+        return jp.synthesize(
+            key, mdp, mech, support="nonzero", options=jp.SolverOptions(fill_width=hint)
+        ).cost
 
     got = jax.jit(jax.vmap(lambda k: cost(k, 4)))(ks)
     np.testing.assert_allclose(got, [cost(k, None) for k in ks], rtol=1e-6)

@@ -1,4 +1,4 @@
-"""The sparse robust kernel's elementwise paths for few successors (issue 15, item 4):
+"""The sparse robust kernel's elementwise paths for few successors:
 the unrolled pairwise fill (support-aware successor lists) and the unrolled placement of a
 list in the shared window, against a NumPy greedy fill over sorted entries."""
 
@@ -78,8 +78,9 @@ def test_sparse_fill_against_numpy(K, aware):
 @pytest.mark.parametrize("K", [3, UNROLLED_MAX_SUCCESSORS, 12])
 def test_short_lists_are_placed_in_the_window_without_a_scatter(K):
     """Up to UNROLLED_MAX_SUCCESSORS successors, a list is placed in the shared window by
-    comparing its states with the window's (RESULTS §26: no scatter of the window's states,
-    no gather of them at the successors); longer lists still use the scatter."""
+    comparing its states with the window's (no scatter of the window's states, no gather of
+    them at the successors: faster than the scatter on a CPU); longer lists still use the
+    scatter."""
     nxt, p, lower, upper, alpha, v = _case(K, K)
     rows, box, vj = _on_device(nxt, p, lower, upper, alpha, v)
     jaxpr = jax.make_jaxpr(

@@ -1,15 +1,28 @@
-"""The layout shows the architecture (issue 17): layers import downward only, rooms stay small.
+"""The layout shows the architecture: layers import downward only, rooms stay small.
 
 Subpackages and their layers (a module may import its own subpackage and lower layers):
 
-    0  _checks, _version            validation, the version
-    1  models                       dense and sparse MDPs, their public structure
-    2  io, privacy, sets            files; (ε, δ) accounting; uncertainty sets and boxes
-    3  mechanisms                   privatize, the sets their noise implies, guarantees
-    4  planning                     Bellman, the robust kernel, bounds, property checking
-    5  experiments                  synthesize, sweep, frontier, reports
-    6  cli                          the command line
-    7  jaxprivmdp (the public API)  re-exports only
+    0  _checks, _version, _refusals  validation, the version, the refused 0.2 keywords
+    1  models                        dense and sparse MDPs, their public structure
+    2  io, privacy, sets, properties files; (ε, δ) accounting; uncertainty sets and boxes;
+                                     PRISM properties (checking, and the reward problem)
+    3  mechanisms                    privatize, the sets their noise implies, guarantees
+    4  planning                      Bellman, the robust kernel, bounds, the robust policy
+    5  experiments                   synthesize, sweep, frontier, reports
+    6  cli                           the command line
+    7  jaxprivmdp (the public API)   re-exports only
+
+``properties`` sits below ``planning``: checking a property needs only a model's rows (it
+has its own iteration), while the bounds and the robust policy take a property's reward
+problem (``PropertyModel``) in place of a model; so planning imports properties and never
+the reverse.
+
+Three more rules. No import cycles, between subpackages or inside one, counting imports
+inside functions (the usual way to hide a cycle). No reach-ins: a module imports another
+subpackage through its ``__init__`` (the public names) or its ``core`` module (the internal
+API: what the other layers use, re-exported), never through its underscore modules; the
+layer-0 modules (``_checks`` ...) are shared by all. Modules stay under 400 lines and
+functions under 80 code lines.
 
 Read from the source with ``ast`` (no import needed), so a violation names file and line.
 """
@@ -25,10 +38,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jaxprivmdp"
 LAYERS = {
     "_checks": 0,
     "_version": 0,
+    "_refusals": 0,
     "models": 1,
     "io": 2,
     "privacy": 2,
     "sets": 2,
+    "properties": 2,
     "mechanisms": 3,
     "planning": 4,
     "experiments": 5,
@@ -90,6 +105,82 @@ def test_imports_flow_down_the_layers():
                 where = f"{path.relative_to(PACKAGE.parent)}:{line}"
                 wrong.append(f"{where} ({room or 'api'}) imports {'.'.join(target)}")
     assert not wrong, "upward or sideways imports:\n" + "\n".join(wrong)
+
+
+def test_no_reach_into_another_subpackage():
+    """Another subpackage is imported through its ``__init__`` or ``core``, never through a
+    private module: the underscore means "this subpackage's business"."""
+    wrong = []
+    for path, parts in _modules():
+        room = _room(parts)
+        for line, target in _imported(path, parts):
+            other = _room(target)
+            if other == room or other.startswith("_") or other not in LAYERS:
+                continue
+            if any(p.startswith("_") and not p.startswith("__") for p in target[2:]):
+                where = f"{path.relative_to(PACKAGE.parent)}:{line}"
+                wrong.append(f"{where} imports {'.'.join(target)}")
+    assert not wrong, "private modules of another subpackage:\n" + "\n".join(wrong)
+
+
+def _import_graph() -> dict[tuple[str, ...], dict[tuple[str, ...], int]]:
+    """``module -> {imported module: line}`` over the package's modules (a subpackage's name
+    is its ``__init__``; ``from m import name`` is an edge to ``m``)."""
+    modules = {parts for _, parts in _modules()}
+
+    def resolve(target):
+        for node in (target, (*target, "__init__")):
+            if node in modules:
+                return node
+        return None
+
+    graph = {}
+    for path, parts in _modules():
+        edges = graph.setdefault(parts, {})
+        for line, target in _imported(path, parts):
+            node = resolve(target) or resolve(target[:-1])
+            if node is not None and node != parts:
+                edges.setdefault(node, line)
+    return graph
+
+
+def _find_cycle(graph) -> list[tuple[str, ...]] | None:
+    """A cycle ``[m1, m2, ..., m1]`` of the graph, or None (depth-first, iterative)."""
+    state = {}  # 1: on the current path, 2: done
+    for root in graph:
+        if root in state:
+            continue
+        path, stack = [root], [iter(graph[root])]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt]
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(graph.get(nxt, {})))
+    return None
+
+
+def test_no_import_cycles():
+    graph = _import_graph()
+    cycle = _find_cycle(graph)
+    if cycle is not None:
+        steps = [
+            f"{'.'.join(a)}:{graph[a][b]} imports {'.'.join(b)}"
+            for a, b in zip(cycle, cycle[1:], strict=False)
+        ]
+        pytest.fail("import cycle:\n" + "\n".join(steps))
+
+
+def test_the_cycle_finder_finds_one():
+    graph = {("a",): {("b",): 1}, ("b",): {("c",): 2}, ("c",): {("a",): 3}, ("d",): {}}
+    assert _find_cycle(graph) == [("a",), ("b",), ("c",), ("a",)]
+    assert _find_cycle({("a",): {("b",): 1}, ("b",): {}}) is None
 
 
 def test_every_module_is_in_a_known_room():

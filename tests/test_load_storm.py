@@ -11,6 +11,8 @@ import pytest
 import jaxprivmdp as jp
 from jaxprivmdp.io._load import load_labels
 
+pytestmark = pytest.mark.prism
+
 stormpy = pytest.importorskip("stormpy")
 
 T = 10

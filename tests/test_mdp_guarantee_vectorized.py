@@ -1,4 +1,4 @@
-"""The vectorized ``mdp_guarantee`` against the per-row loop it replaced (issue 15, item 5).
+"""The vectorized ``mdp_guarantee`` against the per-row loop it replaced.
 
 The oracle below is the previous implementation: a Python loop over the privatized rows, a
 dict per row, ``compose`` for ``adjacency="all"``. The results must agree to the last bit.
@@ -7,9 +7,11 @@ dict per row, ``compose`` for ``adjacency="all"``. The results must agree to the
 import math
 from fractions import Fraction
 
+import jax
 import numpy as np
 import pytest
 
+import jaxprivmdp as jp
 from jaxprivmdp._checks import ETA_RELATIVE_TOLERANCE
 from jaxprivmdp.models._support import host_mechanism_input, private_rows
 from jaxprivmdp.models.examples import gridworld
@@ -68,6 +70,15 @@ CASES = [
 ]
 
 
+def _as_model(model):
+    """An array of rows as a float64 model (the accounting reads its rows on the host)."""
+    if not isinstance(model, np.ndarray):
+        return model
+    with jax.enable_x64(True):
+        zeros = np.zeros(model.shape[:2])
+        return jp.make_mdp(model, zeros, horizon=1, dtype=np.float64)
+
+
 def _model(kind):
     if kind == "grid":
         return gridworld(4, 5)
@@ -82,7 +93,9 @@ def _model(kind):
 @pytest.mark.parametrize("kind, opts", CASES)
 def test_equals_the_per_row_loop(kind, opts, adjacency):
     model = _model(kind)
-    got = mdp_guarantee(7.0, model, target_delta=1e-3, adjacency=adjacency, **opts)
+    adj = jp.privacy.Adjacency(opts["b"], opts["eta"], scope=adjacency)
+    extra = dict(support=opts["support"], smoothing=opts["smoothing"])
+    got = mdp_guarantee(7.0, _as_model(model), adj, target_delta=1e-3, **extra)
     eps, dlt, per_row = _loop_oracle(7.0, model, target_delta=1e-3, adjacency=adjacency, **opts)
     assert (got.epsilon, got.delta) == (eps, dlt)  # bit for bit
     assert got.num_rows == len(per_row) == len(got.per_row)
@@ -92,7 +105,13 @@ def test_equals_the_per_row_loop(kind, opts, adjacency):
 
 
 def test_lookup_of_rows_not_privatized():
-    got = mdp_guarantee(7.0, _model("random"), b=0.2, support="nonzero", target_delta=1e-3)
+    got = mdp_guarantee(
+        7.0,
+        _as_model(_model("random")),
+        jp.privacy.Adjacency(0.2),
+        support="nonzero",
+        target_delta=0.001,
+    )
     assert (1, 2) not in got.per_row and (99, 0) not in got.per_row and (0, -1) not in got.per_row
     with pytest.raises(KeyError):
         got.per_row[(1, 2)]
@@ -101,7 +120,9 @@ def test_lookup_of_rows_not_privatized():
 def test_eta_violation_names_the_first_row():
     P = _model("random")
     with pytest.raises(ValueError, match=r"\(state 0, action 0\).*below eta"):
-        mdp_guarantee(7.0, P, b=0.2, eta=0.1, support="nonzero", target_delta=1e-3)
+        mdp_guarantee(
+            7.0, _as_model(P), jp.privacy.Adjacency(0.2, 0.1), support="nonzero", target_delta=1e-3
+        )
 
 
 def test_distinct_tuples_against_a_set():
@@ -121,7 +142,7 @@ def test_composed_sums_are_rounded_up_and_meet_the_target():
     # 1.2 * 10^5 rows each meeting target/n: a float sum rounds (here below the exact sum); the
     # reported ε and δ are the exact sums rounded up, and δ never exceeds the target.
     model = gridworld(100, 300)
-    got = mdp_guarantee(7.0, model, b=0.1, target_delta=1e-3, adjacency="all")
+    got = mdp_guarantee(7.0, model, jp.privacy.Adjacency(0.1, scope="all"), target_delta=0.001)
     per_row = got.per_row
     exact_eps = sum((Fraction(per_row[key].epsilon) for key in per_row), Fraction())
     exact_dlt = sum((Fraction(per_row[key].delta) for key in per_row), Fraction())

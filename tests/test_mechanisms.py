@@ -124,26 +124,29 @@ def test_noise_radius_holds_the_true_row_by_monte_carlo(noise):
         assert l2_miss == pytest.approx(level, abs=4 * math.sqrt(level * (1 - level) / trials))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("mechanism", ["gaussian", "laplace"])
 def test_additive_mechanisms_in_synthesize_and_sweep(mechanism):
     mdp = build_mdp(0)
-    out = jp.synthesize(KEY, mdp, k=0.05, mechanism=mechanism, bound="certified")
+    cls = {"gaussian": jp.Gaussian, "laplace": jp.Laplace}[mechanism]
+    out = jp.synthesize(KEY, mdp, cls(0.05), jp.CertifiedSet(0.1))
     p_bar = np.asarray(out.private_transitions)
     np.testing.assert_allclose(p_bar.sum(-1), 1, atol=1e-5)
     assert np.all(out.pessimistic <= out.private_values + 1e-5)
     assert np.all(out.private_values <= out.optimistic + 1e-5)
-    res = jp.sweep(KEY, mdp, ks=[0.05], num_trials=2, mechanism=mechanism)
+    res = jp.sweep(KEY, mdp, cls.grid([0.05]), num_trials=2)
     assert res.cost.shape == (1, 2)
 
 
-def test_unknown_mechanism_is_a_clear_error():
-    with pytest.raises(ValueError, match="mechanism must be one of 'dirichlet', 'gaussian'"):
-        jp.synthesize(KEY, build_mdp(0), k=1.0, mechanism="exponential")
+def test_a_mechanism_name_is_a_clear_error():
+    with pytest.raises(TypeError, match="takes the mechanism as an object"):
+        jp.synthesize(KEY, build_mdp(0), "exponential")
 
 
 # --------------------------------------------------------------------------- the frontier
 
 
+@pytest.mark.integration
 def test_frontier_calibrates_every_mechanism_and_keeps_unreachable_targets():
     mdp = jp.examples.investment()
     res = jp.frontier(KEY, mdp, epsilons=[0.5, 8.0], delta=1e-3, num_trials=3, support="nonzero")
@@ -153,7 +156,7 @@ def test_frontier_calibrates_every_mechanism_and_keeps_unreachable_targets():
     assert np.isnan(res.true_value["dirichlet"][0]).all()
     assert 3 < res.floor["dirichlet"] < 8
     k = res.parameter["dirichlet"][1]
-    g = jp.privacy.guarantee(k, b=0.1, eta=res.eta, n=res.n, target_delta=1e-3)
+    g = jp.privacy.guarantee(k, jp.privacy.Adjacency(0.1, res.eta), n=res.n, target_delta=0.001)
     assert g.epsilon <= 8.0 + 1e-9 and g.delta <= 1e-3
     sigma = res.parameter["gaussian"]
     assert np.all(np.diff(sigma) < 0)  # more privacy, more noise
@@ -170,15 +173,18 @@ def test_frontier_calibrates_every_mechanism_and_keeps_unreachable_targets():
     [
         (dict(epsilons=[0.0]), "epsilons must be > 0"),
         (dict(epsilons=[1.0], delta=1.0), "delta must lie in"),
-        (dict(epsilons=[1.0], mechanisms=["gauss"]), "mechanism must be one of"),
         (dict(epsilons=[]), "non-empty"),
+        (dict(epsilons=[1.0], mechanisms=[]), "non-empty list of classes"),
     ],
 )
 def test_frontier_bad_input(kw, match):
     with pytest.raises(ValueError, match=match):
         jp.frontier(KEY, build_mdp(0), **kw)
+    with pytest.raises(TypeError, match=r"mechanism classes.*jp\.Gaussian"):
+        jp.frontier(KEY, build_mdp(0), epsilons=[1.0], mechanisms=["gaussian"])
 
 
+@pytest.mark.cli
 def test_frontier_command(tmp_path, capsys):
     import json
 
@@ -202,27 +208,26 @@ def test_frontier_command(tmp_path, capsys):
 def test_additive_mechanism_under_jit_and_vmap_over_its_scale():
     mdp = build_mdp(0)
     sigmas = jnp.asarray([0.02, 0.2])
-    run = jax.jit(jax.vmap(lambda s: jp.synthesize(KEY, mdp, k=s, mechanism="gaussian").cost))
-    want = [float(jp.synthesize(KEY, mdp, k=s, mechanism="gaussian").cost) for s in sigmas]
+    run = jax.jit(jax.vmap(lambda s: jp.synthesize(KEY, mdp, jp.Gaussian(s)).cost))
+    want = [float(jp.synthesize(KEY, mdp, jp.Gaussian(s)).cost) for s in sigmas]
     np.testing.assert_allclose(run(sigmas), want, rtol=1e-5)
 
 
+@pytest.mark.integration
 def test_privatize_any_mechanism_returns_the_same_kind_of_model():
     grid = jp.examples.gridworld(4, 4, horizon=5)
     support = np.asarray(grid.probs) > 0
     mask = np.asarray(grid.action_mask)
-    for mechanism in ["dirichlet", "gaussian", "laplace"]:
-        out = jp.privatize(
-            KEY, grid, 0.05 if mechanism != "dirichlet" else 20.0, mechanism=mechanism
-        )
+    for mech in [jp.Dirichlet(20.0), jp.Gaussian(0.05), jp.Laplace(0.05)]:
+        out = jp.privatize(KEY, grid, mech)
         assert isinstance(out, jp.SparseMDP)
         p = np.asarray(out.probs)
         np.testing.assert_allclose(p.sum(-1)[mask], 1, atol=1e-5)
         assert np.all(p[~support] == 0) and np.all(p >= 0)
-    same = jp.privatize(KEY, build_mdp(0), 7.0, support="nonzero")
-    want = jp.dirichlet_mechanism(KEY, build_mdp(0), 7.0, support="nonzero")
+    same = jp.privatize(KEY, build_mdp(0), jp.Dirichlet(7.0), support="nonzero")
+    want = jp.dirichlet_mechanism(KEY, build_mdp(0), jp.Dirichlet(7.0), support="nonzero")
     np.testing.assert_array_equal(same.transitions, want.transitions)
     with pytest.raises(ValueError, match="sigma must be > 0"):
-        jp.privatize(KEY, grid, -1.0, mechanism="gaussian")
-    with pytest.raises(ValueError, match="mechanism must be one of"):
-        jp.privatize(KEY, grid, 1.0, mechanism="uniform")
+        jp.privatize(KEY, grid, jp.Gaussian(-1.0))
+    with pytest.raises(TypeError, match="takes the mechanism as an object"):
+        jp.privatize(KEY, grid, "uniform")

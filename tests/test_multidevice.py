@@ -8,6 +8,8 @@ import textwrap
 
 import pytest
 
+pytestmark = pytest.mark.multiprocess
+
 SCRIPT = textwrap.dedent(
     """
     import jax, numpy as np
@@ -16,10 +18,18 @@ SCRIPT = textwrap.dedent(
     assert jax.device_count() == 4, jax.devices()
     for horizon, discount in ((4, 1.0), (None, 0.9)):
         mdp = jp.examples.random_mdp(jax.random.key(0), 6, 3, horizon, discount=discount)
-        kw = dict(ks=[1.0, 10.0, 40.0], num_trials=7, vector_width=2)
-        sharded = jp.sweep(jax.random.key(1), mdp, batch_size=8, **kw)
-        single = jp.sweep(jax.random.key(1), mdp, batch_size=8, devices=jax.devices()[:1], **kw)
-        chunked = jp.sweep(jax.random.key(1), mdp, batch_size=3, devices=jax.devices()[:1], **kw)
+        grid = jp.Dirichlet.grid([1.0, 10.0, 40.0], sampler="fast")
+        one = jax.devices()[:1]
+        kw = dict(num_trials=7)
+        sharded = jp.sweep(
+            jax.random.key(1), mdp, grid, chunking=jp.Chunking(8, vector_width=2), **kw
+        )
+        single = jp.sweep(
+            jax.random.key(1), mdp, grid, chunking=jp.Chunking(8, 2, devices=one), **kw
+        )
+        chunked = jp.sweep(
+            jax.random.key(1), mdp, grid, chunking=jp.Chunking(3, 2, devices=one), **kw
+        )
         for name in sharded._fields:
             a = np.asarray(getattr(sharded, name))
             for other in (single, chunked):

@@ -10,6 +10,8 @@ import textwrap
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.multiprocess
+
 SCRIPT = textwrap.dedent(
     """
     import sys
@@ -25,10 +27,11 @@ SCRIPT = textwrap.dedent(
 
     dense = jp.examples.random_mdp(jax.random.key(0), 6, 3, 4)
     sparse = jp.examples.gridworld(3, 4, horizon=6, discount=1.0)
-    kw = dict(ks=[1.0, 10.0, 40.0], num_trials=5, vector_width=2, batch_size=4)
+    grid = jp.Dirichlet.grid([1.0, 10.0, 40.0], sampler="fast")
+    kw = dict(num_trials=5, chunking=jp.Chunking(batch_size=4, vector_width=2))
     results = [
-        jp.sweep(jax.random.key(1), dense, **kw),
-        jp.sweep(jax.random.key(2), sparse, support_aware=True, **kw),
+        jp.sweep(jax.random.key(1), dense, grid, **kw),
+        jp.sweep(jax.random.key(2), sparse, grid, jp.PaperSet(0.1, support_aware=True), **kw),
     ]
     np.savez(out, **{
         f"{i}_{name}": np.asarray(getattr(r, name))

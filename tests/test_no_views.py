@@ -2,9 +2,9 @@
 
 On a CPU, ``jax.device_put`` keeps a view of a NumPy buffer at a 64-byte-aligned address
 instead of copying it; ``make_sparse_mdp`` once handed the caller's ``next_states`` over that
-way, and overwriting that array afterwards changed the model (a CI failure, benchmarks/
-RESULTS.md §23). Every constructor is given aligned arrays already in the dtypes it stores,
-the arrays are overwritten, and every array of the model must be unchanged.
+way, and overwriting that array afterwards changed the model. Every constructor is given
+aligned arrays already in the dtypes it stores, the arrays are overwritten, and every array
+of the model must be unchanged.
 """
 
 import jax

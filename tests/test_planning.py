@@ -139,13 +139,13 @@ def test_value_iteration_matches_numpy(name, request):
 def test_value_iteration_tolerance_and_guard(infinite_mdp):
     o = to_numpy(infinite_mdp)
     V_star, _ = np_value_iteration(o["P"], o["R"], o["gamma"], o["mask"])
-    loose = jp.solve(infinite_mdp, tol=0.5)
+    loose = jp.solve(infinite_mdp, options=jp.SolverOptions(tol=0.5))
     tight = jp.solve(infinite_mdp)
     assert bool(loose.converged) and int(loose.iterations) < int(tight.iterations)
     V_pi = np_evaluate(o["P"], o["R"], None, o["gamma"], loose.policy, None)
     assert np.all(V_pi >= V_star - 0.5)
     assert np.max(np.abs(np.asarray(loose.values) - V_star)) <= 0.25 + 1e-4
-    capped = jp.solve(infinite_mdp, max_iterations=3)
+    capped = jp.solve(infinite_mdp, options=jp.SolverOptions(max_iterations=3))
     assert not bool(capped.converged) and int(capped.iterations) == 3
 
 
@@ -314,7 +314,7 @@ def test_ragged_policy_is_named(finite_mdp):
 
 # ----------------------------------------------------------------------------- rounding
 # float32 value iteration lands on a fixed point of the *rounded* Bellman operator, up to
-# ρ/(1 − γ) away from V*: `converged` must still mean "within tol/2 of V*" (issue 14, §3).
+# ρ/(1 − γ) away from V*: `converged` must still mean "within tol/2 of V*".
 
 
 def forest(p=0.1, r1=4.0, r2=2.0, num_states=3):
@@ -375,7 +375,7 @@ def test_float32_convergence_is_certified_with_rounding(name, tol, certifiable):
         mdp = jp.make_mdp(*forest(), discount=0.96)
     else:
         mdp = jp.make_mdp(np.ones((1, 1, 1)), [[100.0]], discount=0.9)
-    sol = jp.solve(mdp, tol=tol)
+    sol = jp.solve(mdp, options=jp.SolverOptions(tol=tol))
     error = check_promises(mdp, sol, tol)
     assert bool(sol.converged) == certifiable
     if not certifiable:
@@ -385,7 +385,7 @@ def test_float32_convergence_is_certified_with_rounding(name, tol, certifiable):
         assert tol / 2 < error <= float(sol.error_bound) < 0.1
     # The default tolerance is always certifiable (passed explicitly: one compilation).
     default_tol = default_tolerance(mdp, ulps=backup_ulps(mdp), modulus=contraction_modulus(mdp))
-    default = jp.solve(mdp, tol=default_tol)
+    default = jp.solve(mdp, options=jp.SolverOptions(tol=default_tol))
     assert bool(default.converged)
     check_promises(mdp, default, float(default_tol))
 
@@ -413,7 +413,7 @@ def test_converged_solutions_are_within_tol_of_the_exact_optimum(kind, gamma):
             mdp = jp.to_sparse(mdp)
         scale = float(np.max(np.asarray(mdp.rewards)[np.asarray(mdp.action_mask)])) / (1 - gamma)
         for rel in (1e-1, 1e-3, 1e-4, 1e-5, 1e-7):
-            sol = jp.solve(mdp, tol=rel * scale)
+            sol = jp.solve(mdp, options=jp.SolverOptions(tol=rel * scale))
             check_promises(jp.to_dense(mdp) if kind == "sparse" else mdp, sol, rel * scale)
             certified += bool(sol.converged)
     assert 6 <= certified < 15  # both outcomes occur

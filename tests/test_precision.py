@@ -24,14 +24,16 @@ from jax.extend import core as jex_core
 
 import jaxprivmdp as jp
 from jaxprivmdp.experiments._chunks import chunk_runs, sweep_chunk
-from jaxprivmdp.mechanisms._registry import _privatize_jit, as_mechanism, mechanism_class
+from jaxprivmdp.mechanisms._registry import _privatize_jit, mechanism_class
 from jaxprivmdp.models._rows import with_probs
 from jaxprivmdp.models._support import model_mechanism_input
 from jaxprivmdp.planning._bellman import solve_core
 from jaxprivmdp.planning._bounds import bounds_core, set_up
 from jaxprivmdp.planning._evaluation import evaluate_core
 from jaxprivmdp.planning._robust_policy import robust_solve_core
-from jaxprivmdp.sets._sets import as_set
+from jaxprivmdp.sets._sets import set_named as as_set
+
+pytestmark = pytest.mark.integration
 
 HIGHEST = jax.lax.Precision.HIGHEST
 PRODUCTS = ("dot_general", "conv_general_dilated", "ragged_dot_general")
@@ -215,7 +217,7 @@ def test_bounds_and_robust_cores(horizon):
         mdp = models(horizon)[name]
         det, stoch = policies(mdp)
         uset = as_set(bound, 0.1, support_aware)
-        kind, params, width = set_up(mdp, as_mechanism(mechanism, k), uset)
+        kind, params, width = set_up(mdp, mechanism_class(mechanism)(k), uset)
         static = dict(kind=kind, width=width, support_aware=support_aware)
         label = f"{name} {mechanism} {bound} support_aware={support_aware} width={width}"
         policy = stoch if name == "sparse3" else det

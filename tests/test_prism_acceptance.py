@@ -28,6 +28,8 @@ import pytest
 
 import jaxprivmdp as jp
 
+pytestmark = pytest.mark.prism
+
 TOL = 1e-10  # relative precision asked of unbounded properties (float64)
 
 FORMATS = {

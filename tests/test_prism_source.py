@@ -13,6 +13,8 @@ import pytest
 import jaxprivmdp as jp
 from jaxprivmdp.io import _prism_source
 
+pytestmark = pytest.mark.prism
+
 WALK = """
 mdp
 const int N;

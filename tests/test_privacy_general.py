@@ -12,13 +12,13 @@ import math
 import jax
 import numpy as np
 import pytest
+from oracles import dirichlet_divergence
 from scipy import optimize, special
 
 import jaxprivmdp as jp
 from jaxprivmdp.experiments._frontier import public_eta
 from jaxprivmdp.privacy import _additive as pa
-from jaxprivmdp.privacy import _row
-from jaxprivmdp.privacy._rdp import compose_rows, dirichlet_divergence, dirichlet_rdp
+from jaxprivmdp.privacy import _row, compose_rows, dirichlet_rdp
 
 # --------------------------------------------------------------------------- oracles
 
@@ -182,9 +182,9 @@ def test_rdp_covers_the_audits_counterexample():
     assert div == pytest.approx(4.629327, abs=1e-6)
     # The former value 4.525 (one entry down) was below it: not a bound.
     assert best_split_divergence(k, lam, b, eta, 3) == pytest.approx(4.525392, abs=1e-6)
-    assert dirichlet_rdp(k, lam, b=b, eta=eta, n=4) == pytest.approx(div, rel=1e-12)
+    assert dirichlet_rdp(k, lam, jp.privacy.Adjacency(b, eta), n=4) == pytest.approx(div, rel=1e-12)
     for n in (5, 20, None):
-        assert dirichlet_rdp(k, lam, b=b, eta=eta, n=n) >= div
+        assert dirichlet_rdp(k, lam, jp.privacy.Adjacency(b, eta), n=n) >= div
 
 
 # (n, η, b, k, λ): spread (kη < 1/2) and concentrated cases, n from 3 to 50.
@@ -200,7 +200,7 @@ RDP_CASES = [
 
 @pytest.mark.parametrize(("n", "eta", "b", "k", "lam"), [RDP_CASES[i] for i in (0, 3, 5)])
 def test_numerical_maximisation_never_exceeds_the_rdp(n, eta, b, k, lam):
-    bound = dirichlet_rdp(k, lam, b=b, eta=eta, n=n)
+    bound = dirichlet_rdp(k, lam, jp.privacy.Adjacency(b, eta), n=n)
     found = max_divergence(k, lam, b, eta, n, 2, np.random.default_rng(n))
     assert found <= bound * (1 + 1e-12)
     assert found >= 0.8 * bound  # the search is not idle (attainment: the test below)
@@ -208,7 +208,7 @@ def test_numerical_maximisation_never_exceeds_the_rdp(n, eta, b, k, lam):
 
 @pytest.mark.parametrize(("n", "eta", "b", "k", "lam"), RDP_CASES)
 def test_rdp_is_attained_or_within_the_rounding_of_the_number_of_entries(n, eta, b, k, lam):
-    bound = dirichlet_rdp(k, lam, b=b, eta=eta, n=n)
+    bound = dirichlet_rdp(k, lam, jp.privacy.Adjacency(b, eta), n=n)
     best = best_split_divergence(k, lam, b, eta, n)
     assert best == pytest.approx(bound, rel=3e-3)
     if k * eta >= 0.5:  # one entry down is the worst case: the two-entry closed form, exact
@@ -229,7 +229,9 @@ def test_rdp_of_two_entries_is_exact():
         )
         for x in xs
     )
-    assert dirichlet_rdp(k, lam, b=b, eta=eta, n=2) == pytest.approx(found, rel=1e-9)
+    assert dirichlet_rdp(k, lam, jp.privacy.Adjacency(b, eta), n=2) == pytest.approx(
+        found, rel=1e-9
+    )
 
 
 def _mp_two_entry_rdp(mpmath, k, lam, b, eta):
@@ -257,13 +259,17 @@ def test_rdp_is_accurate_where_log_gamma_differences_cancel(k, b, eta, lam):
     mpmath = pytest.importorskip("mpmath")
     mpmath.mp.dps = 60
     want = _mp_two_entry_rdp(mpmath, k, lam, b, eta)
-    assert dirichlet_rdp(k, lam, b=b, eta=eta, n=3) == pytest.approx(want, rel=1e-12)
+    assert dirichlet_rdp(k, lam, jp.privacy.Adjacency(b, eta), n=3) == pytest.approx(
+        want, rel=1e-12
+    )
 
 
 def test_rdp_is_never_negative_and_composes_to_a_positive_epsilon():
     for k, b, lam in [(1e3, 1e-12, 1.001), (1e5, 1e-9, 64.0), (1e7, 1e-6, 1.5), (1e7, 1e-12, 2.0)]:
-        assert dirichlet_rdp(k, lam, b=b, eta=0.1, n=5) > 0
-    out = compose_rows("dirichlet", 1e5, num_rows=100, delta=1e-6, b=1e-9, eta=0.1, n=5)
+        assert dirichlet_rdp(k, lam, jp.privacy.Adjacency(b, 0.1), n=5) > 0
+    out = compose_rows(
+        jp.Dirichlet(100000.0), jp.privacy.Adjacency(1e-09, 0.1), num_rows=100, delta=1e-06, n=5
+    )
     assert out.rdp_epsilon > 0 and out.basic_epsilon > 0
 
 
@@ -298,7 +304,7 @@ SPREADS = [False, True, True, True, False, True]
 
 @pytest.mark.parametrize(("n", "eta", "b", "k", "delta"), [EPS_CASES[i] for i in (1, 3, 5, 6)])
 def test_numerical_maximisation_never_exceeds_epsilon(n, eta, b, k, delta):
-    g = jp.privacy.guarantee(k, b=b, eta=eta, n=n, target_delta=delta)
+    g = jp.privacy.guarantee(k, jp.privacy.Adjacency(b, eta), n=n, target_delta=delta)
     found = max_loss(k, b, eta, g.log_gamma, n, 2, np.random.default_rng(n))
     assert found <= g.epsilon + 1e-9 * (1 + g.epsilon)
     assert found >= 0.8 * g.epsilon  # the search is not idle (attainment: the test below)
@@ -311,7 +317,7 @@ def test_numerical_maximisation_never_exceeds_epsilon(n, eta, b, k, delta):
 def test_epsilon_is_attained_or_within_the_rounding_of_the_number_of_entries(
     n, eta, b, k, delta, spreads
 ):
-    g = jp.privacy.guarantee(k, b=b, eta=eta, n=n, target_delta=delta)
+    g = jp.privacy.guarantee(k, jp.privacy.Adjacency(b, eta), n=n, target_delta=delta)
     best = best_split_loss(k, b, eta, g.log_gamma, n)
     assert best <= g.epsilon + 1e-9 * (1 + g.epsilon)
     assert best == pytest.approx(g.epsilon, rel=1e-3)
@@ -324,7 +330,7 @@ def test_epsilon_is_attained_or_within_the_rounding_of_the_number_of_entries(
 
 def test_epsilon_under_general_adjacency_is_up_to_five_percent_above_two_entries():
     """The audit's configuration: n = 20, η = 0.01, b = 0.1, k = 1 (δ = 1e-3)."""
-    g = jp.privacy.guarantee(1.0, b=0.1, eta=0.01, n=20, target_delta=1e-3)
+    g = jp.privacy.guarantee(1.0, jp.privacy.Adjacency(0.1, 0.01), n=20, target_delta=0.001)
     two = two_entry_epsilon(1.0, 0.1, 0.01, g.log_gamma, 20)
     assert g.epsilon / two - 1 == pytest.approx(0.049, abs=1e-3)
     # Attained: the mass spread evenly over the 19 other entries.
@@ -340,7 +346,7 @@ def test_random_configurations_never_exceed_the_library():
     """A wider scan (n = 3 … 50, k = 0.01 … 3000): neither oracle beats the library."""
     rng = np.random.default_rng(11)
     for n, eta, b, k, lam in RDP_CASES:  # the fixed cases, with more starts
-        bound = dirichlet_rdp(k, lam, b=b, eta=eta, n=n)
+        bound = dirichlet_rdp(k, lam, jp.privacy.Adjacency(b, eta), n=n)
         assert max_divergence(k, lam, b, eta, n, 6, rng) <= bound * (1 + 1e-12)
     for _ in range(12):
         n = int(rng.choice([3, 4, 6, 10, 20, 50]))
@@ -348,11 +354,11 @@ def test_random_configurations_never_exceed_the_library():
         b = float(rng.choice([0.02, 0.1, 0.3, 1.0]))
         k = float(10 ** rng.uniform(-2, 3.5))
         delta = float(rng.choice([1e-6, 1e-3, 0.1]))
-        g = jp.privacy.guarantee(k, b=b, eta=eta, n=n, target_delta=delta)
+        g = jp.privacy.guarantee(k, jp.privacy.Adjacency(b, eta), n=n, target_delta=delta)
         assert max_loss(k, b, eta, g.log_gamma, n, 4, rng) <= g.epsilon + 1e-9 * (1 + g.epsilon)
         s = min(b / 2, 1 - n * eta)
         lam = float(1 + rng.uniform(0.01, 0.95) * eta / s)
-        bound = dirichlet_rdp(k, lam, b=b, eta=eta, n=n)
+        bound = dirichlet_rdp(k, lam, jp.privacy.Adjacency(b, eta), n=n)
         assert max_divergence(k, lam, b, eta, n, 4, rng) <= bound * (1 + 1e-12)
 
 

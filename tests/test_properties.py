@@ -219,6 +219,7 @@ def mechanism_inputs(draw):
     return P, mask
 
 
+@pytest.mark.statistical
 @settings(PROFILE)
 @given(
     mechanism_inputs(),
@@ -232,7 +233,11 @@ def test_mechanism_rows_on_simplex_with_input_support(inputs, k, sampler, dtype,
     P = P.astype(dtype)
     with jax.enable_x64(dtype == np.float64):
         out = jp.dirichlet_mechanism(
-            jax.random.key(seed), P, k, support="nonzero", action_mask=mask, sampler=sampler
+            jax.random.key(seed),
+            P,
+            jp.Dirichlet(k, sampler=sampler),
+            support="nonzero",
+            action_mask=mask,
         )
         out = np.asarray(out)
     assert out.dtype == dtype and out.shape == P.shape
@@ -266,17 +271,20 @@ def assert_brackets(low, value, high, what):
 def check_synthesis_brackets(data, mdp):
     k, beta = data.draw(KS, "k"), data.draw(BETAS, "beta")
     seed = data.draw(st.integers(0, 2**32 - 1), "seed")
-    out = jp.synthesize(jax.random.key(seed), mdp, k=k, beta=beta, support="nonzero")
+    out = jp.synthesize(
+        jax.random.key(seed), mdp, jp.Dirichlet(k), jp.PaperSet(beta), support="nonzero"
+    )
     assert_brackets(out.pessimistic, out.private_values, out.optimistic, "synthesize")
     assert float(out.cost) >= 0
     # On the privatized MDP the bounds bracket the value of any policy, not only π̄.
     private = dataclasses.replace(mdp, transitions=out.private_transitions)
     policy = data.draw(policies(private), "policy")
-    b = jp.cost_of_privacy(private, policy, k=k, beta=beta)
+    b = jp.cost_of_privacy(private, policy, jp.Dirichlet(k), jp.PaperSet(beta))
     assert_brackets(b.pessimistic, jp.evaluate(private, policy), b.optimistic, "any policy")
     assert float(b.cost) >= 0
 
 
+@pytest.mark.statistical
 @settings(PROFILE, max_examples=25)
 @given(st.sampled_from([3, None]).flatmap(lambda h: mdps(4, 3, h)), st.data())
 def test_bounds_bracket_private_values(mdp, data):
@@ -306,8 +314,8 @@ def test_bounds_monotone_in_alpha(mdp, data):
     k_small, k_large = sorted((data.draw(KS, "k1"), data.draw(KS, "k2")))
     beta = data.draw(BETAS, "beta")
     policy = data.draw(policies(mdp), "policy")
-    wide = jp.cost_of_privacy(mdp, policy, k=k_small, beta=beta)
-    tight = jp.cost_of_privacy(mdp, policy, k=k_large, beta=beta)
+    wide = jp.cost_of_privacy(mdp, policy, jp.Dirichlet(k_small), jp.PaperSet(beta))
+    tight = jp.cost_of_privacy(mdp, policy, jp.Dirichlet(k_large), jp.PaperSet(beta))
     scale = 1 + scale_of(wide.pessimistic, wide.optimistic)
     slack = 1e-5 * scale
     target(float(np.max(wide.pessimistic - tight.pessimistic)) / scale, label="v̲ rises")
@@ -351,6 +359,7 @@ def eager_both(v, p_bar, alpha, beta):
     )
 
 
+@pytest.mark.statistical
 @settings(PROFILE, max_examples=30)
 @given(batches(), st.sampled_from([np.float32, np.float64]))
 def test_jit_equals_eager_and_vmap_equals_loop(batch, dtype):

@@ -13,6 +13,8 @@ import pytest
 
 import jaxprivmdp as jp
 
+pytestmark = pytest.mark.integration
+
 S, A, T = 6, 2, 4
 GOAL = np.array([0, 0, 0, 1, 0, 1], bool)
 SAFE = np.array([1, 1, 0, 1, 1, 1], bool)
@@ -141,7 +143,9 @@ def test_true_value_by_monte_carlo_and_sweep():
     with jax.enable_x64(True):
         mdp = _model(False)
         pm = jp.property_model(mdp, prop, labels=LABELS)
-        res = jp.sweep(jax.random.key(0), pm, ks=[20.0], num_trials=2)
+        res = jp.sweep(
+            jax.random.key(0), pm, jp.Dirichlet.grid([20.0], sampler="fast"), num_trials=2
+        )
         assert float(res.optimal_value) == pytest.approx(
             float(jp.check(mdp, prop, labels=LABELS).value_at_initial), abs=1e-12
         )
@@ -192,7 +196,7 @@ def test_frontier_counts_only_the_undecided_rows():
         mdp = _model(False)
         pm = jp.property_model(mdp, 'Pmax=? [F<=T "goal"]', labels=LABELS)
         out = jp.frontier(
-            jax.random.key(0), pm, epsilons=[8.0], mechanisms=["laplace"], num_trials=2
+            jax.random.key(0), pm, epsilons=[8.0], num_trials=2, mechanisms=(jp.Laplace,)
         )
         assert out.num_rows == int((~GOAL).sum()) * A
         assert out.optimal_value == pytest.approx(

@@ -77,7 +77,7 @@ def test_validation_names_the_problem(change, message):
 
 def test_solve_and_evaluate_match_numpy_oracle_float64():
     mdp = _model(discount=0.95)
-    sol = jp.solve(mdp, tol=1e-11)
+    sol = jp.solve(mdp, options=jp.SolverOptions(tol=1e-11))
     oracle = _oracle_values(mdp)
     np.testing.assert_allclose(sol.values, oracle, atol=1e-10)
     np.testing.assert_allclose(jp.evaluate(mdp, sol.policy), oracle, atol=1e-10)
@@ -86,7 +86,10 @@ def test_solve_and_evaluate_match_numpy_oracle_float64():
 @pytest.mark.slow
 def test_solve_and_evaluate_match_padded_float64():
     mdp = _model(discount=0.95)
-    sol, padded = jp.solve(mdp, tol=1e-11), jp.solve(jp.to_padded(mdp), tol=1e-11)
+    sol, padded = (
+        jp.solve(mdp, options=jp.SolverOptions(tol=1e-11)),
+        jp.solve(jp.to_padded(mdp), options=jp.SolverOptions(tol=1e-11)),
+    )
     np.testing.assert_allclose(sol.values, padded.values, atol=1e-12)
     np.testing.assert_array_equal(sol.policy, padded.policy)
     v = jp.evaluate(mdp, sol.policy)
@@ -207,9 +210,11 @@ def test_smoothing_is_refused_with_what_to_do():
     mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9)
     key = jax.random.key(0)
     calls = [
-        lambda: jp.privatize(key, mdp, 100.0, smoothing=0.01),
-        lambda: jp.dirichlet_mechanism(key, mdp, 100.0, smoothing=0.01),
-        lambda: jp.privacy.mdp_guarantee(100.0, mdp, b=0.1, target_delta=1e-3, smoothing=0.01),
+        lambda: jp.privatize(key, mdp, jp.Dirichlet(100.0), smoothing=0.01),
+        lambda: jp.dirichlet_mechanism(key, mdp, jp.Dirichlet(100.0), smoothing=0.01),
+        lambda: jp.privacy.mdp_guarantee(
+            100.0, mdp, jp.privacy.Adjacency(0.1), target_delta=0.001, smoothing=0.01
+        ),
     ]
     for call in calls:
         with pytest.raises(ValueError, match="smoothing"):
@@ -228,14 +233,15 @@ SETS = [
 
 def _check_costs_agree(mdp):
     """cost_of_privacy of one release, ragged and padded: the same bounds to rounding."""
-    release = jp.privatize(jax.random.key(4), mdp, 100.0)
+    release = jp.privatize(jax.random.key(4), mdp, jp.Dirichlet(100.0))
     policy = jp.solve(release).policy
-    a = jp.cost_of_privacy(release, policy, k=100.0, beta=0.1)
-    b = jp.cost_of_privacy(jp.to_padded(release), policy, k=100.0, beta=0.1)
+    a = jp.cost_of_privacy(release, policy, jp.Dirichlet(100.0), jp.PaperSet(0.1))
+    b = jp.cost_of_privacy(jp.to_padded(release), policy, jp.Dirichlet(100.0), jp.PaperSet(0.1))
     np.testing.assert_allclose(a.pessimistic, b.pessimistic, atol=1e-12)
     np.testing.assert_allclose(a.optimistic, b.optimistic, atol=1e-12)
 
 
+@pytest.mark.integration
 def test_cost_of_privacy_equals_the_padded_layouts():
     _check_costs_agree(jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9))
 
@@ -246,17 +252,22 @@ def test_synthesize_and_bounds_equal_the_padded_layouts(mechanism, k, bound, awa
     """The same release, ragged and padded: synthesize's policy and bounds, cost_of_privacy
     and robust_solve agree to rounding (the sets and kernels are deterministic)."""
     mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9)
-    kw = dict(k=k, beta=0.1, support_aware=aware)
-    out = jp.synthesize(jax.random.key(3), mdp, mechanism, bound, robust=True, **kw)
+    mechanism = {"dirichlet": jp.Dirichlet, "gaussian": jp.Gaussian, "laplace": jp.Laplace}[
+        mechanism
+    ](k)
+    bound = {"paper": jp.PaperSet, "exact": jp.ExactSet, "certified": jp.CertifiedSet}[bound](
+        0.1, support_aware=aware
+    )
+    out = jp.synthesize(jax.random.key(3), mdp, mechanism, bound, robust=True)
     release = with_probs(mdp, out.private_transitions)
     padded = jp.to_padded(release)
-    cost = jp.cost_of_privacy(padded, out.policy, mechanism, bound, **kw)
+    cost = jp.cost_of_privacy(padded, out.policy, mechanism, bound)
     np.testing.assert_allclose(out.pessimistic, cost.pessimistic, atol=1e-12)
     np.testing.assert_allclose(out.optimistic, cost.optimistic, atol=1e-12)
     np.testing.assert_array_equal(out.policy, jp.solve(padded).policy)
-    robust = jp.robust_solve(padded, mechanism, bound, **kw)
+    robust = jp.robust_solve(padded, mechanism, bound)
     np.testing.assert_array_equal(out.robust.policy, robust.policy)
-    mine = jp.robust_solve(release, mechanism, bound, **kw)
+    mine = jp.robust_solve(release, mechanism, bound)
     np.testing.assert_allclose(mine.values, robust.values, atol=1e-12)
 
 
@@ -264,19 +275,26 @@ def test_synthesize_and_bounds_equal_the_padded_layouts(mechanism, k, bound, awa
 def test_finite_horizon_bounds_and_sweep():
     mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, horizon=5)
     _check_costs_agree(mdp)
-    res = jp.sweep(jax.random.key(5), mdp, ks=[30.0, 300.0], num_trials=3, beta=0.1)
+    res = jp.sweep(
+        jax.random.key(5),
+        mdp,
+        jp.Dirichlet.grid([30.0, 300.0], sampler="fast"),
+        jp.PaperSet(0.1),
+        num_trials=3,
+    )
     assert res.cost.shape == (2, 3) and bool(jnp.all(res.converged))
     assert np.all(np.asarray(res.true_value) <= float(res.optimal_value) + 1e-9)
     assert np.all(np.asarray(res.pessimistic) <= np.asarray(res.private_value) + 1e-9)
 
 
-MECHANISMS = [("dirichlet", 30.0), ("gaussian", 0.05), ("laplace", 0.05)]
+MECHANISMS = [(jp.Dirichlet, 30.0), (jp.Gaussian, 0.05), (jp.Laplace, 0.05)]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("mechanism, parameter", MECHANISMS)
 def test_privatize_keeps_the_lists(mechanism, parameter):
     mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9)
-    release = jp.privatize(jax.random.key(2), mdp, parameter, mechanism=mechanism)
+    release = jp.privatize(jax.random.key(2), mdp, mechanism(parameter))
     assert isinstance(release, jp.RaggedMDP)
     for b, c in zip(release.buckets, mdp.buckets, strict=True):  # the lists are kept
         np.testing.assert_array_equal(b.next_states, c.next_states)
@@ -295,9 +313,7 @@ def test_privatize_has_the_padded_distribution(mechanism, parameter):
     mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9)
     padded = jp.to_padded(mdp)
     keys = jax.random.split(jax.random.key(1), 600)
-    draw = jax.jit(
-        jax.vmap(lambda k, m: jp.privatize(k, m, parameter, mechanism=mechanism), (0, None))
-    )
+    draw = jax.jit(jax.vmap(lambda k, m: jp.privatize(k, m, mechanism(parameter)), (0, None)))
     ragged_out = draw(keys, mdp)
     padded_out = draw(keys, padded).probs
     big = ragged_out.buckets[-1]  # state 0's fan-out row
@@ -311,6 +327,7 @@ def test_privatize_has_the_padded_distribution(mechanism, parameter):
         assert ks_2samp(np.asarray(got), np.asarray(want)).pvalue > 1e-4
 
 
+@pytest.mark.cli
 def test_command_line_on_a_ragged_file(tmp_path):
     from jaxprivmdp.cli import main
 
@@ -325,6 +342,7 @@ def test_command_line_on_a_ragged_file(tmp_path):
     assert main([*privacy, "--out", str(tmp_path / "p")]) == 0  # tests/test_ragged_privacy.py
 
 
+@pytest.mark.integration
 def test_property_model_of_a_ragged_model():
     mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5)
     prop = 'Pmax=? [F<=30 "goal"]'
@@ -340,5 +358,5 @@ def test_property_model_of_a_ragged_model():
 def test_synthesize_a_property_of_a_ragged_model():
     mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5)
     ragged = jp.property_model(mdp, 'Pmax=? [F<=30 "goal"]', labels=_goal(mdp))
-    out = jp.synthesize(jax.random.key(0), ragged, k=100.0, beta=0.1)
+    out = jp.synthesize(jax.random.key(0), ragged, jp.Dirichlet(100.0), jp.PaperSet(0.1))
     assert 0 <= float(out.cost) <= 1 + 1e-9 and bool(out.converged)

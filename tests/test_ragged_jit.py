@@ -1,6 +1,6 @@
 """A RaggedMDP under ``jax.jit``: the bounds of every set and ``synthesize``.
 
-A user's ``jax.jit(lambda m, p: jp.cost_of_privacy(m, p, k=..., bound=...))`` on a ragged
+A user's ``jax.jit(lambda m, p: jp.cost_of_privacy(m, p, jp.Dirichlet(k), uset))`` on a ragged
 release gives the eager bounds (to 1e-5 relative), and they bracket the policy's value on
 the true model (a NumPy linear solve of the transition lists). One set legitimately widens:
 the certified set when support-aware counts its union bound's entries from the rows'
@@ -14,6 +14,8 @@ import pytest
 
 import jaxprivmdp as jp
 from jaxprivmdp.models._ragged import transition_lists
+
+pytestmark = pytest.mark.integration
 
 K = 50.0
 
@@ -30,7 +32,7 @@ def case():
     the policy's value on the true model (NumPy: ``(I − γ P_π) v = r_π``)."""
     with jax.enable_x64(True):
         mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9)
-        release = jp.privatize(jax.random.key(1), mdp, K)
+        release = jp.privatize(jax.random.key(1), mdp, jp.Dirichlet(K))
         policy = np.asarray(jp.solve(release).policy)
         return release, policy, _true_value(mdp, policy)
 
@@ -64,9 +66,11 @@ SETS = [
 @pytest.mark.parametrize("bound, aware", SETS)
 def test_cost_of_privacy_under_jit(case, bound, aware):
     release, policy, true = case
+    sets = {"paper": jp.PaperSet, "exact": jp.ExactSet, "certified": jp.CertifiedSet}
+    uset = sets[bound](0.1, support_aware=aware)
 
     def user(m, p):
-        return jp.cost_of_privacy(m, p, k=K, bound=bound, support_aware=aware)
+        return jp.cost_of_privacy(m, p, jp.Dirichlet(K), uset)
 
     eager, jitted = user(release, policy), jax.jit(user)(release, policy)
     _check_bracket(eager, true)
@@ -99,17 +103,16 @@ def _check_wider(jitted, eager):
     ],
 )
 def test_synthesize_under_jit(bound, robust):
-    """``jax.jit(jp.synthesize, static_argnames=...)`` with the names static and ``k``
-    traced (paper set); a certified set as an object closed over (its Beta tables are then
-    built on the host from the concrete ``k``, as eagerly), with the robust policy."""
+    """``jax.jit`` of ``jp.synthesize`` with ``k`` traced (paper set); a certified set as an
+    object closed over (its Beta tables are then built on the host from the concrete ``k``,
+    as eagerly), with the robust policy."""
     mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9)
     key = jax.random.key(3)
     if bound == "paper":
-        static = ("mechanism", "bound", "robust")
-        eager = jp.synthesize(key, mdp, "dirichlet", bound, k=K, beta=0.1, robust=robust)
-        jitted = jax.jit(jp.synthesize, static_argnames=static)(
-            key, mdp, "dirichlet", bound, k=K, beta=0.1, robust=robust
-        )
+        eager = jp.synthesize(key, mdp, jp.Dirichlet(K), jp.PaperSet(0.1), robust=robust)
+        jitted = jax.jit(
+            lambda key, k: jp.synthesize(key, mdp, jp.Dirichlet(k), jp.PaperSet(0.1), robust=robust)
+        )(key, K)
     else:
         mech, uset = jp.Dirichlet(K), jp.CertifiedSet(0.1, support_aware=True)
         eager = jp.synthesize(key, mdp, mech, uset, robust=robust)

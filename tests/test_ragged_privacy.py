@@ -21,7 +21,9 @@ import jaxprivmdp as jp
 from jaxprivmdp.cli import main
 from jaxprivmdp.experiments._frontier import problem_rows, public_eta
 from jaxprivmdp.models._ragged import transition_lists
-from jaxprivmdp.planning._property_reward import as_problem
+from jaxprivmdp.properties._reward import as_problem
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(autouse=True)
@@ -87,11 +89,12 @@ def test_mdp_guarantee_equals_the_padded_layouts(name, adjacency):
     mdp = MODELS[name]()
     padded = jp.to_padded(mdp)
     for eta in (None, 1e-5):
-        kw = dict(b=0.1, eta=eta, target_delta=1e-3, adjacency=adjacency)
-        got = jp.privacy.mdp_guarantee(100.0, mdp, **kw)
-        _same(got, jp.privacy.mdp_guarantee(100.0, padded, **kw))
+        adj = jp.privacy.Adjacency(0.1, eta, scope=adjacency)
+        got = jp.privacy.mdp_guarantee(100.0, mdp, adj, target_delta=1e-3)
+        _same(got, jp.privacy.mdp_guarantee(100.0, padded, adj, target_delta=1e-3))
         # support="nonzero" says what a ragged model's lists already are
-        _same(got, jp.privacy.mdp_guarantee(100.0, mdp, support="nonzero", **kw))
+        nonzero = jp.privacy.mdp_guarantee(100.0, mdp, adj, target_delta=1e-3, support="nonzero")
+        _same(got, nonzero)
 
 
 def _oracle(rid, nxt, p, mask, k, *, b, eta, target_delta, adjacency):
@@ -112,7 +115,10 @@ def _oracle(rid, nxt, p, mask, k, *, b, eta, target_delta, adjacency):
             d = math.nextafter(d, 0.0)
     gs = [
         jp.privacy.guarantee(
-            k, b=b, eta=smallest[r] if eta is None else eta, n=int(count[r]), target_delta=d
+            k,
+            jp.privacy.Adjacency(b, smallest[r] if eta is None else eta),
+            n=int(count[r]),
+            target_delta=d,
         )
         for r in rows
     ]
@@ -131,7 +137,8 @@ def test_mdp_guarantee_matches_a_numpy_count_of_the_lists(adjacency, eta):
     rewards = np.zeros(mask.shape)
     mdp = jp.make_ragged_mdp(rid, nxt, p, rewards, action_mask=mask, discount=0.9)
     kw = dict(b=0.1, eta=eta, target_delta=1e-3, adjacency=adjacency)
-    got = jp.privacy.mdp_guarantee(100.0, mdp, **kw)
+    adj = jp.privacy.Adjacency(0.1, eta, scope=adjacency)
+    got = jp.privacy.mdp_guarantee(100.0, mdp, adj, target_delta=1e-3)
     eps, delta, ids = _oracle(rid, nxt, p, mask, 100.0, **kw)
     assert list(got.per_row) == ids and got.num_rows == len(ids) > 10
     assert got.epsilon == eps
@@ -147,7 +154,8 @@ def test_the_storm_sized_leader_model_without_padding():
     mask = np.asarray(mdp.action_mask)
     for adjacency in ("row", "all"):
         kw = dict(b=0.1, eta=None, target_delta=1e-3, adjacency=adjacency)
-        got = jp.privacy.mdp_guarantee(50.0, mdp, **kw)
+        adj = jp.privacy.Adjacency(0.1, scope=adjacency)
+        got = jp.privacy.mdp_guarantee(50.0, mdp, adj, target_delta=1e-3)
         eps, delta, ids = _oracle(rid, nxt, p.astype(np.float64), mask, 50.0, **kw)
         assert ids == [(0, 0)] and list(got.per_row) == ids
         assert (got.epsilon, got.delta) == (eps, delta)
@@ -156,17 +164,18 @@ def test_the_storm_sized_leader_model_without_padding():
 def test_bad_input_is_refused_as_for_the_padded_layout():
     mdp = _random(3)
     padded = jp.to_padded(mdp)
-    kw = dict(b=0.1, target_delta=1e-3)
+    kw = dict(target_delta=1e-3)
     messages = []
     for m in (mdp, padded):
         with pytest.raises(ValueError, match="below eta") as e:
-            jp.privacy.mdp_guarantee(100.0, m, eta=0.2, **kw)
+            jp.privacy.mdp_guarantee(100.0, m, jp.privacy.Adjacency(0.1, 0.2), **kw)
         messages.append(str(e.value))
     assert messages[0] == messages[1]  # the same first row named
+    adj = jp.privacy.Adjacency(0.1)
     with pytest.raises(ValueError, match="smoothing"):
-        jp.privacy.mdp_guarantee(100.0, mdp, smoothing=0.01, **kw)
-    with pytest.raises(ValueError, match="action_mask"):
-        jp.privacy.mdp_guarantee(100.0, mdp, action_mask=np.ones((30, 3), bool), **kw)
+        jp.privacy.mdp_guarantee(100.0, mdp, adj, smoothing=0.01, **kw)
+    with pytest.raises(TypeError, match="the model's own mask"):
+        jp.privacy.mdp_guarantee(100.0, mdp, adj, action_mask=np.ones((30, 3), bool), **kw)
 
 
 # --------------------------------------------------------------------------- frontier
@@ -205,7 +214,7 @@ def test_frontier_equals_the_padded_layouts():
     """The whole frontier: its accounting equal bit for bit; its values from other draws
     (a ragged release draws bucket by bucket), so only their sanity is compared."""
     mdp = jp.examples.leader_like(40, 8, actions=2, restart=0.5, discount=0.9)
-    kw = dict(epsilons=[50.0, 400.0], mechanisms=("dirichlet", "laplace"), num_trials=2)
+    kw = dict(epsilons=[50.0, 400.0], mechanisms=(jp.Dirichlet, jp.Laplace), num_trials=2)
     a = jp.frontier(jax.random.key(0), mdp, **kw)
     b = jp.frontier(jax.random.key(0), jp.to_padded(mdp), **kw)
     assert (a.num_rows, a.n, a.eta, a.optimal_value) == (b.num_rows, b.n, b.eta, b.optimal_value)
@@ -239,7 +248,9 @@ def test_command_line_privacy_of_a_ragged_file(tmp_path):
         assert main(args) == 0
         out[name] = json.loads((tmp_path / name / "privacy.json").read_text())["guarantees"]
     assert out["ragged"] == out["padded"]
-    g = jp.privacy.mdp_guarantee(100.0, mdp, b=0.1, eta=1e-3, target_delta=1e-3, adjacency="all")
+    g = jp.privacy.mdp_guarantee(
+        100.0, mdp, jp.privacy.Adjacency(0.1, 0.001, scope="all"), target_delta=0.001
+    )
     assert out["ragged"][1]["epsilon"] == g.epsilon and out["ragged"][1]["rows"] == g.num_rows
 
 
@@ -283,7 +294,7 @@ def test_command_line_on_a_storm_file_that_loads_ragged(tmp_path):
     args = ["privacy", "--mdp", str(tra), "--discount", "0.9", "--k", "20", "--eta", "1e-3"]
     assert main([*args, "--out", str(out)]) == 0
     (row,) = json.loads((out / "privacy.json").read_text())["guarantees"]
-    g = jp.privacy.mdp_guarantee(20.0, mdp, b=0.1, eta=1e-3, target_delta=1e-3)
+    g = jp.privacy.mdp_guarantee(20.0, mdp, jp.privacy.Adjacency(0.1, 0.001), target_delta=0.001)
     assert row["rows"] == 1 and row["epsilon"] == g.epsilon
 
 
@@ -299,7 +310,7 @@ def test_dirichlet_mechanism_of_a_ragged_model_is_privatize(sampler):
     p = [0.3, 0.7, 0.1, 0.2, 0.3, 0.4, 0.5, 0.5, 0.25, 0.25, 0.25, 0.25, 1, 1]
     mdp = jp.make_ragged_mdp(rid, nxt, p, np.zeros((6, 1)), discount=0.9)
     key = jax.random.key(7)
-    got = jp.dirichlet_mechanism(key, mdp, 30.0, sampler=sampler)
+    got = jp.dirichlet_mechanism(key, mdp, jp.Dirichlet(30.0, sampler=sampler))
     want = jp.privatize(key, mdp, jp.Dirichlet(30.0, sampler))
     assert isinstance(got, jp.RaggedMDP)
     for b, c in zip(got.buckets, want.buckets, strict=True):
@@ -308,7 +319,7 @@ def test_dirichlet_mechanism_of_a_ragged_model_is_privatize(sampler):
     np.testing.assert_array_equal(got.buckets[0].probs, 1.0)  # one-successor rows
     assert not np.allclose(got.buckets[2].probs, mdp.buckets[2].probs)
     with pytest.raises(ValueError, match="smoothing"):
-        jp.dirichlet_mechanism(key, mdp, 30.0, smoothing=0.01)
+        jp.dirichlet_mechanism(key, mdp, jp.Dirichlet(30.0), smoothing=0.01)
 
 
 @pytest.mark.slow
@@ -321,7 +332,9 @@ def test_dirichlet_mechanism_has_the_padded_distribution():
     padded = jp.to_padded(mdp)
     k, N = 20.0, 2000
     keys = jax.random.split(jax.random.key(11), N)
-    draw = jax.jit(jax.vmap(lambda key, m: jp.dirichlet_mechanism(key, m, k), (0, None)))
+    draw = jax.jit(
+        jax.vmap(lambda key, m: jp.dirichlet_mechanism(key, m, jp.Dirichlet(k)), (0, None))
+    )
     ragged_out, padded_out = draw(keys, mdp), draw(keys, padded).probs
     long_row = ragged_out.buckets[-1]  # state 0's fan-out row, 8 successors
     two = ragged_out.buckets[1]  # rows with 2 successors

@@ -10,10 +10,12 @@ import math
 
 import numpy as np
 import pytest
+from oracles import dirichlet_divergence
 from scipy import integrate, stats
 
+import jaxprivmdp as jp
 from jaxprivmdp.privacy import _additive as pa
-from jaxprivmdp.privacy._rdp import compose_rows, dirichlet_divergence, dirichlet_rdp
+from jaxprivmdp.privacy import compose_rows, dirichlet_rdp
 
 
 @pytest.mark.parametrize(("k", "order"), [(2.0, 1.5), (10.0, 2.0), (40.0, 1.2)])
@@ -34,9 +36,11 @@ def test_dirichlet_rdp_is_the_supremum_over_adjacent_rows(k):
     rng = np.random.default_rng(int(k))
     b, eta = 0.1, 0.05
     for order in [1.1, 1.5, 1.9]:
-        bounds = {n: dirichlet_rdp(k, order, b=b, eta=eta, n=n) for n in (3, 4, 5)}
+        bounds = {n: dirichlet_rdp(k, order, jp.privacy.Adjacency(b, eta), n=n) for n in (3, 4, 5)}
         bound = bounds[3]
-        assert dirichlet_rdp(k, order, b=b, eta=eta) >= max(bounds.values())  # any n
+        assert dirichlet_rdp(k, order, jp.privacy.Adjacency(b, eta)) >= max(
+            bounds.values()
+        )  # any n
         for _ in range(300):
             n = int(rng.integers(3, 6))
             p = eta + rng.dirichlet(np.ones(n)) * (1 - n * eta)
@@ -51,8 +55,8 @@ def test_dirichlet_rdp_is_the_supremum_over_adjacent_rows(k):
         worst_p = np.array([eta, eta + b / 2, 1 - 2 * eta - b / 2])
         worst_q = np.array([eta + b / 2, eta, 1 - 2 * eta - b / 2])
         assert dirichlet_divergence(k, worst_p, worst_q, order) == pytest.approx(bound)
-    assert math.isinf(dirichlet_rdp(k, 1 + 2 * eta / b, b=b, eta=eta))
-    assert math.isinf(dirichlet_rdp(k, 1 + 2 * eta / b, b=b, eta=eta, n=3))
+    assert math.isinf(dirichlet_rdp(k, 1 + 2 * eta / b, jp.privacy.Adjacency(b, eta)))
+    assert math.isinf(dirichlet_rdp(k, 1 + 2 * eta / b, jp.privacy.Adjacency(b, eta), n=3))
 
 
 def test_gaussian_rdp_composition_matches_the_textbook_curve():
@@ -60,7 +64,9 @@ def test_gaussian_rdp_composition_matches_the_textbook_curve():
 
     sigma, rows, delta = 0.05, 50, 1e-5
     orders = [1.5, 2.0, 4.0, 8.0, 16.0, 32.0]
-    got = compose_rows("gaussian", sigma, num_rows=rows, delta=delta, b=0.1, orders=orders)
+    got = compose_rows(
+        jp.Gaussian(sigma), jp.privacy.Adjacency(0.1), num_rows=rows, delta=delta, orders=orders
+    )
     noise = sigma / pa.l2_sensitivity(0.1)
     curve = [rows * o / (2 * noise**2) for o in orders]
     want, _ = rdp.compute_epsilon(orders, curve, delta)
@@ -68,19 +74,20 @@ def test_gaussian_rdp_composition_matches_the_textbook_curve():
 
 
 @pytest.mark.parametrize(
-    ("mechanism", "param"), [("dirichlet", 10.0), ("gaussian", 0.05), ("laplace", 0.05)]
+    "mechanism", [jp.Dirichlet(10.0), jp.Gaussian(0.05), jp.Laplace(0.05)], ids=repr
 )
-def test_rdp_beats_basic_composition_over_many_rows(mechanism, param):
-    out = compose_rows(mechanism, param, num_rows=400, delta=1e-3, b=0.1, eta=0.1, n=3)
+def test_rdp_beats_basic_composition_over_many_rows(mechanism):
+    adjacency = jp.privacy.Adjacency(0.1, 0.1)
+    out = compose_rows(mechanism, adjacency, num_rows=400, delta=1e-3, n=3)
     assert 0 < out.rdp_epsilon < out.basic_epsilon
-    one = compose_rows(mechanism, param, num_rows=1, delta=1e-3, b=0.1, eta=0.1, n=3)
+    one = compose_rows(mechanism, adjacency, num_rows=1, delta=1e-3, n=3)
     assert out.basic_epsilon == pytest.approx(400 * one.basic_epsilon, rel=0.5)
 
 
 def test_compose_rows_bad_input():
-    with pytest.raises(ValueError, match="mechanism must be"):
-        compose_rows("exponential", 1.0, num_rows=2, delta=1e-3, b=0.1)
+    with pytest.raises(TypeError, match="takes a mechanism object"):
+        compose_rows("exponential", jp.privacy.Adjacency(0.1), num_rows=2, delta=0.001)
     with pytest.raises(ValueError, match="needs eta and n"):
-        compose_rows("dirichlet", 1.0, num_rows=2, delta=1e-3, b=0.1)
+        compose_rows(jp.Dirichlet(1.0), jp.privacy.Adjacency(0.1), num_rows=2, delta=0.001)
     with pytest.raises(ValueError, match="delta"):
-        compose_rows("gaussian", 1.0, num_rows=2, delta=0.0, b=0.1)
+        compose_rows(jp.Gaussian(1.0), jp.privacy.Adjacency(0.1), num_rows=2, delta=0.0)

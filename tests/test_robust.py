@@ -7,12 +7,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import greedy_inner, lp_inner
+from oracles import paper_params
 
 import jaxprivmdp as jp
 from jaxprivmdp.models._rows import Rows
 from jaxprivmdp.planning._kernel import robust_backup
 from jaxprivmdp.planning._width import fill_width
-from jaxprivmdp.sets._boxes import paper_params, row_box
+from jaxprivmdp.sets._boxes import row_box
 
 
 @jax.jit

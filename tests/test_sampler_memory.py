@@ -1,4 +1,4 @@
-"""The default ("jax") sampler in chunks over rows (issue 15, item 4): the same draws as
+"""The default ("jax") sampler in chunks over rows: the same draws as
 ``jax.random.loggamma`` on the whole array, and a bounded working set (compiled-program
 memory analysis, not RSS)."""
 
@@ -9,6 +9,8 @@ import pytest
 
 from jaxprivmdp.mechanisms import _dirichlet
 from jaxprivmdp.mechanisms._dirichlet import jax_loggamma, privatize
+
+pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize("dtype, chunk", [(jnp.float32, 64), (jnp.float64, 7)])

@@ -226,6 +226,7 @@ def test_float64_ks_and_no_overlap_with_float32():
 # --------------------------------------------------------------------------- jax transforms
 
 
+@pytest.mark.integration
 def test_jit_equals_eager_and_no_jit():
     key, a = _key(14), jnp.linspace(0.01, 30.0, 64).reshape(8, 8)
     eager = loggamma(key, a)
@@ -236,6 +237,7 @@ def test_jit_equals_eager_and_no_jit():
     np.testing.assert_allclose(op_by_op, eager, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.integration
 def test_vmap_over_keys_and_shapes_equals_loop():
     """As the library calls it: vmapped over trials (keys) and privacy levels (alphas).
 

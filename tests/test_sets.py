@@ -21,10 +21,11 @@ from jaxprivmdp.models._rows import Rows
 from jaxprivmdp.planning._bounds import set_up
 from jaxprivmdp.planning._kernel import robust_backup
 from jaxprivmdp.sets._boxes import entry_level, row_box
-from jaxprivmdp.sets._sets import as_set
+from jaxprivmdp.sets.core import set_named as as_set
 
 KEY = jax.random.key(7)
 SETS = ["paper", "exact", "certified"]
+SET = {"paper": jp.PaperSet, "exact": jp.ExactSet, "certified": jp.CertifiedSet}
 # The set's kernels run compiled, as the library's cores run them: one compilation per shape
 # and static option rather than one per primitive and shape (eager dispatch).
 _row_box = jax.jit(row_box, static_argnames=("kind", "support_aware"))
@@ -182,16 +183,22 @@ def test_exact_is_tighter_than_the_paper_on_examples_1_and_2():
         # On average over releases: at k = 1 a single release's exact set can be wider.
         costs = {
             b: jp.sweep(
-                KEY, mdp, ks=[1.0, 5.0, 40.0, 1000.0], num_trials=16, bound=b, **kw
+                KEY,
+                mdp,
+                jp.Dirichlet.grid([1.0, 5.0, 40.0, 1000.0], sampler="fast"),
+                SET[b](0.1),
+                num_trials=16,
+                **kw,
             ).cost.mean(1)
             for b in SETS[:2]
         }
         assert np.all(costs["exact"] < costs["paper"]), costs
 
 
+@pytest.mark.integration
 def test_exact_is_tighter_than_the_paper_on_example_2():
     mdp = examples.random_mdp(KEY)
-    costs = [float(jp.synthesize(KEY, mdp, k=40.0, bound=b).cost) for b in SETS[:2]]
+    costs = [float(jp.synthesize(KEY, mdp, jp.Dirichlet(40.0), SET[b](0.1)).cost) for b in SETS[:2]]
     assert costs[1] < costs[0]
 
 
@@ -212,6 +219,7 @@ def test_interval_level_is_exact_by_monte_carlo():
 
     Sharp on both sides: an interval too narrow or too wide (beyond the grid) fails.
     """
+    # 4σ on 4 estimates: with a fresh seed a correct interval fails w.p. < 3e-4.
     rng = np.random.default_rng(0)
     trials, beta = 20000, 0.4
     p = np.array([[0.3, 0.7], [0.02, 0.98]])
@@ -223,6 +231,7 @@ def test_interval_level_is_exact_by_monte_carlo():
 
 def test_row_and_joint_coverage_by_monte_carlo():
     """ "exact": each row lies in its box w.p. >= 1 − β; "certified": all rows at once."""
+    # One-sided 3σ on 5 frequencies: with a fresh seed a correct set fails w.p. < 7e-3.
     rng = np.random.default_rng(1)
     trials, beta = 4000, 0.2
     p = rng.dirichlet(np.full(4, 0.7), size=4)
@@ -248,13 +257,19 @@ def test_certified_covers_the_true_value_by_monte_carlo(horizon):
     certified set in ``test_sweep_with_bound_and_robust_matches_synthesize``."""
     mdp = build_mdp(4, horizon=horizon)
     beta, trials = 0.3, 200
-    res = jp.sweep(KEY, mdp, ks=[20.0], num_trials=trials, beta=beta, bound="certified")
+    res = jp.sweep(
+        KEY,
+        mdp,
+        jp.Dirichlet.grid([20.0], sampler="fast"),
+        jp.CertifiedSet(beta),
+        num_trials=trials,
+    )
     covered = (res.pessimistic <= res.true_value + 1e-5) & (res.true_value <= res.optimistic + 1e-5)
     assert 1 - float(covered.mean()) <= beta + 3 * np.sqrt(beta * (1 - beta) / trials)
     # Every stage and state at once (the statement), release by release.
     run = jax.jit(
         jax.vmap(
-            lambda key: jp.synthesize(key, mdp, k=20.0, beta=beta, bound="certified"),
+            lambda key: jp.synthesize(key, mdp, jp.Dirichlet(20.0), jp.CertifiedSet(beta)),
         )
     )
     outs = run(jax.random.split(KEY, trials))
@@ -270,22 +285,25 @@ def test_robust_policy_maximizes_the_pessimistic_value():
     P, R = np.random.default_rng(2).dirichlet(np.ones(3), size=(3, 2)), np.eye(3)[:, :2]
     mdp = jp.make_mdp(P, R, terminal_reward=np.arange(3.0), horizon=2)
     for bound in SETS:
-        out = jp.synthesize(KEY, mdp, k=8.0, bound=bound, robust=True, support="nonzero")
+        uset = SET[bound](0.1)
+        out = jp.synthesize(KEY, mdp, jp.Dirichlet(8.0), uset, robust=True, support="nonzero")
         private = jp.make_mdp(out.private_transitions, R, terminal_reward=np.arange(3.0), horizon=2)
         best = -np.inf * np.ones(3)
         for actions in itertools.product(range(2), repeat=6):
             policy = np.asarray(actions, np.int32).reshape(2, 3)
-            b = jp.cost_of_privacy(private, policy, k=8.0, bound=bound)
+            b = jp.cost_of_privacy(private, policy, jp.Dirichlet(8.0), uset)
             best = np.maximum(best, np.asarray(b.pessimistic[0]))
         np.testing.assert_allclose(out.robust.pessimistic[0], best, atol=1e-5)
         assert np.all(out.robust.pessimistic >= out.pessimistic - 1e-5)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(("horizon", "bound"), [(4, "certified"), (None, "exact")])
 def test_robust_pessimistic_never_below_the_private_policy(horizon, bound):
     """Masked actions, both horizons (the enumeration test covers every set, finite T)."""
     mdp = build_mdp(6, horizon=horizon, masked=True)
-    out = jp.synthesize(KEY, mdp, k=15.0, bound=bound, robust=True, support="nonzero")
+    uset = SET[bound](0.1)
+    out = jp.synthesize(KEY, mdp, jp.Dirichlet(15.0), uset, robust=True, support="nonzero")
     # Infinite horizon: both are within the value iteration's tolerance of optimal.
     tol = 1e-5 if horizon else 1e-3
     assert np.all(out.robust.pessimistic >= out.pessimistic - tol)
@@ -298,8 +316,8 @@ def test_robust_pessimistic_never_below_the_private_policy(horizon, bound):
             discount=mdp.discount,
             action_mask=mdp.action_mask,
         ),
-        k=15.0,
-        bound=bound,
+        jp.Dirichlet(15.0),
+        uset,
     )
     np.testing.assert_array_equal(solo.policy, out.robust.policy)
 
@@ -309,20 +327,39 @@ def test_bound_under_jit_and_vmap_over_k():
     mdp = build_mdp(0)
     ks = jnp.asarray([3.0, 30.0])
     run = jax.jit(
-        jax.vmap(lambda k: jp.synthesize(KEY, mdp, k=k, bound="exact", support="nonzero").cost)
+        jax.vmap(
+            lambda k: (
+                jp.synthesize(KEY, mdp, jp.Dirichlet(k), jp.ExactSet(0.1), support="nonzero").cost
+            )
+        )
     )
-    want = [float(jp.synthesize(KEY, mdp, k=k, bound="exact", support="nonzero").cost) for k in ks]
+    want = [
+        float(jp.synthesize(KEY, mdp, jp.Dirichlet(k), jp.ExactSet(0.1), support="nonzero").cost)
+        for k in ks
+    ]
     np.testing.assert_allclose(run(ks), want, rtol=1e-5)
 
 
+@pytest.mark.integration
 def test_sweep_with_bound_and_robust_matches_synthesize():
     mdp = build_mdp(0)
     res = jp.sweep(
-        KEY, mdp, ks=[4.0, 40.0], num_trials=2, bound="certified", robust=True, support="nonzero"
+        KEY,
+        mdp,
+        jp.Dirichlet.grid([4.0, 40.0], sampler="fast"),
+        jp.CertifiedSet(0.1),
+        num_trials=2,
+        robust=True,
+        support="nonzero",
     )
     key = jp.sweep_key(KEY, 1, 1)
     out = jp.synthesize(
-        key, mdp, k=40.0, bound="certified", robust=True, support="nonzero", sampler="fast"
+        key,
+        mdp,
+        jp.Dirichlet(40.0, sampler="fast"),
+        jp.CertifiedSet(0.1),
+        robust=True,
+        support="nonzero",
     )
     assert float(res.cost[1, 1]) == pytest.approx(float(out.cost), rel=1e-4)
     assert float(res.robust.cost[1, 1]) == pytest.approx(float(out.robust.cost), rel=1e-4)
@@ -331,22 +368,24 @@ def test_sweep_with_bound_and_robust_matches_synthesize():
 
 
 @pytest.mark.parametrize("fn", ["synthesize", "sweep", "cost_of_privacy"])
-def test_unknown_bound_is_a_clear_error(fn):
+def test_a_set_that_is_not_an_object_is_a_clear_error(fn):
     mdp = build_mdp(0)
-    with pytest.raises(ValueError, match="bound must be one of 'paper', 'exact', 'certified'"):
+    with pytest.raises(TypeError, match="takes the set as an object"):
         if fn == "synthesize":
-            jp.synthesize(KEY, mdp, k=1.0, bound="lemma1", support="nonzero")
+            jp.synthesize(KEY, mdp, jp.Dirichlet(1.0), "lemma1", support="nonzero")
         elif fn == "sweep":
-            jp.sweep(KEY, mdp, ks=[1.0], bound="tight", support="nonzero")
+            jp.sweep(KEY, mdp, jp.Dirichlet.grid([1.0]), "tight", support="nonzero")
         else:
-            jp.cost_of_privacy(mdp, np.zeros((4, 5), np.int32), k=1.0, bound=None)
+            jp.cost_of_privacy(mdp, np.zeros((4, 5), np.int32), jp.Dirichlet(1.0), None)
 
 
 def test_bound_under_jit_over_the_model():
     """A traced model is counted from its shapes (an upper bound): here the same count."""
     mdp = build_mdp(0)
-    run = jax.jit(lambda m: jp.synthesize(KEY, m, k=9.0, bound="certified", robust=True).cost)
-    want = jp.synthesize(KEY, mdp, k=9.0, bound="certified").cost
+    run = jax.jit(
+        lambda m: jp.synthesize(KEY, m, jp.Dirichlet(9.0), jp.CertifiedSet(0.1), robust=True).cost
+    )
+    want = jp.synthesize(KEY, mdp, jp.Dirichlet(9.0), jp.CertifiedSet(0.1)).cost
     assert float(run(mdp)) == pytest.approx(float(want), rel=1e-5)
 
 

@@ -7,12 +7,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import GAMMA, T, lp_inner, np_backward_induction, random_arrays
+from oracles import paper_params
 
 import jaxprivmdp as jp
 from jaxprivmdp.models._rows import Rows
 from jaxprivmdp.planning import _kernel as _robust
 from jaxprivmdp.planning._kernel import robust_backup
-from jaxprivmdp.sets._boxes import paper_params, row_box
+from jaxprivmdp.sets._boxes import row_box
 
 S, A = 6, 3
 KEY = jax.random.key(0)
@@ -122,17 +123,22 @@ def test_solve_and_evaluate_agree(horizon):
     _close(jp.evaluate(dense, pi), jp.evaluate(sparse, pi))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("horizon", [T, None])
 @pytest.mark.parametrize("support_aware", [False, True])
 def test_bounds_agree(horizon, support_aware):
     dense, sparse = pair(2, horizon=horizon, masked=True)
-    private = jp.synthesize(KEY, sparse, k=8.0)
+    private = jp.synthesize(KEY, sparse, jp.Dirichlet(8.0))
     p_sparse = dataclasses.replace(sparse, probs=private.private_transitions)
     p_dense = jp.to_dense(p_sparse)
     policy = private.policy
     for k in (1.0, 8.0, 200.0):
-        bd = jp.cost_of_privacy(p_dense, policy, k=k, support_aware=support_aware)
-        bs = jp.cost_of_privacy(p_sparse, policy, k=k, support_aware=support_aware)
+        bd = jp.cost_of_privacy(
+            p_dense, policy, jp.Dirichlet(k), jp.PaperSet(0.1, support_aware=support_aware)
+        )
+        bs = jp.cost_of_privacy(
+            p_sparse, policy, jp.Dirichlet(k), jp.PaperSet(0.1, support_aware=support_aware)
+        )
         _close(bd.pessimistic, bs.pessimistic, atol=2e-5)
         _close(bd.optimistic, bs.optimistic, atol=2e-5)
         values = jp.evaluate(p_sparse, policy)
@@ -142,10 +148,12 @@ def test_bounds_agree(horizon, support_aware):
 
 def test_support_aware_is_tighter_and_default_is_the_papers():
     dense, sparse = pair(4)
-    out = jp.synthesize(KEY, sparse, k=5.0)
+    out = jp.synthesize(KEY, sparse, jp.Dirichlet(5.0))
     p_sparse = dataclasses.replace(sparse, probs=out.private_transitions)
-    paper = jp.cost_of_privacy(p_sparse, out.policy, k=5.0)
-    aware = jp.cost_of_privacy(p_sparse, out.policy, k=5.0, support_aware=True)
+    paper = jp.cost_of_privacy(p_sparse, out.policy, jp.Dirichlet(5.0))
+    aware = jp.cost_of_privacy(
+        p_sparse, out.policy, jp.Dirichlet(5.0), jp.PaperSet(0.1, support_aware=True)
+    )
     _close(paper.cost, out.cost)  # synthesize's default is the paper's set
     assert float(aware.cost) < float(paper.cost)
     assert np.all(np.asarray(aware.pessimistic) >= np.asarray(paper.pessimistic) - 1e-5)
@@ -189,21 +197,32 @@ def test_support_aware_greedy_equals_the_lp_on_the_support(alpha, pairwise, monk
 
 def test_mechanism_on_a_sparse_model_keeps_the_support():
     _, sparse = pair(5, masked=True)
-    out = jp.synthesize(KEY, sparse, k=3.0, sampler="fast")
+    out = jp.synthesize(KEY, sparse, jp.Dirichlet(3.0, sampler="fast"))
     p_bar = np.asarray(out.private_transitions)
     support = (np.asarray(sparse.probs) > 0) & (np.asarray(sparse.next_states) >= 0)
     mask = np.asarray(sparse.action_mask)
     assert np.all(p_bar[~support] == 0)
     np.testing.assert_allclose(p_bar[mask].sum(-1), 1, atol=1e-5)
     with pytest.raises(ValueError, match="smoothing"):
-        jp.synthesize(KEY, sparse, k=3.0, smoothing=0.01)
+        jp.synthesize(KEY, sparse, jp.Dirichlet(3.0), smoothing=0.01)
 
 
 @pytest.mark.slow
 def test_sweep_on_a_sparse_model_equals_synthesize():
     _, sparse = pair(6)
-    res = jp.sweep(KEY, sparse, ks=[2.0, 20.0], num_trials=2, support_aware=True)
-    one = jp.synthesize(jp.sweep_key(KEY, 1, 1), sparse, k=20.0, sampler="fast", support_aware=True)
+    res = jp.sweep(
+        KEY,
+        sparse,
+        jp.Dirichlet.grid([2.0, 20.0], sampler="fast"),
+        jp.PaperSet(0.1, support_aware=True),
+        num_trials=2,
+    )
+    one = jp.synthesize(
+        jp.sweep_key(KEY, 1, 1),
+        sparse,
+        jp.Dirichlet(20.0, sampler="fast"),
+        jp.PaperSet(0.1, support_aware=True),
+    )
     assert float(res.cost[1, 1]) == pytest.approx(float(one.cost), abs=1e-5)
     assert np.all(np.asarray(res.pessimistic) <= np.asarray(res.private_value) + 1e-5)
 
@@ -247,23 +266,20 @@ def test_gridworld_rows_and_errors():
         jp.examples.gridworld(3, 3, obstacles=[(0, 0)])
 
 
+@pytest.mark.integration
 def test_mechanism_and_accounting_take_a_sparse_model():
     g = jp.examples.gridworld(4, 4, horizon=5, discount=1.0)
-    private = jp.dirichlet_mechanism(KEY, g, 5.0)
+    private = jp.dirichlet_mechanism(KEY, g, jp.Dirichlet(5.0))
     assert isinstance(private, jp.SparseMDP)
     np.testing.assert_array_equal(private.next_states, g.next_states)
     assert np.all(np.asarray(private.probs)[np.asarray(g.next_states) < 0] == 0)
     dense = jp.to_dense(g)
-    assert isinstance(jp.dirichlet_mechanism(KEY, dense, 5.0, support="nonzero"), jp.TabularMDP)
-    sparse_g = jp.privacy.mdp_guarantee(5.0, g, b=0.1, eta=0.05, target_delta=1e-3)
+    assert isinstance(
+        jp.dirichlet_mechanism(KEY, dense, jp.Dirichlet(5.0), support="nonzero"), jp.TabularMDP
+    )
+    sparse_g = jp.privacy.mdp_guarantee(5.0, g, jp.privacy.Adjacency(0.1, 0.05), target_delta=0.001)
     dense_g = jp.privacy.mdp_guarantee(
-        5.0,
-        dense.transitions,
-        b=0.1,
-        eta=0.05,
-        target_delta=1e-3,
-        action_mask=dense.action_mask,
-        support="nonzero",
+        5.0, dense, jp.privacy.Adjacency(0.1, 0.05), target_delta=1e-3, support="nonzero"
     )
     assert sparse_g.epsilon == pytest.approx(dense_g.epsilon)
     assert sparse_g.num_rows == dense_g.num_rows
@@ -278,9 +294,8 @@ def test_sparse_mechanism_marginals_monte_carlo():
     k, n = 7.0, 20_000
     keys = jax.random.split(KEY, n)
     for sampler in ("jax", "fast"):
-        draws = jax.vmap(lambda key: jp.dirichlet_mechanism(key, m, k, sampler=sampler).probs)(  # noqa: B023
-            keys
-        )
+        mech = jp.Dirichlet(k, sampler=sampler)
+        draws = jax.vmap(lambda key: jp.dirichlet_mechanism(key, m, mech).probs)(keys)  # noqa: B023
         x = np.asarray(draws, np.float64)  # [n, 3, 1, 4]
         assert np.all(x[:, idx < 0] == 0) and np.all(x[:, 1, 0, 0] == 1)
         var = probs * (1 - probs) / (k + 1)

@@ -24,6 +24,8 @@ from jaxprivmdp.planning._evaluation import evaluate_core
 from jaxprivmdp.planning._stage_pass import SetArgs, stage_pass
 from jaxprivmdp.planning._width import CheckedWidth
 
+pytestmark = pytest.mark.integration
+
 FIELDS = ("policy", "private_values", "pessimistic", "optimistic")
 SETS = [("paper", False), ("exact", True), ("certified", False), ("certified", True)]
 DEFAULT = [("dense", SETS[0]), ("sparse", SETS[3])]  # the rest: -m slow
@@ -48,9 +50,9 @@ def assert_rows(full, one, t):
 
 
 def synth(key, mdp, bound, aware, **kw):
-    return jp.synthesize(
-        key, mdp, k=30.0, bound=bound, support_aware=aware, support="nonzero", **kw
-    )
+    sets = {"paper": jp.PaperSet, "exact": jp.ExactSet, "certified": jp.CertifiedSet}
+    uset = sets[bound](0.1, support_aware=aware)
+    return jp.synthesize(key, mdp, jp.Dirichlet(30.0), uset, support="nonzero", **kw)
 
 
 @pytest.mark.parametrize(
@@ -87,7 +89,7 @@ def test_float64(kind, bound, aware):
 
 def test_stage_zero_matches_a_numpy_backward_induction():
     mdp = build_mdp(5)
-    out = jp.synthesize(jax.random.key(1), mdp, k=20.0, stage=0)
+    out = jp.synthesize(jax.random.key(1), mdp, jp.Dirichlet(20.0), stage=0)
     P_bar = np.asarray(out.private_transitions, np.float64)
     R, RT = np.asarray(mdp.rewards, np.float64), np.asarray(mdp.terminal_reward, np.float64)
     mask = np.asarray(mdp.action_mask)
@@ -114,7 +116,7 @@ def test_under_jit_and_vmap_over_keys(robust):
 
 
 def _stage0_pieces(mdp, k):
-    mech = as_mechanism("dirichlet", k, dtype=mdp.rewards.dtype)
+    mech = as_mechanism(jp.Dirichlet(k), "test", dtype=mdp.rewards.dtype)
     _, private = private_model(jax.random.key(3), mdp, *_rows(mdp), mech)
     kind, params, _ = set_up(private, mech, jp.PaperSet(0.1))
     return private, kind, params
@@ -149,8 +151,16 @@ def test_checked_width_recomputes_the_whole_pass():
 def test_checked_width_through_synthesize():
     """The public path with a traced k and a small fill_width agrees with the full path."""
     mdp = build_mdp(6)
-    f = jax.jit(lambda k, t: jp.synthesize(jax.random.key(3), mdp, k=k, fill_width=2, stage=t))
-    g = jax.jit(lambda k: jp.synthesize(jax.random.key(3), mdp, k=k, fill_width=2))
+    f = jax.jit(
+        lambda k, t: jp.synthesize(
+            jax.random.key(3), mdp, jp.Dirichlet(k), stage=t, options=jp.SolverOptions(fill_width=2)
+        )
+    )
+    g = jax.jit(
+        lambda k: jp.synthesize(
+            jax.random.key(3), mdp, jp.Dirichlet(k), options=jp.SolverOptions(fill_width=2)
+        )
+    )
     assert_rows(g(2.0), f(2.0, 0), 0)
 
 
@@ -158,7 +168,7 @@ def test_the_sweep_run_equals_the_full_path():
     """A finite-horizon sweep run (stage-0 passes, the true MDP evaluated in the same pass)
     against ``synthesize_core`` with full arrays and ``evaluate_core``, bit for bit."""
     mdp = model("sparse")
-    mech = as_mechanism("dirichlet", 40.0, dtype=jnp.float32)
+    mech = as_mechanism(jp.Dirichlet(40.0), "test", dtype=jnp.float32)
     rows, support = _rows(mdp)
     kind, params, width = set_up(with_probs(mdp, rows, support), mech, jp.CertifiedSet(0.1))
     static = dict(kind=kind, width=width, support_aware=False, robust=True)
@@ -189,7 +199,7 @@ def test_progress_reports_the_stages(monkeypatch):
     jp.synthesize(
         jax.random.key(0),
         mdp,
-        k=20.0,
+        jp.Dirichlet(20.0),
         stage=0,
         progress=lambda done, total: calls.append((done, total)),
     )
@@ -201,10 +211,12 @@ def test_progress_reports_the_stages(monkeypatch):
 def test_progress_prints_and_follows_value_iteration(capfd):
     mdp, calls = build_mdp(1), []
     infinite = build_mdp(1, horizon=None)
-    jp.synthesize(jax.random.key(0), infinite, k=20.0, progress=lambda d, t: calls.append(d))
+    jp.synthesize(
+        jax.random.key(0), infinite, jp.Dirichlet(20.0), progress=lambda d, t: calls.append(d)
+    )
     jax.effects_barrier()
     assert calls and calls == sorted(calls)  # value iteration's sweeps
-    jax.jit(lambda key: jp.synthesize(key, mdp, k=20.0, stage=0, progress=True).cost)(
+    jax.jit(lambda key: jp.synthesize(key, mdp, jp.Dirichlet(20.0), stage=0, progress=True).cost)(
         jax.random.key(0)
     ).block_until_ready()
     jax.effects_barrier()
@@ -214,7 +226,9 @@ def test_progress_prints_and_follows_value_iteration(capfd):
 def test_no_callback_when_progress_is_off():
     mdp = build_mdp(1)
     off = str(
-        jax.make_jaxpr(lambda key: jp.synthesize(key, mdp, k=20.0, stage=0))(jax.random.key(0))
+        jax.make_jaxpr(lambda key: jp.synthesize(key, mdp, jp.Dirichlet(20.0), stage=0))(
+            jax.random.key(0)
+        )
     )
     assert "callback" not in off
 
@@ -223,15 +237,15 @@ def test_bad_arguments_name_themselves():
     mdp = build_mdp(1)
     for bad in (-1, T, 1.5, True, "0"):
         with pytest.raises(ValueError, match="stage"):
-            jp.synthesize(jax.random.key(0), mdp, k=20.0, stage=bad)
+            jp.synthesize(jax.random.key(0), mdp, jp.Dirichlet(20.0), stage=bad)
     with pytest.raises(ValueError, match="progress"):
-        jp.synthesize(jax.random.key(0), mdp, k=20.0, progress="yes")
+        jp.synthesize(jax.random.key(0), mdp, jp.Dirichlet(20.0), progress="yes")
     infinite = build_mdp(1, horizon=None)
     with pytest.raises(ValueError, match="stage"):
-        jp.synthesize(jax.random.key(0), infinite, k=20.0, stage=1)
+        jp.synthesize(jax.random.key(0), infinite, jp.Dirichlet(20.0), stage=1)
     # stage=0 is a no-op for an infinite horizon (the results are [S] anyway)
-    a = jp.synthesize(jax.random.key(0), infinite, k=20.0, stage=0)
-    b = jp.synthesize(jax.random.key(0), infinite, k=20.0)
+    a = jp.synthesize(jax.random.key(0), infinite, jp.Dirichlet(20.0), stage=0)
+    b = jp.synthesize(jax.random.key(0), infinite, jp.Dirichlet(20.0))
     for f in FIELDS + ("cost",):
         np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
 
@@ -244,7 +258,7 @@ def test_memory_does_not_grow_with_the_horizon():
 
     def program(horizon, stage):
         mdp = jp.examples.gridworld(4, 4, horizon=horizon)
-        return jax.jit(lambda key: jp.synthesize(key, mdp, k=50.0, stage=stage))
+        return jax.jit(lambda key: jp.synthesize(key, mdp, jp.Dirichlet(50.0), stage=stage))
 
     shapes = [s.shape for s in jax.tree.leaves(jax.eval_shape(program(10, 0), key))]
     full = [s.shape for s in jax.tree.leaves(jax.eval_shape(program(10, None), key))]

@@ -1,6 +1,6 @@
 """The support of a set is public structure carried by the model, never read off a release.
 
-Regressions of issue 14 part 1: a release puts exact zeros where the true row is positive (a
+Regressions: a release puts exact zeros where the true row is positive (a
 projection, an underflowed gamma draw), so ``P̄ > 0`` must never be taken as the support.
 """
 
@@ -28,26 +28,28 @@ def test_releases_carry_the_support_they_were_privatized_over():
     P, R = _chain()
     mdp = jp.make_mdp(P, R, horizon=3, terminal_reward=[0.0, 0.0, 1.0])
     assert mdp.support is None
-    rel = jp.dirichlet_mechanism(jax.random.key(0), mdp, 5.0, support="nonzero")
+    rel = jp.dirichlet_mechanism(jax.random.key(0), mdp, jp.Dirichlet(5.0), support="nonzero")
     np.testing.assert_array_equal(rel.support, P > 0)
-    rel = jp.privatize(jax.random.key(0), mdp, 0.3, mechanism="gaussian")
+    rel = jp.privatize(jax.random.key(0), mdp, jp.Gaussian(0.3))
     assert np.all(np.asarray(rel.support))  # noise on every entry: the whole row
-    rel = jp.privatize(jax.random.key(0), mdp, 0.3, mechanism="laplace", support="nonzero")
+    rel = jp.privatize(jax.random.key(0), mdp, jp.Laplace(0.3), support="nonzero")
     np.testing.assert_array_equal(rel.support, P > 0)
 
 
 def test_support_aware_bounds_refuse_a_dense_model_without_a_recorded_support():
     P, R = _chain()
-    p_bar = np.asarray(jp.dirichlet_mechanism(jax.random.key(1), P, 5.0, support="nonzero"))
+    p_bar = np.asarray(
+        jp.dirichlet_mechanism(jax.random.key(1), P, jp.Dirichlet(5.0), support="nonzero")
+    )
     bare = jp.make_mdp(p_bar, R, horizon=3)
     policy = np.zeros((3, 3), np.int32)
     with pytest.raises(ValueError, match="public support"):
-        jp.cost_of_privacy(bare, policy, k=5.0, support_aware=True)
+        jp.cost_of_privacy(bare, policy, jp.Dirichlet(5.0), jp.PaperSet(0.1, support_aware=True))
     with pytest.raises(ValueError, match="public support"):
-        jp.robust_solve(bare, k=5.0, support_aware=True)
-    jp.cost_of_privacy(bare, policy, k=5.0)  # the whole simplex needs no support
+        jp.robust_solve(bare, jp.Dirichlet(5.0), jp.PaperSet(0.1, support_aware=True))
+    jp.cost_of_privacy(bare, policy, jp.Dirichlet(5.0))  # the whole simplex needs no support
     given = jp.make_mdp(p_bar, R, horizon=3, support=P > 0)
-    b = jp.cost_of_privacy(given, policy, k=5.0, support_aware=True)
+    b = jp.cost_of_privacy(given, policy, jp.Dirichlet(5.0), jp.PaperSet(0.1, support_aware=True))
     assert np.all(np.isfinite(b.pessimistic))
 
 
@@ -71,12 +73,7 @@ def test_gaussian_projection_zero_is_not_taken_out_of_the_support():
     zeroed = 0
     for seed in range(20):
         out = jp.synthesize(
-            jax.random.key(seed),
-            mdp,
-            k=0.3,
-            bound="certified",
-            mechanism="gaussian",
-            support_aware=True,
+            jax.random.key(seed), mdp, jp.Gaussian(0.3), jp.CertifiedSet(0.1, support_aware=True)
         )
         zeroed += float(out.private_transitions[0, 0, 1]) == 0.0
         assert float(out.pessimistic[0, 0]) <= 0.3 <= float(out.optimistic[0, 0]), seed

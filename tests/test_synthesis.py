@@ -25,7 +25,10 @@ from jaxprivmdp import sweep, synthesize
 from jaxprivmdp.experiments._chunks import sweep_chunk
 from jaxprivmdp.planning._rounding import default_tolerance
 
+pytestmark = pytest.mark.integration
+
 KS = [2.0, 4.0]
+GRID = jp.Dirichlet.grid(KS, sampler="fast")
 N = 3
 FIELDS = ("private_value", "true_value", "pessimistic", "optimistic", "cost")
 
@@ -44,7 +47,7 @@ def as_arrays(result):
 
 def test_synthesize_random_mdp(mdp):
     key = jax.random.key(0)
-    out = synthesize(key, mdp, k=KS[0])
+    out = synthesize(key, mdp, jp.Dirichlet(KS[0]))
     assert out.private_transitions.shape == (S, A, S)
     assert out.policy.shape == (T, S) and jnp.issubdtype(out.policy.dtype, jnp.integer)
     for x in (out.private_values, out.pessimistic, out.optimistic):
@@ -57,7 +60,7 @@ def test_synthesize_random_mdp(mdp):
     assert np.all(np.asarray(out.pessimistic) <= np.asarray(out.private_values) + 1e-5)
     assert np.all(np.asarray(out.private_values) <= np.asarray(out.optimistic) + 1e-5)
     # Each step is the public building block applied to the same noise.
-    p_bar = jp.dirichlet_mechanism(key, mdp.transitions, KS[0])
+    p_bar = jp.dirichlet_mechanism(key, mdp.transitions, jp.Dirichlet(KS[0]))
     np.testing.assert_allclose(out.private_transitions, p_bar, rtol=1e-5, atol=1e-7)
     private = jp.make_mdp(
         out.private_transitions,
@@ -70,14 +73,14 @@ def test_synthesize_random_mdp(mdp):
     sol = jp.solve(private)
     np.testing.assert_array_equal(out.policy, sol.policy)
     np.testing.assert_allclose(out.private_values, jp.evaluate(private, out.policy), atol=1e-5)
-    b = jp.cost_of_privacy(private, out.policy, k=KS[0], beta=0.1)
+    b = jp.cost_of_privacy(private, out.policy, jp.Dirichlet(KS[0]), jp.PaperSet(0.1))
     np.testing.assert_allclose(out.pessimistic, b.pessimistic, atol=1e-5)
     np.testing.assert_allclose(out.optimistic, b.optimistic, atol=1e-5)
 
 
 def test_synthesize_investment():
     inv = jp.examples.investment()
-    out = synthesize(jax.random.key(1), inv, k=5.0, support="nonzero")
+    out = synthesize(jax.random.key(1), inv, jp.Dirichlet(5.0), support="nonzero")
     P = np.asarray(inv.transitions)
     mask = np.asarray(inv.action_mask)
     p_bar = np.asarray(out.private_transitions)
@@ -103,16 +106,16 @@ def test_synthesize_validation(mdp):
     key = jax.random.key(0)
     inv = jp.examples.investment()
     with pytest.raises(ValueError, match="support='nonzero'"):
-        synthesize(key, inv, k=1.0)
+        synthesize(key, inv, jp.Dirichlet(1.0))
     with pytest.raises(ValueError, match="^k must"):
-        synthesize(key, mdp, k=0.0)
+        synthesize(key, mdp, jp.Dirichlet(0.0))
     with pytest.raises(ValueError, match="^beta must"):
-        synthesize(key, mdp, k=1.0, beta=1.0)
+        synthesize(key, mdp, jp.Dirichlet(1.0), jp.PaperSet(1.0))
 
 
 def test_synthesize_strict_rank_promotion(mdp):
     with jax.numpy_rank_promotion("raise"):
-        out = jp.synthesize(jax.random.key(0), mdp, k=KS[0])
+        out = jp.synthesize(jax.random.key(0), mdp, jp.Dirichlet(KS[0]))
     assert np.isfinite(float(out.cost))
 
 
@@ -121,14 +124,20 @@ def test_synthesize_strict_rank_promotion(mdp):
 
 def test_sweep_equals_synthesize_per_key(mdp):
     key = jax.random.key(42)
-    res = sweep(key, mdp, ks=KS, num_trials=N, batch_size=3)
+    res = sweep(
+        key,
+        mdp,
+        jp.Dirichlet.grid(KS, sampler="fast"),
+        num_trials=N,
+        chunking=jp.Chunking(batch_size=3),
+    )
     for f in FIELDS:
         assert getattr(res, f).shape == (len(KS), N)
     np.testing.assert_array_equal(res.ks, np.asarray(KS, np.float32))
     s0 = mdp.initial_state
     for i, k in enumerate(KS):
         for j in range(N):
-            one = synthesize(jp.sweep_key(key, i, j), mdp, k=k, sampler="fast")
+            one = synthesize(jp.sweep_key(key, i, j), mdp, jp.Dirichlet(k, sampler="fast"))
             want = dict(
                 private_value=one.private_values[0, s0],
                 true_value=jp.evaluate(mdp, one.policy)[0, s0],
@@ -143,7 +152,15 @@ def test_sweep_equals_synthesize_per_key(mdp):
 
 
 def test_sweep_invariants(mdp):
-    res = as_arrays(sweep(jax.random.key(7), mdp, ks=KS, num_trials=N, batch_size=3))
+    res = as_arrays(
+        sweep(
+            jax.random.key(7),
+            mdp,
+            jp.Dirichlet.grid(KS, sampler="fast"),
+            num_trials=N,
+            chunking=jp.Chunking(batch_size=3),
+        )
+    )
     assert np.all(res["pessimistic"] <= res["private_value"] + 1e-5)
     assert np.all(res["private_value"] <= res["optimistic"] + 1e-5)
     np.testing.assert_allclose(res["cost"], res["optimistic"] - res["pessimistic"], atol=1e-6)
@@ -153,10 +170,24 @@ def test_chunking_does_not_change_results(mdp):
     # Groups of 2 runs are vectorized together; chunks of 2, 4 and 256 runs are different
     # compiled programs whose results must agree bit for bit.
     key = jax.random.key(3)
-    one_chunk = as_arrays(sweep(key, mdp, ks=KS, num_trials=N, vector_width=2, batch_size=256))
+    one_chunk = as_arrays(
+        sweep(
+            key,
+            mdp,
+            jp.Dirichlet.grid(KS, sampler="fast"),
+            num_trials=N,
+            chunking=jp.Chunking(batch_size=256, vector_width=2),
+        )
+    )
     for batch_size in (2, 4):
         chunked = as_arrays(
-            sweep(key, mdp, ks=KS, num_trials=N, vector_width=2, batch_size=batch_size)
+            sweep(
+                key,
+                mdp,
+                jp.Dirichlet.grid(KS, sampler="fast"),
+                num_trials=N,
+                chunking=jp.Chunking(batch_size=batch_size, vector_width=2),
+            )
         )
         for f in FIELDS:
             np.testing.assert_array_equal(chunked[f], one_chunk[f], err_msg=f)
@@ -164,20 +195,53 @@ def test_chunking_does_not_change_results(mdp):
 
 def test_default_batch_size_bitwise(mdp):
     key = jax.random.key(3)
-    default = as_arrays(sweep(key, mdp, ks=KS, num_trials=N))
-    larger = as_arrays(sweep(key, mdp, ks=KS, num_trials=N, batch_size=48))
+    default = as_arrays(sweep(key, mdp, jp.Dirichlet.grid(KS, sampler="fast"), num_trials=N))
+    larger = as_arrays(
+        sweep(
+            key,
+            mdp,
+            jp.Dirichlet.grid(KS, sampler="fast"),
+            num_trials=N,
+            chunking=jp.Chunking(batch_size=48),
+        )
+    )
     for f in FIELDS:
         np.testing.assert_array_equal(default[f], larger[f], err_msg=f)
 
 
 def test_no_retracing_across_k_grids_and_trial_counts(mdp):
     key = jax.random.key(5)
-    sweep(key, mdp, ks=KS, num_trials=N, batch_size=3)
+    sweep(
+        key,
+        mdp,
+        jp.Dirichlet.grid(KS, sampler="fast"),
+        num_trials=N,
+        chunking=jp.Chunking(batch_size=3),
+    )
     size = sweep_chunk._cache_size()
-    res = sweep(key, mdp, ks=[1.5, 3.0, 5.0], num_trials=5, batch_size=3)
+    res = sweep(
+        key,
+        mdp,
+        jp.Dirichlet.grid([1.5, 3.0, 5.0], sampler="fast"),
+        num_trials=5,
+        chunking=jp.Chunking(batch_size=3),
+    )
     assert res.cost.shape == (3, 5)
-    sweep(key, mdp, ks=[2.5], num_trials=1, batch_size=3, beta=0.2)
-    sweep(key, mdp, ks=np.array([3.5, 4.5]), num_trials=4, batch_size=3, devices=jax.devices())
+    sweep(
+        key,
+        mdp,
+        jp.Dirichlet.grid([2.5], sampler="fast"),
+        jp.PaperSet(0.2),
+        num_trials=1,
+        chunking=jp.Chunking(batch_size=3),
+    )
+    sweep(
+        key,
+        mdp,
+        jp.Dirichlet.grid(np.array([3.5, 4.5]), sampler="fast"),
+        num_trials=4,
+        chunking=jp.Chunking(batch_size=3, devices=jax.devices()),
+    )
     assert sweep_chunk._cache_size() == size
 
 
@@ -188,11 +252,11 @@ def test_progress_callback(mdp):
     sweep(
         jax.random.key(0),
         mdp,
-        ks=KS,
+        jp.Dirichlet.grid(KS, sampler="fast"),
         num_trials=N,
-        batch_size=4,
-        vector_width=2,
-        progress=lambda done, total: calls.append((done, total)),
+        chunking=jp.Chunking(
+            batch_size=4, vector_width=2, progress=lambda done, total: calls.append((done, total))
+        ),
     )
     assert calls == [(4, 6), (6, 6)]
 
@@ -200,27 +264,33 @@ def test_progress_callback(mdp):
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        (dict(ks=[]), "ks must be a non-empty 1-D"),
-        (dict(ks=[[1.0, 2.0]]), "ks must be a non-empty 1-D"),
-        (dict(ks=[1.0, 0.0]), "^ks must"),
-        (dict(ks=[-1.0]), "^ks must"),
-        (dict(ks=KS, num_trials=0), "num_trials must be an int >= 1"),
-        (dict(ks=KS, num_trials=2.0), "num_trials must be an int"),
-        (dict(ks=KS, batch_size=0), "batch_size must be an int >= 1"),
-        (dict(ks=KS, batch_size=2.5), "batch_size must be an int >= 1"),
-        (dict(ks=KS, vector_width=0), "vector_width must be an int >= 1"),
-        (dict(ks=KS, beta=0.0), "^beta must"),
-        (dict(ks=KS, beta=1.0), "^beta must"),
+        (lambda: dict(mechanisms=jp.Dirichlet.grid([])), "a grid must be a non-empty 1-D"),
+        (lambda: dict(mechanisms=jp.Dirichlet.grid([[1.0, 2.0]])), "a grid must be a non-empty"),
+        (lambda: dict(mechanisms=jp.Dirichlet.grid([1.0, 0.0])), "^k must"),
+        (lambda: dict(mechanisms=jp.Dirichlet.grid([-1.0])), "^k must"),
+        (lambda: dict(mechanisms=jp.Dirichlet([[1.0, 2.0]])), "^k must be a non-empty 1-D"),
+        (lambda: dict(mechanisms=GRID, num_trials=0), "num_trials must be an int >= 1"),
+        (lambda: dict(mechanisms=GRID, num_trials=2.0), "num_trials must be an int"),
+        (lambda: dict(mechanisms=GRID, chunking=jp.Chunking(batch_size=0)), "batch_size must"),
+        (lambda: dict(mechanisms=GRID, chunking=jp.Chunking(batch_size=2.5)), "batch_size must"),
+        (lambda: dict(mechanisms=GRID, chunking=jp.Chunking(vector_width=0)), "vector_width"),
+        (lambda: dict(mechanisms=GRID, bound=jp.PaperSet(0.0)), "^beta must"),
+        (lambda: dict(mechanisms=GRID, bound=jp.PaperSet(1.0)), "^beta must"),
     ],
 )
 def test_sweep_validation(mdp, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        sweep(jax.random.key(0), mdp, **kwargs)
+        sweep(jax.random.key(0), mdp, **kwargs())
 
 
 def test_sweep_zeros_need_support():
     with pytest.raises(ValueError, match=r"\(state 0, action 0\).*support='nonzero'.*smoothing"):
-        sweep(jax.random.key(0), jp.examples.investment(), ks=KS, num_trials=2)
+        sweep(
+            jax.random.key(0),
+            jp.examples.investment(),
+            jp.Dirichlet.grid(KS, sampler="fast"),
+            num_trials=2,
+        )
 
 
 # ----------------------------------------------------------------------------- Example 1
@@ -243,7 +313,14 @@ def test_example1_figure_1a():
     (from this run's sample std) plus a model tolerance of 0.03.
     """
     inv = jp.examples.investment()
-    res = sweep(jax.random.key(0), inv, ks=[1.0, 40.0], num_trials=50, beta=0.1, support="nonzero")
+    res = sweep(
+        jax.random.key(0),
+        inv,
+        jp.Dirichlet.grid([1.0, 40.0], sampler="fast"),
+        jp.PaperSet(0.1),
+        num_trials=50,
+        support="nonzero",
+    )
     assert float(res.optimal_value) == pytest.approx(0.9, abs=1e-6)
     r = as_arrays(res)
     paper = dict(pessimistic=(0.17, 0.66), private_value=(0.96, 0.905))
@@ -269,7 +346,13 @@ def test_example1_figure_1a():
 
 def test_infinite_horizon_sweep():
     mdp = build_mdp(1, horizon=None)
-    res = sweep(jax.random.key(9), mdp, ks=KS, num_trials=N, batch_size=3)
+    res = sweep(
+        jax.random.key(9),
+        mdp,
+        jp.Dirichlet.grid(KS, sampler="fast"),
+        num_trials=N,
+        chunking=jp.Chunking(batch_size=3),
+    )
     r = as_arrays(res)
     for f in FIELDS:
         assert r[f].shape == (len(KS), N) and np.all(np.isfinite(r[f]))
@@ -284,19 +367,38 @@ def test_infinite_horizon_sweep():
 
 
 def test_keys_scalars_and_devices_are_checked(mdp):
-    legacy = sweep(jax.random.PRNGKey(0), mdp, ks=KS, num_trials=N)
-    typed = sweep(jax.random.wrap_key_data(jax.random.PRNGKey(0)), mdp, ks=KS, num_trials=N)
+    legacy = sweep(jax.random.PRNGKey(0), mdp, jp.Dirichlet.grid(KS, sampler="fast"), num_trials=N)
+    typed = sweep(
+        jax.random.wrap_key_data(jax.random.PRNGKey(0)),
+        mdp,
+        jp.Dirichlet.grid(KS, sampler="fast"),
+        num_trials=N,
+    )
     np.testing.assert_array_equal(legacy.cost, typed.cost)
     assert legacy.converged.shape == (len(KS), N) and bool(legacy.converged.all())
     with pytest.raises(ValueError, match="key must be a JAX PRNG key"):
-        sweep(0, mdp, ks=KS, num_trials=N)
+        sweep(0, mdp, jp.Dirichlet.grid(KS, sampler="fast"), num_trials=N)
     with pytest.raises(ValueError, match="devices must list at least one"):
-        sweep(jax.random.key(0), mdp, ks=KS, num_trials=N, devices=[])
+        sweep(
+            jax.random.key(0),
+            mdp,
+            jp.Dirichlet.grid(KS, sampler="fast"),
+            num_trials=N,
+            chunking=jp.Chunking(devices=[]),
+        )
     with pytest.raises(ValueError, match="k must be a scalar"):
-        synthesize(jax.random.key(0), mdp, k=[1.0, 1000.0])
+        synthesize(jax.random.key(0), mdp, jp.Dirichlet([1.0, 1000.0]))
     with pytest.raises(ValueError, match="beta must be a scalar"):
-        sweep(jax.random.key(0), mdp, ks=KS, num_trials=N, beta=[0.1, 0.9])
+        sweep(
+            jax.random.key(0),
+            mdp,
+            jp.Dirichlet.grid(KS, sampler="fast"),
+            jp.PaperSet([0.1, 0.9]),
+            num_trials=N,
+        )
     with pytest.raises(ValueError, match="max_iterations must be an int >= 1"):
-        synthesize(jax.random.key(0), mdp, k=1.0, max_iterations=0)
+        synthesize(
+            jax.random.key(0), mdp, jp.Dirichlet(1.0), options=jp.SolverOptions(max_iterations=0)
+        )
     with pytest.raises(ValueError, match="mdp must be a TabularMDP"):
-        synthesize(jax.random.key(0), np.asarray(mdp.transitions), k=1.0)
+        synthesize(jax.random.key(0), np.asarray(mdp.transitions), jp.Dirichlet(1.0))

@@ -1,4 +1,4 @@
-"""A set's union-bound counts for a model traced under ``jit``/``vmap`` (issue 15, item 1).
+"""A set's union-bound counts for a model traced under ``jit``/``vmap``.
 
 A traced model is counted from its shapes (every entry of every row): where masked actions
 or a support-aware set count fewer, its sets are wider than eagerly. ``uset.counted(model)``
@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 import jaxprivmdp as jp
+
+pytestmark = pytest.mark.integration
 
 S, A, T, K = 30, 3, 3, 2.0
 MECHANISMS = {"dirichlet": jp.Dirichlet(K), "gaussian": jp.Gaussian(0.05)}

@@ -1,4 +1,4 @@
-"""What a new user hits (issue 18): one count of private rows, sets under jit and vmap on
+"""What a new user hits: one count of private rows, sets under jit and vmap on
 both model kinds, sizes checked before allocating, one rule for horizon and discount,
 ``mdp_guarantee`` of any model, and dense and sparse releases drawn from the same key."""
 
@@ -10,6 +10,8 @@ import jaxprivmdp as jp
 from jaxprivmdp.experiments._frontier import frontier
 from jaxprivmdp.models._dense import DEFAULT_DISCOUNT
 from jaxprivmdp.models._support import host_mechanism_input, private_rows
+
+pytestmark = pytest.mark.integration
 
 # ------------------------------------------------------------- item 4: the private rows
 
@@ -36,7 +38,11 @@ def test_frontier_composes_only_the_private_rows():
     # The Dirichlet mechanism's whole-MDP ε is mdp_guarantee's for every row at once.
     k = float(res.parameter["dirichlet"][0])
     g = jp.privacy.mdp_guarantee(
-        k, mdp, b=res.b, eta=res.eta, target_delta=1e-3, support="nonzero", adjacency="all"
+        k,
+        mdp,
+        jp.privacy.Adjacency(res.b, res.eta, scope="all"),
+        target_delta=0.001,
+        support="nonzero",
     )
     assert g.num_rows == res.num_rows
     assert res.all_rows["dirichlet"][0, 0] == pytest.approx(g.epsilon, rel=1e-12)
@@ -45,27 +51,26 @@ def test_frontier_composes_only_the_private_rows():
 # ------------------------------------------------------------ item 11: any kind of model
 
 
-def test_mdp_guarantee_takes_a_dense_model_like_its_arrays():
+def test_mdp_guarantee_takes_any_kind_of_model():
     mdp = jp.examples.investment()
-    kw = dict(b=0.1, eta=0.1, target_delta=1e-3, support="nonzero")
+    kw = dict(target_delta=1e-3, support="nonzero")
     for adjacency in ("row", "all"):
-        of_model = jp.privacy.mdp_guarantee(10.0, mdp, adjacency=adjacency, **kw)
-        of_arrays = jp.privacy.mdp_guarantee(
-            10.0,
-            np.asarray(mdp.transitions),
-            action_mask=np.asarray(mdp.action_mask),
-            adjacency=adjacency,
-            **kw,
-        )
-        assert of_model.epsilon == of_arrays.epsilon and of_model.num_rows == 4
+        adj = jp.privacy.Adjacency(0.1, 0.1, scope=adjacency)
+        of_model = jp.privacy.mdp_guarantee(10.0, mdp, adj, **kw)
+        assert of_model.num_rows == 4
         of_sparse = jp.privacy.mdp_guarantee(
-            10.0, jp.to_sparse(mdp), adjacency=adjacency, b=0.1, eta=0.1, target_delta=1e-3
+            10.0,
+            jp.to_sparse(mdp),
+            jp.privacy.Adjacency(0.1, 0.1, scope=adjacency),
+            target_delta=0.001,
         )
         assert of_sparse.epsilon == pytest.approx(of_model.epsilon, rel=1e-12)
-    with pytest.raises(ValueError, match="own action_mask"):
-        jp.privacy.mdp_guarantee(10.0, mdp, action_mask=mdp.action_mask, **kw)
+    with pytest.raises(TypeError, match="takes a model"):
+        jp.privacy.mdp_guarantee(10.0, np.asarray(mdp.transitions), adj, **kw)
+    with pytest.raises(TypeError, match="the model's own mask"):
+        jp.privacy.mdp_guarantee(10.0, mdp, adj, action_mask=mdp.action_mask, **kw)
     with pytest.raises(ValueError, match="zero entries"):  # as the mechanism refuses it
-        jp.privacy.mdp_guarantee(10.0, mdp, b=0.1, eta=0.1, target_delta=1e-3)
+        jp.privacy.mdp_guarantee(10.0, mdp, jp.privacy.Adjacency(0.1, 0.1), target_delta=0.001)
 
 
 # ------------------------------------------------------- item 10: one rule for defaults
@@ -143,9 +148,9 @@ def _bounds(private, policy, k, beta, cls, support_aware):
     return jax.numpy.stack([out.pessimistic[0], out.optimistic[0]])
 
 
-# Over the whole simplex (the paper's default) too, in CI's slow pass (a minute on 2 cores).
-# The default run takes each set and each kind of model once (the issue's case, certified on a
-# sparse model, included); every other (set, kind) pair runs with the tests marked slow.
+# Over the whole simplex (the paper's default) too, with the tests marked slow (a minute on
+# 2 cores). By default each set and each kind of model runs once (certified on a sparse
+# model, which users hit first, included); every other (set, kind) pair is marked slow.
 DEFAULT_PAIRS = {("paper", "dense"), ("exact", "sparse"), ("certified", "sparse")}
 
 
@@ -185,7 +190,7 @@ def test_every_set_under_jit_and_vmap_on_both_model_kinds(cls, kind, support_awa
 
 
 def test_synthesize_with_certified_support_aware_sets_on_a_sparse_model():
-    """The issue's report: TracerArrayConversionError under jit, a callback error under vmap."""
+    """Runs under jit (no tracer converted to a host array) and vmap (no host callback)."""
     grid = jp.examples.gridworld(4, 5, horizon=4)
     uset = jp.CertifiedSet(0.1, support_aware=True)
     cost = lambda k: jp.synthesize(KEY, grid, jp.Dirichlet(k), uset).cost  # noqa: E731
@@ -235,7 +240,7 @@ def _dense_rows(sparse, probs):
     ],
 )
 def test_fast_sampler_draws_a_dense_model_and_its_sparse_twin_alike(case):
-    """Example 1 and its to_sparse (the issue: 0.785 vs 0.940 from one key), a gridworld
+    """Example 1 and its to_sparse (one key, the same draws in both layouts), a gridworld
     (listed in state order) and its dense form, full rows (Example 2's kind)."""
     cases = {
         "investment": (jp.examples.investment(), None),
@@ -246,8 +251,10 @@ def test_fast_sampler_draws_a_dense_model_and_its_sparse_twin_alike(case):
         dense = jp.to_dense(sparse) if dense is None else dense
         sparse = jp.to_sparse(dense) if sparse is None else sparse
         support = "nonzero" if bool(np.any(np.asarray(dense.transitions) == 0)) else None
-        want = jp.dirichlet_mechanism(KEY, dense, 7.0, support=support, sampler="fast")
-        got = jp.dirichlet_mechanism(KEY, sparse, 7.0, sampler="fast")
+        want = jp.dirichlet_mechanism(
+            KEY, dense, jp.Dirichlet(7.0, sampler="fast"), support=support
+        )
+        got = jp.dirichlet_mechanism(KEY, sparse, jp.Dirichlet(7.0, sampler="fast"))
         np.testing.assert_allclose(
             _dense_rows(sparse, got.probs), want.transitions, rtol=1e-6, atol=1e-7
         )

@@ -1,4 +1,4 @@
-"""Validity of what the library certifies, by Monte Carlo over releases (issue 14).
+"""Validity of what the library certifies, by Monte Carlo over releases.
 
 ``bound="certified"`` promises: with probability ``>= 1 − β`` over the mechanism,
 ``v̲_t(s) <= V_t^π(s) <= v̄_t(s)`` on the **true** MDP at every stage and state at once, for
@@ -22,7 +22,7 @@ tiny entry: a set that drops that entry (a projection or an underflowed gamma dr
 there) misses the true value by far more than rounding.
 
 Cost: one compilation per (dtype, horizon) holds every combination; each dtype's grid runs in
-a subprocess (x64 on for float64) while this process runs the regressions of issue 14 part 1.
+a subprocess (x64 on for float64) while this process runs the regressions below.
 The default run's float64 grid computes the certified set only (the release-by-release check
 of every set runs on the float32 grid, whose rounding margins are the tight ones); the tests
 marked slow add the float64 release-by-release check and repeat the grid at other noise
@@ -50,6 +50,10 @@ from scipy import special, stats
 
 import jaxprivmdp as jp
 
+pytestmark = pytest.mark.statistical
+
+MECHANISM = {"dirichlet": jp.Dirichlet, "gaussian": jp.Gaussian, "laplace": jp.Laplace}
+SET = {"paper": jp.PaperSet, "exact": jp.ExactSet, "certified": jp.CertifiedSet}
 BETA = 0.3  # large, so that a few hundred releases give power against a collapse
 P_VALUE = 1e-3  # a configuration fails only when its coverage is significantly low
 N_RELEASES = 200
@@ -244,7 +248,7 @@ def _beta_box_holds(model, p_bar, k, bound, aware):
     from jaxprivmdp.models._rows import transition_rows
     from jaxprivmdp.planning._bounds import set_up
     from jaxprivmdp.sets._boxes import row_box
-    from jaxprivmdp.sets._sets import as_set
+    from jaxprivmdp.sets._sets import set_named as as_set
 
     if isinstance(model, jp.TabularMDP):
         model = dataclasses.replace(model, support=model.transitions > 0)
@@ -272,11 +276,8 @@ def run_group(dtype, horizon, n, parameters=None, *, seed=0, fast_compile=False,
         out = jp.synthesize(
             key,
             model,
-            k=parameters[mech],
-            beta=BETA,
-            bound=bound,
-            mechanism=mech,
-            support_aware=aware,
+            MECHANISM[mech](parameters[mech]),
+            SET[bound](BETA, support_aware=aware),
             support="nonzero" if kind == "dense" else None,
         )
         fields = dict(
@@ -344,6 +345,9 @@ class Grid:
             JAX_ENABLE_X64="1" if dtype == "float64" else "0",
             XLA_PYTHON_CLIENT_PREALLOCATE="false",
         )
+        if not self.fast_compile:  # XLA's default build, whatever tests/conftest.py set
+            flags = env.get("XLA_FLAGS", "").split()
+            env["XLA_FLAGS"] = " ".join(f for f in flags if "backend_optimization_level" not in f)
         proc = subprocess.Popen(
             [sys.executable, "-c", code, *args], env=env, stdout=log, stderr=log
         )
@@ -442,7 +446,7 @@ def _case(grid, dtype, horizon, kind, mech, aware, bound):
     return {k[len(prefix) :]: v for k, v in data.items() if k.startswith(prefix)}
 
 
-# ---------------------------------------------------- issue 14 part 1: the reproductions
+# ---------------------------------------- regressions: a release read as the support
 
 
 def _three_state_goal(row, terminal_reward=(0.0, 1.0, 0.0)):
@@ -454,18 +458,13 @@ def _three_state_goal(row, terminal_reward=(0.0, 1.0, 0.0)):
 
 
 def test_gaussian_projection_zero_reproduction():
-    """Issue 14: key 8 projects the true 0.3 entry of ``s0``'s row to 0; the certified,
+    """Regression: key 8 projects the true 0.3 entry of ``s0``'s row to 0; the certified,
     support-aware bounds were [0, 0] around a true value of 0.3."""
     mdp = _three_state_goal([0.0, 0.3, 0.7])
     out = jp.synthesize(
-        jax.random.key(8),
-        mdp,
-        k=0.3,
-        bound="certified",
-        mechanism="gaussian",
-        support_aware=True,
+        jax.random.key(8), mdp, jp.Gaussian(0.3), jp.CertifiedSet(0.1, support_aware=True)
     )
-    # The release of the issue (the precondition of this regression).
+    # The release that zeroes the entry (the precondition of this regression).
     np.testing.assert_array_equal(out.private_transitions[0, 0], [0.0, 0.0, 1.0])
     true = float(jp.evaluate(mdp, out.policy)[0, 0])
     assert true == pytest.approx(0.3)
@@ -473,7 +472,7 @@ def test_gaussian_projection_zero_reproduction():
     assert low <= 0.3 <= high, (low, high)
 
 
-ADDITIVE = {"gaussian": 0.3, "laplace": 0.2}  # σ, λ of the issue
+ADDITIVE = {"gaussian": 0.3, "laplace": 0.2}  # σ, λ of the reported cases
 SUPPORTS = {"full": None, "nonzero": "nonzero"}
 
 
@@ -490,11 +489,8 @@ def small_entry_releases():
                 r = jp.synthesize(
                     key,
                     mdp,
-                    k=scale,
-                    beta=0.1,
-                    bound="certified",
-                    mechanism=mech,
-                    support_aware=True,
+                    MECHANISM[mech](scale),
+                    jp.CertifiedSet(0.1, support_aware=True),
                     support=support,
                 )
                 out[f"{mech}-{name}"] = (r.policy, r.pessimistic, r.optimistic)
@@ -509,7 +505,7 @@ def small_entry_releases():
 def test_additive_certified_coverage_with_a_small_true_entry(
     small_entry_releases, mechanism, support
 ):
-    """Issue 14: true row (0, 0.1, 0.9), β = 0.1: certified, support-aware coverage was
+    """Regression: true row (0, 0.1, 0.9), β = 0.1: certified, support-aware coverage was
     0.593 (Gaussian σ = 0.3), 0.644 (Laplace λ = 0.2), 0.69-0.73 with support="nonzero"."""
     mdp, releases = small_entry_releases
     policy, low, high = releases[f"{mechanism}-{support}"]
@@ -533,8 +529,10 @@ def _chain_coverage(dtype, k, support):
     and the fraction of released entries that are exactly 0 (every true entry is > 0)."""
     mdp = chain(dtype)
     keys = jax.random.split(jax.random.key(0), 100)
-    opts = dict(k=k, beta=0.1, bound="certified", support_aware=True, support=support)
-    out = jax.device_get(jax.vmap(lambda key: jp.synthesize(key, mdp, **opts))(keys))
+    mech, uset = jp.Dirichlet(k), jp.CertifiedSet(0.1, support_aware=True)
+    out = jax.device_get(
+        jax.vmap(lambda key: jp.synthesize(key, mdp, mech, uset, support=support))(keys)
+    )
     zeros = float(np.mean(np.asarray(out.private_transitions) == 0))
     true = exact_values(*stored(mdp), mdp.horizon, out.policy)
     return bracketed(out.pessimistic, out.optimistic, true), zeros
@@ -542,7 +540,7 @@ def _chain_coverage(dtype, k, support):
 
 @pytest.mark.parametrize("support", SUPPORTS)
 def test_dirichlet_underflow_chain_float32(support):
-    """Issue 14: a 5-state chain with 1e-4 entries, T = 200: certified coverage 0.000-0.017
+    """Regression: a 5-state chain with 1e-4 entries, T = 200: certified coverage 0.000-0.017
     for k <= 100 in float32 (gamma draws underflow to exact zeros), also with
     support="nonzero"."""
     for k in (1.0, 10.0, 100.0):
@@ -553,7 +551,7 @@ def test_dirichlet_underflow_chain_float32(support):
 
 @pytest.mark.parametrize("support", SUPPORTS)
 def test_dirichlet_underflow_chain_float64(support):
-    """Issue 14: the same chain in float64 at k = 10: certified coverage 0.006."""
+    """Regression: the same chain in float64 at k = 10: certified coverage 0.006."""
     with jax.enable_x64(True):
         held, zeros = _chain_coverage("float64", 10.0, SUPPORTS[support])
     assert zeros > 0.2
@@ -588,7 +586,7 @@ RADIUS_KEYS = {"gaussian": 3, "laplace": 0}
 @pytest.mark.parametrize("bound", ["certified", "paper"])
 @pytest.mark.parametrize("mechanism", ["gaussian", "laplace"])
 def test_additive_radius_counts_the_public_support(mechanism, bound):
-    """Issue 14: the noise radius counted the dimension n from P̄'s nonzeros (2 instead of 3
+    """Regression: the noise radius counted the dimension n from P̄'s nonzeros (2 instead of 3
     in one release: radius 1.304 instead of 1.476). The public support of s0's row is its
     three entries, whatever the release: the bounds are those of the radius with n = 3 over
     all three entries, from ``synthesize`` and from ``cost_of_privacy`` on the release rebuilt
@@ -596,8 +594,8 @@ def test_additive_radius_counts_the_public_support(mechanism, bound):
     on a dense release are refused."""
     beta, scale = 0.1, 0.01
     mdp = _three_state_goal([0.001, 0.3, 0.699], terminal_reward=(0.0, 1.0, 0.5))
-    opts = dict(k=scale, beta=beta, bound=bound, mechanism=mechanism, support_aware=True)
-    out = jp.synthesize(jax.random.key(RADIUS_KEYS[mechanism]), mdp, support="nonzero", **opts)
+    mech, uset = MECHANISM[mechanism](scale), SET[bound](beta, support_aware=True)
+    out = jp.synthesize(jax.random.key(RADIUS_KEYS[mechanism]), mdp, mech, uset, support="nonzero")
     p_bar = np.asarray(out.private_transitions[0, 0], np.float64)
     assert p_bar[0] == 0.0, p_bar  # the release zeroed a supported entry
     rows = 3  # allowed rows: the certified level is β over all of them
@@ -613,16 +611,16 @@ def test_additive_radius_counts_the_public_support(mechanism, bound):
     released = np.asarray(out.private_transitions, np.float64)
     kw = dict(horizon=1, terminal_reward=mdp.terminal_reward)
     rebuilt = jp.make_mdp(released, mdp.rewards, support=np.asarray(mdp.transitions) > 0, **kw)
-    again = jp.cost_of_privacy(rebuilt, out.policy, **opts)
+    again = jp.cost_of_privacy(rebuilt, out.policy, mech, uset)
     assert float(again.pessimistic[0, 0]) == pytest.approx(low, abs=2e-5)
     assert float(again.optimistic[0, 0]) == pytest.approx(high, abs=2e-5)
     with pytest.raises(ValueError, match="support"):
-        jp.cost_of_privacy(jp.make_mdp(released, mdp.rewards, **kw), out.policy, **opts)
+        jp.cost_of_privacy(jp.make_mdp(released, mdp.rewards, **kw), out.policy, mech, uset)
 
 
 @pytest.mark.slow  # 17 s: ten synthesize calls per layout and key
 def test_sparse_zero_slots_give_the_dense_numbers():
-    """Issue 14: a sparse model listing a successor whose input probability is 0 gave bounds
+    """Regression: a sparse model listing a successor whose input probability is 0 gave bounds
     17-26 % away from the dense model with the same nonzero pattern. Every state is listed
     here (K = S, in state order), so the same key gives the same release. (Every set of the
     Dirichlet mechanism, and one set of each additive mechanism.)"""
@@ -642,9 +640,9 @@ def test_sparse_zero_slots_give_the_dense_numbers():
     def every_case(key):
         out = {}
         for mech, scale, bound in cases:
-            opts = dict(k=scale, bound=bound, mechanism=mech, support_aware=True)
-            a = jp.synthesize(key, sparse, **opts)
-            b = jp.synthesize(key, dense, support="nonzero", **opts)
+            opts = (MECHANISM[mech](scale), SET[bound](0.1, support_aware=True))
+            a = jp.synthesize(key, sparse, *opts)
+            b = jp.synthesize(key, dense, *opts, support="nonzero")
             out[f"{mech}-{bound}"] = (a, b)
         return out
 
@@ -703,7 +701,7 @@ def test_every_bound_brackets_the_value_on_the_release(grid, dtype, horizon, kin
 @pytest.mark.parametrize("parameters", SLOW_PARAMETERS, ids=["noisy", "precise"])
 def test_certified_coverage_many_releases(parameters):
     """The grid at other noise levels, 1000 releases per combination, in XLA's default build
-    (the default run's grid compiles at optimization level 0)."""
+    (the other tests compile at optimization level 0: tests/conftest.py)."""
     grid = Grid(N_RELEASES_SLOW, parameters)
     try:
         for dtype in ("float32", "float64"):

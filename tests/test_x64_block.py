@@ -16,6 +16,8 @@ import pytest
 
 import jaxprivmdp as jp
 
+pytestmark = pytest.mark.integration
+
 KEY = jax.random.key(3)
 
 

@@ -15,12 +15,10 @@ nothing heavy: :func:`main` loads the commands (and JAX, seconds) under its own 
 
 from __future__ import annotations
 
-import importlib
 import os
 import sys
-from typing import TYPE_CHECKING
 
-__all__ = ["load_npz_mdp", "main"]
+__all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,13 +38,3 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(130)  # no teardown under half-loaded modules (see _commands.main)
-
-
-def __getattr__(name: str):
-    if name == "load_npz_mdp":
-        return importlib.import_module(f"{__name__}._mdp_files").load_npz_mdp
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-if TYPE_CHECKING:
-    from ._mdp_files import load_npz_mdp as load_npz_mdp

@@ -14,7 +14,7 @@ def accounting(flag: str, k: float, compute):
     A numerical failure (the library's series may not converge for huge ``k``) becomes a
     ValueError too. Rows with zeros keep their own error, whose message names other flags.
     """
-    from ..models._support import ZeroEntryError
+    from ..models.core import ZeroEntryError
 
     try:
         return compute()
@@ -39,16 +39,18 @@ def sweep_guarantees(
 ) -> dict:
     """The (ε, δ) that each grid value of a sweep buys, for one-row adjacency (recorded in the
     JSON): the Dirichlet mechanism's over the model's rows, the additive ones' per row."""
-    import numpy as np
 
     from .. import privacy
-    from ..mechanisms._registry import mechanism_class
+    from ..mechanisms.core import mechanism_class
+    from ..privacy import Adjacency
 
     cls = mechanism_class(mechanism)
     if cls.name != "dirichlet":
         per_k = []
         for k in ks:
-            g = accounting("--ks", k, lambda k=k: cls(k).guarantee(b=b, delta=target_delta))
+            g = accounting(
+                "--ks", k, lambda k=k: cls(k).guarantee(Adjacency(b), delta=target_delta)
+            )
             per_k.append({"k": float(k), "epsilon": g.epsilon, "delta": g.delta})
         return {
             "assumptions": (
@@ -57,7 +59,6 @@ def sweep_guarantees(
             ),
             "per_k": per_k,
         }
-    P, mask = np.asarray(mdp.transitions), np.asarray(mdp.action_mask)
     out = {
         "assumptions": (
             f"b = {b}; eta = each row's smallest entry on its support (data-derived: the "
@@ -71,7 +72,7 @@ def sweep_guarantees(
             "--ks",
             k,
             lambda k=k: privacy.mdp_guarantee(
-                k, P, b=b, target_delta=target_delta, action_mask=mask, support=support
+                k, mdp, Adjacency(b), target_delta=target_delta, support=support
             ),
         )
         out["per_k"].append({"k": float(k), "epsilon": g.epsilon, "delta": g.delta})
@@ -80,32 +81,28 @@ def sweep_guarantees(
 
 def command_guarantee(args, mdp, k):
     """The guarantee of privatizing ``mdp`` with ``k`` under the command's privacy options."""
-    import numpy as np
 
     from .. import privacy
     from ..models import RaggedMDP, SparseMDP
+    from ..privacy import Adjacency
 
+    adjacency = Adjacency(args.b, args.eta, args.adjacency)
     if isinstance(mdp, SparseMDP | RaggedMDP):  # successor lists carry their own support
         return accounting(
             "--k",
             k,
-            lambda: privacy.mdp_guarantee(
-                k, mdp, b=args.b, eta=args.eta, target_delta=args.delta, adjacency=args.adjacency
-            ),
+            lambda: privacy.mdp_guarantee(k, mdp, adjacency, target_delta=args.delta),
         )
     return accounting(
         "--k",
         k,
         lambda: privacy.mdp_guarantee(
             k,
-            np.asarray(mdp.transitions),
-            b=args.b,
-            eta=args.eta,
+            mdp,
+            adjacency,
             target_delta=args.delta,
-            action_mask=np.asarray(mdp.action_mask),
             support=args.support,
             smoothing=args.smoothing,
-            adjacency=args.adjacency,
         ),
     )
 
@@ -128,15 +125,15 @@ def _privatized_rows(args, mdp) -> tuple[int, list[int]]:
     import numpy as np
 
     from ..models import RaggedMDP
-    from ..models._support import model_mechanism_input, private_rows
-    from ..privacy._private_rows import ragged_rows
+    from ..models.core import model_mechanism_input, private_rows
+    from ..privacy.core import ragged_rows
 
     support, smoothing = getattr(args, "support", None), getattr(args, "smoothing", None)
     if isinstance(mdp, RaggedMDP):
         sizes = ragged_rows(mdp, support, smoothing).sizes
     else:
-        inp = model_mechanism_input(mdp, support, smoothing, interior=False)
-        sizes = np.asarray(inp.support).sum(-1)[private_rows(inp)]
+        rows_in = model_mechanism_input(mdp, support, smoothing, interior=False)
+        sizes = np.asarray(rows_in.support).sum(-1)[private_rows(rows_in)]
     return int(sizes.size), sorted({int(n) for n in sizes})
 
 
@@ -144,7 +141,8 @@ def release_mechanism(args, mdp):
     """The mechanism of a release: its parameter as given, or the least-noise one meeting
     ``--epsilon``/``--delta`` (per row; with ``--adjacency all``, ``(ε/R, δ/R)`` per row,
     so that basic composition over the ``R`` rows meets the target)."""
-    from ..mechanisms._registry import mechanism_class
+    from ..mechanisms.core import mechanism_class
+    from ..privacy import Adjacency
 
     cls = mechanism_class(args.mechanism)
     if args.epsilon is None:
@@ -160,13 +158,13 @@ def release_mechanism(args, mdp):
     eta = args.eta if args.eta is not None else args.smoothing
     try:
         if cls.name == "dirichlet":  # the largest k that meets the target for every size
-            ks = [cls.calibrate(eps, delta, b=args.b, eta=eta, n=n).k for n in dims]
+            ks = [cls.calibrate(eps, delta, Adjacency(args.b, eta), n=n).k for n in dims]
             return cls(min(ks))
-        return cls.calibrate(eps, delta, b=args.b)
+        return cls.calibrate(eps, delta, Adjacency(args.b))
     except ValueError as e:
         why = str(e)
         if cls.name == "dirichlet":  # its ε has a floor as k -> 0: say where it lies
-            floor = max(cls.floor(delta, b=args.b, eta=eta, n=n) for n in dims) * split
+            floor = max(cls.floor(delta, Adjacency(args.b, eta), n=n) for n in dims) * split
             why = f"the smallest ε it reaches here is about {floor:.4g}"
         rows = f" over {num_rows} rows" if split > 1 else ""
         raise ValueError(
@@ -184,13 +182,15 @@ def release_guarantee(args, mdp, mech) -> ReleaseGuarantee:
     Raises:
       ValueError: a calibrated mechanism whose guarantee misses ``--epsilon``.
     """
+    from ..privacy import Adjacency
+
     if mech.name == "dirichlet":
         g = command_guarantee(args, mdp, float(mech.k))
         out = ReleaseGuarantee(g.epsilon, g.delta, g.num_rows)
     else:
         num_rows, _ = _privatized_rows(args, mdp)
         split = max(num_rows, 1) if args.adjacency == "all" else 1
-        g = mech.guarantee(b=args.b, delta=args.delta / split)
+        g = mech.guarantee(Adjacency(args.b), delta=args.delta / split)
         rows = split if args.adjacency == "all" else 1
         out = ReleaseGuarantee(rows * g.epsilon, rows * g.delta, num_rows)
         if num_rows == 0:

@@ -12,7 +12,7 @@ import argparse
 import numpy as np
 
 from .._checks import check_int, check_range
-from ..io._files import check_output_file, check_output_folder
+from ..io.core import check_output_file, check_output_folder
 from ._parser import PARAMETER_FLAGS
 from ._parser import build_parser as build_parser
 

@@ -99,7 +99,7 @@ def _run(argv: list[str] | None) -> int:
         try:
             import jax
 
-            from ..models._support import ZeroEntryError
+            from ..models.core import ZeroEntryError
 
             try:
                 check_args(args)

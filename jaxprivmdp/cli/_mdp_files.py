@@ -1,7 +1,8 @@
 """The command line's ``--mdp``: reading and validating the user's model.
 
 ``.npz`` files (dense or sparse, and releases with the scalars they store) are read here with
-the flag in every message; PRISM/Storm ``.tra`` files go through :func:`jaxprivmdp.load_mdp`.
+the flag in every message; PRISM/Storm ``.tra`` and Storm ``.drn`` files go through
+:func:`jaxprivmdp.load_mdp`.
 
 The planning horizon is never guessed (one rule for every command that plans): ``--horizon
 T`` (γ = 1 unless ``--discount``) or ``--discount γ < 1`` (an infinite horizon), each taken
@@ -13,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from ..io._load import model_from_arrays, read_model_npz, stored_scalars
+from ..io.core import model_from_arrays, read_model_npz, stored_scalars
 from ._args import ONE_OVER_N_RTOL
 
 
@@ -22,7 +23,7 @@ class UserModel(NamedTuple):
 
     Attributes:
       mdp: the validated model.
-      arrays: an ``.npz``'s arrays as stored (None for a ``.tra``).
+      arrays: an ``.npz``'s arrays as stored (None for a ``.tra`` or ``.drn``).
       horizon, discount: what the flags or the file declare (None where neither does); a
         command that only privatizes validates the model with placeholders for them.
     """
@@ -92,8 +93,9 @@ def _structure(value: str | None) -> int | str | None:
     return int(value) if value is not None and value.isdigit() else value
 
 
-def _load_tra(args, horizon, discount, validation_only):
-    """A PRISM/Storm ``.tra`` (its ``.lab``'s init is ``s0`` unless ``--initial-state``)."""
+def _load_explicit(args, horizon, discount, validation_only):
+    """A PRISM/Storm ``.tra`` (its ``.lab``'s init is ``s0`` unless ``--initial-state``) or a
+    Storm ``.drn`` (its ``init`` label)."""
     from ..io import load_mdp
 
     try:
@@ -139,7 +141,7 @@ def load_user_mdp(args, *, validation_only: bool = False, metadata: bool = False
     """
     path = args.mdp
     arrays, stored = None, {}
-    if path.suffix != ".tra":
+    if path.suffix not in (".tra", ".drn"):
         arrays = read_model_npz(path, "--mdp", metadata=metadata)
         stored = stored_scalars(arrays, _where(path))
     sparse = arrays is None or "next_states" in arrays
@@ -159,7 +161,7 @@ def load_user_mdp(args, *, validation_only: bool = False, metadata: bool = False
     if discount is None:
         discount = 1.0  # with a horizon (the rule above): undiscounted
     if arrays is None:
-        mdp = _load_tra(args, horizon, discount, validation_only)
+        mdp = _load_explicit(args, horizon, discount, validation_only)
     else:
         s0 = args.initial_state if args.initial_state is not None else stored.get("initial_state")
         mdp = load_npz_mdp(

@@ -122,7 +122,8 @@ def _property_options(p: argparse.ArgumentParser, *, required: bool) -> None:
         "--labels",
         type=Path,
         default=None,
-        help="labels file (.lab, PRISM or Storm) (default: the .lab beside a .tra --mdp)",
+        help="labels file (.lab, PRISM or Storm; or a .drn) (default: a .drn --mdp's own "
+        "labels, or the .lab beside a .tra --mdp)",
     )
 
 
@@ -148,8 +149,8 @@ def _mdp_options(
         required=required,
         default=None,
         help=".npz (transitions, rewards; or next_states, probs, rewards for a sparse model) "
-        "or a PRISM/Storm explicit .tra file with its reward files (and .lab) beside it"
-        + ("" if required else " (default: none)"),
+        "or a PRISM/Storm explicit .tra file with its reward files (and .lab) beside it, or a "
+        "Storm .drn file" + ("" if required else " (default: none)"),
     )
     p.add_argument(
         "--reward-structure",
@@ -304,7 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)  # of the same _Parser class
     p = sub.add_parser("reproduce", help="reproduce the paper's Figure 1 into --out", **fmt)
     _sweep_options(p)
-    p = sub.add_parser("sweep", help="Figure-1-style sweep on your own MDP (.npz)", **fmt)
+    p = sub.add_parser(
+        "sweep", help="Figure-1-style sweep on your own MDP (.npz, .tra or .drn)", **fmt
+    )
     _mdp_options(p, use="plan")
     _smoothing_option(p)
     _sweep_options(p)

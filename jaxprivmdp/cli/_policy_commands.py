@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..io._files import atomic_outputs
+from ..io.core import atomic_outputs
 from ._interrupts import guarded
 from ._mdp_files import load_user_mdp, model_fields
 from ._policy_files import read_policy, write_chain, write_policy
@@ -34,7 +34,7 @@ def _release_record(arrays: dict | None) -> dict:
 
 def _release_mechanism(args, record: dict):
     """The mechanism that released ``--mdp`` (``--robust`` needs its noise)."""
-    from ..mechanisms._registry import mechanism_class
+    from ..mechanisms.core import mechanism_class
 
     name = record.get("mechanism")
     if name is None:
@@ -50,10 +50,10 @@ def _robust_part(args, problem, record, policy) -> tuple[dict, object]:
     """The robust policy and both policies' pessimistic values over the ``--bound`` set (for
     a ``min`` property the pessimistic value is the upper bound)."""
     from ..planning import cost_of_privacy, robust_solve
-    from ..sets._sets import as_set
+    from ..sets.core import set_named
 
     mech = _release_mechanism(args, record)
-    uset = as_set(args.bound, args.beta, args.support_aware)
+    uset = set_named(args.bound, args.beta, args.support_aware)
     robust = guarded(robust_solve, problem, mech, uset)
     mdp = getattr(problem, "model", problem)
     s0 = mdp.initial_state

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..io._files import atomic_outputs
+from ..io.core import atomic_outputs
 from ._accounting import accounting, command_guarantee
 from ._args import ONE_OVER_N_RTOL
 from ._mdp_files import load_user_mdp
@@ -45,7 +45,9 @@ def _one_row(args) -> tuple[list[dict], str, dict]:
         g = accounting(
             "--k",
             k,
-            lambda k=k: privacy.guarantee(k, b=b, eta=eta, n=n, target_delta=args.delta),
+            lambda k=k: privacy.guarantee(
+                k, privacy.Adjacency(b, eta), n=n, target_delta=args.delta
+            ),
         )
         rows.append({"k": g.k, "epsilon": g.epsilon, "delta": g.delta, "log_gamma": g.log_gamma})
     print(format_table(rows))

@@ -10,19 +10,19 @@ import json
 import sys
 from pathlib import Path
 
-from ..io._files import atomic_outputs
+from ..io.core import atomic_outputs
 from ._interrupts import guarded
 from ._mdp_files import load_user_mdp, model_fields
 
 
 def read_labels(args, num_states: int) -> dict | None:
-    """``--labels``, else the ``.lab`` beside a ``.tra`` ``--mdp`` (``init`` and ``deadlock``
-    without one), else None (only ``init``, the model's initial state)."""
+    """``--labels``, else a ``.drn`` ``--mdp``'s own labels or the ``.lab`` beside a ``.tra``
+    (``init`` and ``deadlock`` without one), else None (only ``init``, the initial state)."""
     from ..io import load_labels
 
     path = args.labels
-    if path is None and args.mdp is not None and args.mdp.suffix == ".tra":
-        path = args.mdp  # its .lab, or init and deadlock without one
+    if path is None and args.mdp is not None and args.mdp.suffix in (".tra", ".drn"):
+        path = args.mdp  # its own labels or .lab, else init and deadlock
     if path is None:
         return None
     try:
@@ -33,7 +33,7 @@ def read_labels(args, num_states: int) -> dict | None:
 
 def _horizon_for(args, prop: str, horizon: int | None) -> int | None:
     """The value of ``T``: ``--horizon`` or the file's; a property using T needs one."""
-    from ..planning._property_parse import parse_property
+    from ..properties.core import parse_property
 
     try:
         bound = parse_property(prop).bound
@@ -54,7 +54,7 @@ def _reward_name(args) -> str | None:
 def property_problem(args, mdp, horizon: int | None):
     """``mdp`` as the problem of ``--property`` (:func:`jaxprivmdp.property_model`), or
     ``mdp`` itself without one. ``horizon``: the declared horizon (the value of ``T``)."""
-    from ..planning import property_model
+    from ..properties import property_model
 
     if args.property is None:
         return mdp
@@ -84,7 +84,7 @@ def cmd_check(args) -> list[Path]:
     """A PRISM property's value in every state, its policy and error bound (``check.json``)."""
     import numpy as np
 
-    from ..planning import check
+    from ..properties import check
 
     user = load_user_mdp(args, validation_only=True)
     mdp = user.mdp

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..io._files import atomic_path
+from ..io.core import atomic_path
 from ._accounting import release_guarantee, release_mechanism
 from ._interrupts import guarded
 from ._mdp_files import load_user_mdp
@@ -39,7 +39,7 @@ def _private_rows(args, mdp, mech) -> dict:
 
     from ..mechanisms import privatize, secure_key
     from ..models import RaggedMDP, SparseMDP
-    from ..models._ragged import transition_lists
+    from ..models.core import transition_lists
 
     if isinstance(mdp, RaggedMDP):  # its transition lists, as save_mdp writes them
         rid, nxt, p = transition_lists(guarded(privatize, secure_key(), mdp, mech))

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from ..io._files import atomic_outputs
+from ..io.core import atomic_outputs
 from ._accounting import sweep_guarantees
 from ._interrupts import guarded
 from ._mdp_files import model_fields
@@ -20,8 +20,16 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
     import jax
     import numpy as np
 
-    from ..experiments import _report, sweep
+    from ..experiments import Chunking, _report, sweep
+    from ..mechanisms.core import mechanism_class
+    from ..sets.core import set_named
 
+    cls = mechanism_class(args.mechanism or "dirichlet")
+    # The flags become objects here: the grid (sweeps sample the Dirichlet's "fast" way
+    # unless --sampler says otherwise) and the set.
+    static = {"sampler": args.sampler or "fast"} if cls.name == "dirichlet" else {}
+    grid = cls.grid(args.ks, **static)
+    uset = set_named(args.bound, args.beta, args.support_aware)
     start = time.perf_counter()
     key = jax.random.key(args.seed)
     tables, timings = {}, {}
@@ -33,19 +41,14 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
             sweep,
             jax.random.fold_in(key, i),
             problem,
-            ks=args.ks,
-            mechanism=args.mechanism,
+            grid,
+            uset,
             num_trials=args.trials,
-            beta=args.beta,
             # Without --batch-size, chunks of one vectorized group per device (the library
             # rounds 1 up to that): progress every few seconds, and as fast on CPU (measured:
             # 450 runs of Example 2 and the 20x20 gridworld, 16 vs 256 runs per chunk).
-            batch_size=args.batch_size or 1,
-            sampler=args.sampler,
-            support_aware=args.support_aware,
-            bound=args.bound,
+            chunking=Chunking(batch_size=args.batch_size or 1, progress=progress(name)),
             robust=args.robust,
-            progress=progress(name),
             **options.get(name, {}),
         )
         tables[name] = _report.summarize(result)
@@ -169,8 +172,10 @@ def cmd_frontier(args) -> list[Path]:
     """Every mechanism calibrated to each target (ε, δ): value, bounds, cost; figure + tables."""
     import jax
 
-    from ..experiments import _report
-    from ..experiments._frontier import frontier
+    from ..experiments import _report, frontier
+    from ..mechanisms.core import mechanism_class
+    from ..privacy import Adjacency
+    from ..sets.core import set_named
 
     start = time.perf_counter()
     name, problem, support = _frontier_mdp(args)
@@ -180,16 +185,13 @@ def cmd_frontier(args) -> list[Path]:
         frontier,
         jax.random.key(args.seed),
         problem,
+        [mechanism_class(m) for m in args.mechanisms],
+        set_named(args.bound, args.beta, args.support_aware),
         epsilons=args.epsilons,
         delta=args.delta,
-        mechanisms=args.mechanisms,
+        adjacency=Adjacency(args.b, args.eta),
         num_trials=args.trials,
-        beta=args.beta,
-        b=args.b,
-        eta=args.eta,
-        bound=args.bound,
         support=support,
-        support_aware=args.support_aware,
         progress=frontier_progress(),
     )
     print_frontier(name, result, args.delta)

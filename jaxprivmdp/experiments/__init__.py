@@ -8,6 +8,7 @@ figures.
 Imports: every layer below (models, io, privacy, mechanisms, sets, planning).
 """
 
+from ._chunks import Chunking as Chunking
 from ._frontier import FrontierResult as FrontierResult
 from ._frontier import frontier as frontier
 from ._sweep import RobustSummary as RobustSummary
@@ -19,6 +20,7 @@ from ._synthesis import Synthesis as Synthesis
 from ._synthesis import synthesize as synthesize
 
 __all__ = [
+    "Chunking",
     "FrontierResult",
     "RobustPolicy",
     "RobustSummary",

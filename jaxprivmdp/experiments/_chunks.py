@@ -11,8 +11,10 @@ gathers `[K, N]` summaries.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import jax
@@ -21,11 +23,10 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from .._checks import check_count
-from ..mechanisms._base import Mechanism
-from ..models._memory import device_memory
-from ..models._rows import Model, row_slots
-from ..planning._evaluation import evaluate_core
-from ..sets._boxes import SetParams
+from ..mechanisms.core import Mechanism
+from ..models.core import Model, device_memory, row_slots
+from ..planning.core import evaluate_core
+from ..sets.core import SetParams
 from ._synthesis import private_model, stage_passes, synthesize_core
 
 
@@ -83,12 +84,12 @@ def run_one(key, mech, params, mdp, rows, support, max_iterations, **static):
 
 def _run_stage0(key, mech, params, mdp, rows, support, **static) -> RunSummary:
     _, private = private_model(key, mdp, rows, support, mech)
-    main, rob = stage_passes(private, params, 0, (mdp,), **static)
+    main, robust_pass = stage_passes(private, params, 0, (mdp,), **static)
     s0 = mdp.initial_state
     robust = None
-    if rob is not None:
-        at = (rob.evaluations[1], rob.pessimistic, rob.optimistic)
-        robust = RobustSummary(*(x[s0] for x in at), cost=rob.cost)
+    if robust_pass is not None:
+        at = (robust_pass.evaluations[1], robust_pass.pessimistic, robust_pass.optimistic)
+        robust = RobustSummary(*(x[s0] for x in at), cost=robust_pass.cost)
     at = (main.values, main.evaluations[0], main.pessimistic, main.optimistic)
     return RunSummary(
         *(x[s0] for x in at), cost=main.cost, converged=jnp.asarray(True), robust=robust
@@ -223,7 +224,7 @@ def default_vector_width(mdp: Model, sampler: str, device: DeviceInfo | None = N
     4 runs of Example 2 (S = 20, A = 5), 1 of any model with 4,096 or more entries (a 20×20
     gridworld has 4,800). Wider groups cost a CPU more than they save (on the 20×20 gridworld,
     16 runs per group take 3× the CPU time per run of single runs: a vmapped iteration runs
-    until its slowest run has converged; ``benchmarks/bench_chunking.py``, RESULTS.md §15).
+    until its slowest run has converged; measured by ``benchmarks/bench_chunking.py``).
     On an accelerator (GPU, TPU): enough runs to fill it, about ``2²⁵`` transition entries per
     group (4096 runs of Example 2, 256 of a 100×100 gridworld, the best measured on an H200),
     at most 4096, with a working set within a quarter of the device's memory (4 GiB where the
@@ -271,18 +272,44 @@ class ChunkPlan(NamedTuple):
     num_chunks: int
 
 
-def plan_chunks(mdp, total, grid: Mechanism, options: dict) -> ChunkPlan:
-    """Validates the chunking options (``batch_size``, ``vector_width``, ``devices``) and
-    fills in the defaults for the devices' platform and memory (:func:`default_vector_width`,
-    :func:`default_batch_size`)."""
-    devices = options.get("devices")
-    devices = tuple(devices) if devices is not None else tuple(jax.devices())
-    if not devices:
-        raise ValueError("devices must list at least one device")
-    batch_size, vector_width = options.get("batch_size"), options.get("vector_width")
-    for name, value in (("batch_size", batch_size), ("vector_width", vector_width)):
-        if value is not None:
-            check_count(name, value)
+@dataclasses.dataclass(frozen=True)
+class Chunking:
+    """How :func:`~jaxprivmdp.sweep` cuts its runs into compiled chunks and runs them.
+
+    Attributes:
+      batch_size: runs per compiled call (progress is reported after each), rounded up to a
+        multiple of ``vector_width`` times the device count. None: :func:`default_batch_size`
+        (a power of two of groups, at most 256 runs on a CPU and 16 groups on a GPU/TPU, so
+        sweeps of similar size share one compilation). A fixed value never recompiles.
+      vector_width: runs vectorized together on a device (the working memory is about
+        ``vector_width`` runs). None: :func:`default_vector_width`, by backend. Another width
+        compiles differently and may change results at the level of rounding.
+      devices: the devices each chunk is sharded over (None: all of ``jax.devices()``).
+      progress: optional ``progress(done, total)``, called after each chunk.
+    """
+
+    batch_size: int | None = None
+    vector_width: int | None = None
+    devices: Sequence | None = None
+    progress: Callable[[int, int], None] | None = None
+
+    def __post_init__(self):
+        for name in ("batch_size", "vector_width"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, check_count(name, getattr(self, name)))
+        if self.devices is not None:
+            object.__setattr__(self, "devices", tuple(self.devices))
+            if not self.devices:
+                raise ValueError("devices must list at least one device")
+        if self.progress is not None and not callable(self.progress):
+            raise ValueError(f"progress must be None or a callable, got {self.progress!r}")
+
+
+def plan_chunks(mdp, total, grid: Mechanism, chunking: Chunking) -> ChunkPlan:
+    """Fills in the defaults of ``chunking`` for the devices' platform and memory
+    (:func:`default_vector_width`, :func:`default_batch_size`)."""
+    devices = chunking.devices or tuple(jax.devices())
+    batch_size, vector_width = chunking.batch_size, chunking.vector_width
     device = describe_devices(devices)
     # The Dirichlet's "jax" sampler needs 3x the working memory of the others.
     sampler = grid.static_options().get("sampler", "fast")

@@ -23,15 +23,15 @@ import jax
 import numpy as np
 
 from .._checks import check_count, check_probability, check_range
-from ..mechanisms._registry import mechanism_class
-from ..models._ragged import RaggedMDP
-from ..models._rows import Model, transition_rows
-from ..planning._bellman import solve_core
-from ..planning._evaluation import evaluate_core
-from ..planning._property_reward import PropertyModel, as_problem, host_problem_input
-from ..privacy import compose_rows
-from ..privacy._private_rows import PrivateRows, ragged_rows, rows_of_input, smallest_entry
-from ..sets._sets import Bound
+from .._refusals import refuses
+from ..mechanisms import Dirichlet, Gaussian, Laplace, Mechanism
+from ..models.core import Model, RaggedMDP, transition_rows
+from ..planning.core import evaluate_core, solve_core
+from ..privacy import Adjacency, compose_rows
+from ..privacy.core import PrivateRows, as_adjacency, ragged_rows, rows_of_input, smallest_entry
+from ..properties.core import PropertyModel, as_problem, host_problem_input, in_property_scale
+from ..sets.core import PAPER_SET, UncertaintySet, as_set
+from ._chunks import Chunking
 from ._sweep import sweep
 
 
@@ -136,13 +136,24 @@ def problem_rows(model: Model, prop: PropertyModel | None, support) -> PrivateRo
     return rows_of_input(host_problem_input(model, prop, support))
 
 
-def _calibrate(cls, eps, delta, b, eta, n, num_rows):
+def _mechanism_class(m) -> type[Mechanism]:
+    """A mechanism class, or a TypeError with the class form (for a name or an object)."""
+    if isinstance(m, type) and issubclass(m, Mechanism):
+        return m
+    form = {"dirichlet": "jp.Dirichlet", "gaussian": "jp.Gaussian", "laplace": "jp.Laplace"}
+    name = m if isinstance(m, str) else getattr(m, "name", None)
+    raise TypeError(
+        f"frontier() takes mechanism classes, got {m!r}: pass {form.get(name, 'jp.Dirichlet')}"
+    )
+
+
+def _calibrate(cls, eps, delta, adjacency: Adjacency, n, num_rows):
     """``(params [E], all_rows [E, 2])``: each target's least-noise parameter (NaN where
     the mechanism cannot reach it) and the whole-MDP ε, basic and Rényi-DP composition."""
     params = np.full(eps.size, np.nan)
     for i, e in enumerate(eps):
         try:
-            params[i] = cls.calibrate(float(e), delta, b=b, eta=eta, n=n).parameter
+            params[i] = cls.calibrate(float(e), delta, adjacency, n=n).parameter
         except ValueError:
             pass  # unreachable: kept as NaN
     composed = np.full((eps.size, 2), np.nan)
@@ -150,7 +161,7 @@ def _calibrate(cls, eps, delta, b, eta, n, num_rows):
         if num_rows == 0:  # nothing is privatized: nothing to compose
             composed[i] = 0.0
             continue
-        c = compose_rows(cls.name, params[i], num_rows=num_rows, delta=delta, b=b, eta=eta, n=n)
+        c = compose_rows(cls(params[i]), adjacency, num_rows=num_rows, delta=delta, n=n)
         composed[i] = c.basic_epsilon, c.rdp_epsilon
     return params, composed
 
@@ -161,6 +172,7 @@ def _values_at(key, mdp, cls, params, num_trials, sweep_options, progress) -> di
     values = {q: np.full((params.size, num_trials), np.nan) for q in _QUANTITIES}
     if ok.any():
         grid = cls(params[ok])
+        report = None if progress is None else (lambda d, t: progress(cls.name, d, t))
         if "sampler" in grid.static_options():  # the Dirichlet's: sweeps sample fast
             grid = dataclasses.replace(grid, sampler="fast")
         res = sweep(
@@ -168,7 +180,7 @@ def _values_at(key, mdp, cls, params, num_trials, sweep_options, progress) -> di
             mdp,
             grid,
             num_trials=num_trials,
-            progress=None if progress is None else (lambda d, t: progress(cls.name, d, t)),
+            chunking=Chunking(progress=report),
             **sweep_options,
         )
         for q in values:
@@ -176,31 +188,30 @@ def _values_at(key, mdp, cls, params, num_trials, sweep_options, progress) -> di
     return values
 
 
+_ALL_MECHANISMS = (Dirichlet, Gaussian, Laplace)
+_ADJACENCY = Adjacency(0.1)
 _QUANTITIES = ("true_value", "pessimistic", "optimistic", "cost")
 
 
-def _optimal(model: Model, prop: PropertyModel | None) -> float:
-    """The non-private optimum ``V*(s0)`` (in the property's scale)."""
+def _optimal(model: Model) -> float:
+    """The non-private optimum ``V*(s0)`` (of the transformed model, for a property)."""
     values = evaluate_core(model, solve_core(model, None, 10_000).policy)
     s0 = model.initial_state
-    optimal = float(values[0, s0] if model.is_finite_horizon else values[s0])
-    return optimal if prop is None else float(prop.values(optimal))
+    return float(values[0, s0] if model.is_finite_horizon else values[s0])
 
 
+@refuses("beta", "b", "eta", "support_aware", "k", "ks", "bound")
 def frontier(
     key: jax.Array,
     mdp: Model | PropertyModel,
+    mechanisms: Sequence[type[Mechanism]] = _ALL_MECHANISMS,
+    bound: UncertaintySet = PAPER_SET,
     *,
     epsilons: Sequence[float],
     delta: float = 1e-3,
-    mechanisms: Sequence = ("dirichlet", "gaussian", "laplace"),
+    adjacency: Adjacency = _ADJACENCY,
     num_trials: int = 50,
-    beta: float = 0.1,
-    b: float = 0.1,
-    eta: float | None = None,
-    bound: Bound = "paper",
     support: str | None = None,
-    support_aware: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> FrontierResult:
     """The value of the private policy against ε, for every mechanism at the same (ε, δ).
@@ -209,27 +220,30 @@ def frontier(
       key: PRNG key (one independent sub-key per mechanism).
       mdp: the true MDP (dense, sparse or ragged), or a :class:`PropertyModel` (values in the
         property's scale; only the undecided states' rows are private and counted).
+      mechanisms: mechanism classes (``jp.Dirichlet``, ``jp.Gaussian``, ``jp.Laplace``, or
+        any :class:`~jaxprivmdp.Mechanism` that can ``calibrate``). The Dirichlet's releases
+        are drawn with its ``"fast"`` sampler.
+      bound: the bounds' set, an object (default ``jp.PaperSet(0.1)``; with
+        ``support_aware=True`` restricted to each row's support), see
+        :func:`cost_of_privacy`.
       epsilons: the target ε's, each ``> 0``.
       delta: the target δ in ``(0, 1)`` (the Laplace mechanism is pure ε-DP).
-      mechanisms: mechanism classes (``jp.Dirichlet``, ``jp.Gaussian``, ``jp.Laplace``, or
-        any :class:`~jaxprivmdp.Mechanism` that can ``calibrate``) or their names.
+      adjacency: ``jp.privacy.Adjacency(b, eta)``: rows that differ by at most ``b`` in
+        ℓ1 (default 0.1); ``eta`` the public lower bound on every entry (Dirichlet
+        accounting), default: the smallest positive entry of the allowed rows
+        (:func:`public_eta`: in float64, never above the input's value), which is then
+        treated as public.
       num_trials: releases per (mechanism, ε).
-      beta: the bounds' β.
-      b: the adjacency bound: rows that differ by at most ``b`` in ℓ1.
-      eta: the public lower bound on every entry (Dirichlet accounting); default: the
-        smallest positive entry of the allowed rows (:func:`public_eta`: in float64, never
-        above the input's value), which is then treated as public.
-      bound: the bounds' set, see :func:`cost_of_privacy`.
       support: ``None`` or ``"nonzero"`` (privatize over each row's nonzero entries).
-      support_aware: restrict the bounds' set to each row's support.
       progress: optional ``progress(mechanism, done, total)`` after each chunk.
 
     Returns:
       :class:`FrontierResult`.
 
     Raises:
-      ValueError: for ``ε <= 0``, ``δ`` outside ``(0, 1)``, an unknown mechanism name or an
-        empty list.
+      TypeError: mechanism names or instances in place of classes, a set or an adjacency
+        that is not an object (the 0.2 keyword form).
+      ValueError: for ``ε <= 0``, ``δ`` outside ``(0, 1)`` or an empty list.
     """
     model, prop = as_problem(mdp)
     eps = np.asarray(epsilons, np.float64)
@@ -237,27 +251,31 @@ def frontier(
         raise ValueError(f"epsilons must be a non-empty 1-D sequence, got {epsilons!r}")
     check_range("epsilons", eps, low=0.0, low_open=True, scalar=False)
     check_probability("delta", delta)
-    check_range("b", b, low=0.0, high=1.0, low_open=True, scalar=True)
+    adjacency = as_adjacency("frontier", adjacency)
     num_trials = check_count("num_trials", num_trials)
-    if isinstance(mechanisms, str) or not mechanisms:
-        raise ValueError(f"mechanisms must be a non-empty list, got {mechanisms!r}")
-    classes = [mechanism_class(m) for m in mechanisms]
+    if isinstance(mechanisms, str | type) or not mechanisms:
+        raise ValueError(f"mechanisms must be a non-empty list of classes, got {mechanisms!r}")
+    classes = [_mechanism_class(m) for m in mechanisms]
+    uset = as_set(bound, "frontier")
     rows = problem_rows(model, prop, support)
     n, num_rows = rows.dimension, int(rows.states.size)
-    eta = public_eta(model) if eta is None else float(eta)
-    sweep_options = dict(bound=bound, beta=beta, support=support, support_aware=support_aware)
+    eta = public_eta(model) if adjacency.eta is None else adjacency.eta
+    adjacency = dataclasses.replace(adjacency, eta=eta)
+    b = adjacency.b
+    sweep_options = dict(bound=uset, support=support)
     fields = ("all_rows", "parameter", "reachable", "floor", "parameter_name", *_QUANTITIES)
     out = {q: {} for q in fields}
     for m_index, cls in enumerate(classes):
-        params, composed = _calibrate(cls, eps, float(delta), b, eta, n, num_rows)
+        params, composed = _calibrate(cls, eps, float(delta), adjacency, n, num_rows)
         m_key = jax.random.fold_in(key, m_index)
         values = _values_at(m_key, mdp, cls, params, num_trials, sweep_options, progress)
         out["all_rows"][cls.name] = composed
         out["parameter"][cls.name] = params
         out["reachable"][cls.name] = np.isfinite(params)
-        out["floor"][cls.name] = float(cls.floor(float(delta), b=b, eta=eta, n=n))
+        out["floor"][cls.name] = float(cls.floor(float(delta), adjacency, n=n))
         out["parameter_name"][cls.name] = cls.parameter_name()
         for q, v in values.items():
             out[q][cls.name] = v
     scalars = dict(epsilons=eps, delta=float(delta), n=n, eta=eta, b=float(b), num_rows=num_rows)
-    return FrontierResult(optimal_value=_optimal(model, prop), **scalars, **out)
+    result = FrontierResult(optimal_value=_optimal(model), **scalars, **out)
+    return in_property_scale(prop, result, ("optimal_value",), bounds=None)

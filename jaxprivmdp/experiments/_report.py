@@ -13,7 +13,7 @@ import jax
 import numpy as np
 
 from .._version import __version__
-from ..io._files import atomic_path
+from ..io.core import atomic_path
 from ._sweep import SweepResult
 
 QUANTITIES = ("optimistic", "pessimistic", "private_value", "true_value", "cost")

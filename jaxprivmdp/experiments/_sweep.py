@@ -24,10 +24,10 @@ What :func:`sweep` does:
 
 Results are bitwise identical for every ``batch_size`` and device count at a fixed
 ``vector_width``, and entry ``[i, j]`` equals ``synthesize(sweep_key(key, i, j), mdp,
-k=ks[i], sampler=sampler, ...)`` up to floating-point rounding. The grid is used in the
+jp.Dirichlet(ks[i], sampler), ...)`` up to floating-point rounding. The grid is used in the
 order given (duplicates are distinct runs with distinct keys).
 
-The options of :func:`sweep` (``**options``), each mapped once onto the objects it takes:
+How the runs are cut and run (:class:`Chunking`, ``chunking=``):
 
 - ``batch_size``: runs per compiled call (progress is reported after each); rounded
   up to a multiple of ``vector_width`` times the device count. Default
@@ -42,16 +42,12 @@ The options of :func:`sweep` (``**options``), each mapped once onto the objects 
   compiles differently and may change results at the level of floating-point
   rounding (seen: up to ~40 float32 ulps after 50 stages).
 - ``devices``: devices to shard each chunk over (default: all of ``jax.devices()``).
-- ``max_iterations``: infinite horizon: guard on iterations (default 10,000).
-- ``smoothing``: optional ``η``, see :func:`dirichlet_mechanism`, :func:`synthesize`.
-- ``beta``, ``support_aware``: with a set name, see :func:`cost_of_privacy`.
-- ``mechanism``, ``sampler``: with ``ks``, the mechanism's name and the Dirichlet's
-  sampler (``"fast"``, default here, or ``"jax"``).
+- ``progress``: optional ``progress(done, total)``, called after each chunk.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import jax
@@ -60,18 +56,22 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from .._checks import as_numpy, check_count, check_key, check_positive
-from ..mechanisms._base import Mechanism
-from ..mechanisms._dirichlet import check_sampler
-from ..mechanisms._registry import as_mechanism, mechanism_class
-from ..models._rows import Model, with_probs
-from ..models._support import Support
-from ..planning._bellman import check_iterations, q_values, solve_core
-from ..planning._bounds import set_up
-from ..planning._evaluation import evaluate_core
-from ..planning._property_reward import PropertyModel, as_problem, problem_input
-from ..planning._stage_pass import stage_pass
-from ..sets._sets import Bound, UncertaintySet, as_set
-from ._chunks import RobustSummary, at_s0, plan_chunks, run_chunks
+from .._refusals import refuses
+from ..mechanisms.core import Mechanism, as_mechanism
+from ..models.core import Model, Support, with_probs
+from ..planning import SolverOptions
+from ..planning.core import (
+    check_iterations,
+    evaluate_core,
+    q_values,
+    set_up,
+    solve_core,
+    solver_options,
+    stage_pass,
+)
+from ..properties.core import PropertyModel, as_problem, in_property_scale, problem_input
+from ..sets.core import PAPER_SET, UncertaintySet, as_set
+from ._chunks import Chunking, RobustSummary, at_s0, plan_chunks, run_chunks
 
 
 class SweepResult(NamedTuple):
@@ -115,47 +115,23 @@ def sweep_key(key: jax.Array, i: ArrayLike, j: ArrayLike) -> jax.Array:
 
     ``fold_in(fold_in(fold_in(key, TAG), i), j)`` with a fixed tag: a run's key depends on
     its indices only, not on the grid's length or the number of trials, so extending a sweep
-    keeps the earlier runs. ``synthesize(sweep_key(key, i, j), mdp, k=ks[i],
-    sampler="fast")`` reproduces run ``(i, j)`` up to floating-point rounding.
+    keeps the earlier runs. ``synthesize(sweep_key(key, i, j), mdp, jp.Dirichlet(ks[i],
+    sampler="fast"))`` reproduces run ``(i, j)`` of ``jp.Dirichlet.grid(ks, sampler="fast")``
+    up to floating-point rounding.
     """
     key = check_key(key)
     return jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(key, _SWEEP_TAG), i), j)
 
 
-SWEEP_OPTIONS = (
-    "beta",
-    "support_aware",
-    "mechanism",
-    "sampler",
-    "smoothing",
-    "batch_size",
-    "vector_width",
-    "devices",
-    "max_iterations",
-)
-
-
-def mechanism_grid(mechanisms, ks, options: dict, dtype) -> Mechanism:
+def mechanism_grid(mechanisms, dtype) -> Mechanism:
     """The sweep's mechanisms as one object holding a 1-D float64 grid of its parameter.
 
     ``mechanisms``: a mechanism with a scalar or 1-D parameter (``Dirichlet.grid(ks)``) or a
-    sequence of mechanisms of one class with the same static options. ``ks`` with a
-    ``mechanism`` name (default ``"dirichlet"``, sampler ``"fast"``): the 0.2 keyword form.
+    sequence of mechanisms of one class with the same static options.
     """
-    name, sampler = options.get("mechanism"), options.get("sampler")
-    if mechanisms is None:
-        if ks is None:
-            raise ValueError(
-                "give the mechanisms to sweep: mechanisms=jp.Dirichlet.grid(ks), or ks="
-            )
-        cls = mechanism_class(name or "dirichlet")
-        static = {"sampler": check_sampler(sampler or "fast")} if cls.name == "dirichlet" else {}
-        return cls(_check_grid(ks, dtype), **static)
-    if ks is not None or name is not None:
-        raise ValueError("give either mechanisms= or ks= (with mechanism=), not both")
-    if not isinstance(mechanisms, Mechanism):
+    if not isinstance(mechanisms, Mechanism) and isinstance(mechanisms, list | tuple):
         mechanisms = _stack(list(mechanisms))
-    grid = as_mechanism(mechanisms, None, sampler)
+    grid = as_mechanism(mechanisms, "sweep")
     return grid.replace(_check_grid(grid.parameter, dtype, grid.parameter_name()))
 
 
@@ -187,76 +163,81 @@ def _stack(mechanisms: list) -> Mechanism:
     return first.replace(np.stack(values))
 
 
+@refuses(
+    "ks", "k", "beta", "support_aware", "mechanism", "sampler", "batch_size", "vector_width",
+    "devices", "progress", "max_iterations", "fill_width", "tol", "bound",
+)  # fmt: skip
 def sweep(
     key: jax.Array,
     mdp: Model | PropertyModel,
-    mechanisms: Mechanism | Sequence[Mechanism] | None = None,
-    bound: UncertaintySet | Bound = "paper",
+    mechanisms: Mechanism | Sequence[Mechanism],
+    bound: UncertaintySet = PAPER_SET,
     *,
-    ks: Sequence[float] | ArrayLike | None = None,
     num_trials: int = 50,
     robust: bool = False,
     support: Support = None,
-    progress: Callable[[int, int], None] | None = None,
-    **options,
+    smoothing: float | None = None,
+    options: SolverOptions | None = None,
+    chunking: Chunking | None = None,
 ) -> SweepResult:
     """Algorithm 1 and its bounds for every (k, trial), in jit-compiled chunks.
 
     An eager driver (compose :func:`synthesize` under ``jax.jit``); how the runs are cut,
     keyed, sharded and gathered: see the module. Entry ``[i, j]`` equals
-    ``synthesize(sweep_key(key, i, j), mdp, k=ks[i], sampler=sampler, ...)`` up to rounding;
-    results are bitwise identical for every ``batch_size`` and device count at a fixed
-    ``vector_width``.
+    ``synthesize(sweep_key(key, i, j), mdp, jp.Dirichlet(ks[i], sampler), ...)`` up to
+    rounding; results are bitwise identical for every ``batch_size`` and device count at a
+    fixed ``vector_width``.
 
     Args:
       key: PRNG key.
       mdp: the true MDP, or a :class:`PropertyModel` (a step-bounded property's problem:
         every field in the property's scale).
-      mechanisms: one object holding a 1-D grid of its parameter (``jp.Dirichlet.grid(ks)``)
-        or a list of mechanisms of one class and options (``[jp.Laplace(s) for s in ...]``).
-      bound: the set: an object (``jp.CertifiedSet(0.1, support_aware=True)``) or a name with
-        the options ``beta``/``support_aware`` (:func:`cost_of_privacy`).
-      ks: the paper's shorthand for the Dirichlet mechanism: `[K]` values of ``k > 0``
-        (sampler ``"fast"``); with the option ``mechanism="gaussian"``/``"laplace"`` they are
-        the noise's σ or λ (the 0.2 keyword form).
+      mechanisms: one object holding a 1-D grid of its parameter
+        (``jp.Dirichlet.grid(ks, sampler="fast")``; the fast sampler is the one to sweep
+        with) or a list of mechanisms of one class and options
+        (``[jp.Laplace(s) for s in ...]``).
+      bound: the set, an object (``jp.CertifiedSet(0.1, support_aware=True)``; default
+        ``jp.PaperSet(0.1)``), see :func:`cost_of_privacy`.
       num_trials: ``N``, independent runs per grid entry.
       robust: also the robust private policy in every run (``SweepResult.robust``).
       support: ``None`` or ``"nonzero"``, see :func:`dirichlet_mechanism`.
-      progress: optional callback ``progress(done, total)`` after each chunk.
-      **options: ``batch_size``, ``vector_width``, ``devices``, ``max_iterations``,
-        ``smoothing``, and the 0.2 keyword form ``beta``, ``support_aware``, ``mechanism``,
-        ``sampler`` (see the module).
+      smoothing: optional ``η``, see :func:`dirichlet_mechanism`, :func:`synthesize`.
+      options: :class:`~jaxprivmdp.SolverOptions`; its ``max_iterations`` (infinite
+        horizon: guard on iterations). The fill width is sized from the grid.
+      chunking: :class:`~jaxprivmdp.Chunking`: ``batch_size``, ``vector_width``,
+        ``devices`` and the ``progress(done, total)`` callback (see the module).
 
     Returns:
       :class:`SweepResult` with `[K, N]` fields.
 
     Raises:
-      ValueError: for an empty or non-positive grid, ``num_trials < 1``, ``batch_size < 1``,
-        ``beta`` outside ``(0, 1)``, rows with zeros (see ``support``), or both
-        ``mechanisms`` and ``ks``.
-      TypeError: for an option not listed above.
+      TypeError: mechanisms or a set that are not objects (the 0.2 keyword form
+        ``ks=``, ``bound="certified"``), or options that are not the option objects.
+      ValueError: for an empty or non-positive grid, ``num_trials < 1``, ``beta`` outside
+        ``(0, 1)`` or rows with zeros (see ``support``).
     """
     key = check_key(key)
     mdp, prop = as_problem(mdp)
-    unknown = sorted(set(options) - set(SWEEP_OPTIONS))
-    if unknown:
-        raise TypeError(f"sweep() got unexpected keyword arguments {', '.join(unknown)}")
     dtype = mdp.rewards.dtype
-    grid = mechanism_grid(mechanisms, ks, options, dtype)
-    uset = as_set(bound, options.get("beta"), options.get("support_aware"))
+    grid = mechanism_grid(mechanisms, dtype)
+    uset = as_set(bound, "sweep")
     num_trials = check_count("num_trials", num_trials)
-    max_iterations = options.get("max_iterations", 10_000)
+    max_iterations = solver_options(options).max_iterations
     check_iterations(None, max_iterations)
+    if chunking is None:
+        chunking = Chunking()
+    elif not isinstance(chunking, Chunking):
+        raise TypeError(f"chunking must be a jp.Chunking, got {chunking!r}")
     K, N = grid.parameter.size, num_trials
-    plan = plan_chunks(mdp, K * N, grid, options)
-    inp = problem_input(mdp, prop, support, options.get("smoothing"), interior=grid.needs_interior)
-    kind, params, width = set_up(with_probs(mdp, inp.rows, inp.support), grid, uset)
+    plan = plan_chunks(mdp, K * N, grid, chunking)
+    rows_in = problem_input(mdp, prop, support, smoothing, interior=grid.needs_interior)
+    kind, params, width = set_up(with_probs(mdp, rows_in.rows, rows_in.support), grid, uset)
     params = jax.tree.map(np.asarray, params)
     grid_dtype = grid.replace(grid.parameter.astype(dtype))
-    args = (jax.random.fold_in(key, _SWEEP_TAG), mdp, inp.rows, inp.support, max_iterations)
+    args = (jax.random.fold_in(key, _SWEEP_TAG), mdp, rows_in.rows, rows_in.support, max_iterations)
     static = dict(kind=kind, width=width, support_aware=uset.support_aware, robust=bool(robust))
     static.update(devices=plan.devices, vector_width=plan.vector_width)
-    runs = run_chunks(plan, grid_dtype, params, N, args, static, progress)
+    runs = run_chunks(plan, grid_dtype, params, N, args, static, chunking.progress)
     optimal = _optimal_at_s0(mdp, max_iterations)
     res = SweepResult(**runs._asdict(), optimal_value=optimal, ks=jnp.asarray(grid_dtype.parameter))
     return _property_scale(prop, res)
@@ -274,20 +255,6 @@ def _optimal_at_s0(mdp: Model, max_iterations) -> jax.Array:
 
 def _property_scale(prop: PropertyModel | None, res: SweepResult) -> SweepResult:
     """``res`` in the property's scale (see ``_synthesis.property_scale``)."""
-    if prop is None or not prop.minimize:
-        return res
-    robust = res.robust
-    if robust is not None:
-        low, high = prop.bounds(robust.pessimistic, robust.optimistic)
-        robust = robust._replace(
-            true_value=prop.values(robust.true_value), pessimistic=low, optimistic=high
-        )
-    low, high = prop.bounds(res.pessimistic, res.optimistic)
-    return res._replace(
-        private_value=prop.values(res.private_value),
-        true_value=prop.values(res.true_value),
-        optimal_value=prop.values(res.optimal_value),
-        pessimistic=low,
-        optimistic=high,
-        robust=robust,
-    )
+    robust = in_property_scale(prop, res.robust, ("true_value",))
+    values = ("private_value", "true_value", "optimal_value")
+    return in_property_scale(prop, res, values)._replace(robust=robust)

@@ -1,9 +1,10 @@
 """Algorithm 1 with its bounds, one run: ``synthesize`` and its pure core.
 
-``synthesize`` works under ``jax.jit`` and ``jax.vmap`` over ``key``, ``k``, ``beta`` and the
-model's arrays (values are checked only when concrete). With a traced ``k`` or ``beta`` the
-greedy fill spans all ``S`` entries (exact, slower for large ``S``) unless ``fill_width`` is
-given; :func:`sweep` sizes it from its concrete grid.
+``synthesize`` works under ``jax.jit`` and ``jax.vmap`` over ``key``, the mechanism's
+parameter, the set's ``beta`` and the model's arrays (values are checked only when concrete).
+With a traced ``k`` or ``beta`` the greedy fill spans all ``S`` entries (exact, slower for
+large ``S``) unless ``SolverOptions(fill_width=...)`` is given; :func:`sweep` sizes it from
+its concrete grid.
 
 With ``smoothing=η`` the mechanism privatizes the smoothed rows ``p̃ = (1 − Sη) p + η``, so
 ``P̄`` concentrates around ``p̃``, not ``P``: the bounds (Lemma 1, Theorem 1) are about the
@@ -14,7 +15,7 @@ With ``stage=t`` (finite horizon) one backward pass per policy keeps stage ``t``
 
 A :class:`~jaxprivmdp.PropertyModel` in place of the model: the policy of a step-bounded PRISM
 property, its values and bounds in the property's scale (``property_scale``; a ``min``
-property's ``pessimistic`` is its lower bound), see ``planning._property_reward``.
+property's ``pessimistic`` is its lower bound), see ``properties._reward``.
 """
 
 from __future__ import annotations
@@ -24,23 +25,30 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-from jax.typing import ArrayLike
 
 from .._checks import check_key, host_scalar
-from ..mechanisms._base import Mechanism
-from ..mechanisms._dirichlet import Sampler
-from ..mechanisms._registry import as_mechanism, privatize_rows
-from ..models._rows import Model, with_probs
-from ..models._support import Support, mechanism_mask
-from ..planning._bellman import Progress, as_progress, check_iterations, q_values, solve_core
-from ..planning._bounds import bounds_core, set_up
-from ..planning._evaluation import evaluate_core
-from ..planning._policies import check_stage
-from ..planning._property_reward import PropertyModel, as_problem, problem_input
-from ..planning._robust_policy import robust_solve_core
-from ..planning._stage_pass import SetArgs, robust_q_fn, stage_pass
-from ..sets._boxes import SetParams
-from ..sets._sets import Bound, UncertaintySet, as_set
+from .._refusals import refuses
+from ..mechanisms.core import Mechanism, as_mechanism, privatize_rows
+from ..models.core import Model, Support, mechanism_mask, with_probs
+from ..planning import SolverOptions
+from ..planning.core import (
+    Progress,
+    SetArgs,
+    as_progress,
+    bounds_core,
+    check_iterations,
+    check_stage,
+    evaluate_core,
+    q_values,
+    robust_q_fn,
+    robust_solve_core,
+    set_up,
+    solve_core,
+    solver_options,
+    stage_pass,
+)
+from ..properties.core import PropertyModel, as_problem, in_property_scale, problem_input
+from ..sets.core import PAPER_SET, SetParams, UncertaintySet, as_set
 
 
 class RobustPolicy(NamedTuple):
@@ -96,20 +104,22 @@ def private_model(key, mdp, rows, support, mech: Mechanism):
     return p_bar, with_probs(mdp, p_bar, support)
 
 
-def stage_passes(private, params: SetParams, stage, also=(), progress=None, **static):
+def stage_passes(private, params: SetParams, stage, evaluate_on=(), progress=None, **static):
     """Finite horizon: ``π̄`` and (``robust=True``) the robust policy, each in one
-    :func:`stage_pass` keeping stage ``stage``, evaluated also on the models ``also``.
+    :func:`stage_pass` keeping stage ``stage``, evaluated also on the models ``evaluate_on``.
 
     Returns ``(main, robust)``: ``main.values`` is ``V̄^π̄``; ``robust.evaluations[0]`` the
-    robust policy's ``V̄``, then one per model in ``also`` (as ``main.evaluations``).
+    robust policy's ``V̄``, then one per model in ``evaluate_on`` (as ``main.evaluations``).
     """
     args = SetArgs(params, static["kind"], static["width"], static["support_aware"])
-    main = stage_pass(private, lambda v: q_values(private, v), args, also, stage, progress)
-    rob = None
+    q_fn = lambda v: q_values(private, v)  # noqa: E731
+    main = stage_pass(private, q_fn, args, evaluate_on, stage, progress)
+    robust_pass = None
     if static["robust"]:
-        q_fn, also = robust_q_fn(private, args), (private, *also)
-        rob = stage_pass(private, q_fn, args, also, stage, progress)
-    return main, rob
+        robust_on = (private, *evaluate_on)  # first: the robust policy on the release itself
+        robust_q = robust_q_fn(private, args)
+        robust_pass = stage_pass(private, robust_q, args, robust_on, stage, progress)
+    return main, robust_pass
 
 
 def synthesize_core(
@@ -137,11 +147,15 @@ def synthesize_core(
     p_bar, private = private_model(key, mdp, rows, support, mech)
     set_args = dict(kind=kind, width=width, support_aware=support_aware)
     if stage is not None and mdp.is_finite_horizon:
-        main, rob = stage_passes(private, params, stage, (), progress, robust=robust, **set_args)
+        main, robust_pass = stage_passes(
+            private, params, stage, (), progress, robust=robust, **set_args
+        )
         extra = None
-        if rob is not None:
-            rob_bounds = (rob.pessimistic, rob.optimistic, rob.cost)
-            extra = RobustPolicy(rob.policy, rob.evaluations[0], *rob_bounds)
+        if robust_pass is not None:
+            rp = robust_pass
+            extra = RobustPolicy(
+                rp.policy, rp.evaluations[0], rp.pessimistic, rp.optimistic, rp.cost
+            )
         out = (main.policy, main.values, main.pessimistic, main.optimistic, main.cost)
         return Synthesis(p_bar, *out, jnp.asarray(True), extra)
     sol = solve_core(private, None, max_iterations, progress=progress)
@@ -157,11 +171,12 @@ def synthesize_core(
     converged = sol.converged & b.converged
     extra = None
     if robust:
-        rob = robust_solve_core(private, params, max_iterations, **set_args)
-        rb = bounds(rob.policy)
-        converged = converged & rob.converged & rb.converged
+        robust_sol = robust_solve_core(private, params, max_iterations, **set_args)
+        rb = bounds(robust_sol.policy)
+        converged = converged & robust_sol.converged & rb.converged
+        robust_values = evaluate_core(private, robust_sol.policy)
         extra = RobustPolicy(
-            rob.policy, evaluate_core(private, rob.policy), rb.pessimistic, rb.optimistic, rb.cost
+            robust_sol.policy, robust_values, rb.pessimistic, rb.optimistic, rb.cost
         )
     return Synthesis(
         p_bar, sol.policy, values, b.pessimistic, b.optimistic, b.cost, converged, extra
@@ -172,21 +187,20 @@ _STATIC = ("kind", "width", "support_aware", "robust", "progress")
 _synthesize_jit = jax.jit(synthesize_core, static_argnames=_STATIC)
 
 
+@refuses(
+    "k", "beta", "support_aware", "sampler", "max_iterations", "fill_width", "tol",
+    "mechanism", "bound",
+)  # fmt: skip
 def synthesize(
     key: jax.Array,
     mdp: Model | PropertyModel,
-    mechanism: Mechanism | str = "dirichlet",
-    bound: UncertaintySet | Bound = "paper",
+    mechanism: Mechanism,
+    bound: UncertaintySet = PAPER_SET,
     *,
-    k: ArrayLike | None = None,
-    beta: ArrayLike | None = None,
     support: Support = None,
     smoothing: float | None = None,
-    support_aware: bool | None = None,
     robust: bool = False,
-    sampler: Sampler | None = None,
-    max_iterations: ArrayLike = 10_000,
-    fill_width: int | None = None,
+    options: SolverOptions | None = None,
     stage: int | None = None,
     progress: bool | Callable[[int, int], None] | None = None,
 ) -> Synthesis:
@@ -202,18 +216,18 @@ def synthesize(
       mdp: the true model (:func:`make_mdp`, :func:`make_sparse_mdp`), or a
         :class:`PropertyModel` (:func:`property_model`): then ``π̄`` optimizes the
         step-bounded property and every value and bound is the property's.
-      mechanism: an object (``jp.Dirichlet(k)``, ``jp.Gaussian(sigma)``,
-        ``jp.Laplace(scale)``), or a name with ``k=`` (the 0.2 keyword form).
-      bound: the set: an object (``jp.PaperSet(beta)``, the default with ``β = 0.1``,
-        ``jp.ExactSet``, ``jp.CertifiedSet``), or a name with ``beta=``/``support_aware=``.
-      k, beta, support_aware: the 0.2 keyword form of ``mechanism`` and ``bound``.
+      mechanism: an object: ``jp.Dirichlet(k)`` (with ``sampler="jax"``, the default, or
+        ``"fast"``: same distribution), ``jp.Gaussian(sigma)``, ``jp.Laplace(scale)``.
+      bound: the set, an object: ``jp.PaperSet(beta)`` (the default, ``β = 0.1``),
+        ``jp.ExactSet(beta)``, ``jp.CertifiedSet(beta)``, each with ``support_aware=``.
       support: ``None`` or ``"nonzero"`` (:func:`dirichlet_mechanism`).
       smoothing: optional ``η``: ``P̄`` is a release of ``(1 − Sη) P + η`` and the bounds are
         about that smoothed model (see the module).
       robust: also the robust private policy (``Synthesis.robust``).
-      sampler: with ``"dirichlet"``: ``"jax"`` (default) or ``"fast"`` (same distribution).
-      max_iterations: infinite horizon: guard on iterations (not static).
-      fill_width: optional static int, the greedy fill's reach (:func:`cost_of_privacy`).
+      options: :class:`~jaxprivmdp.SolverOptions`: ``max_iterations`` (infinite horizon:
+        guard on iterations, not static) and ``fill_width`` (static, the greedy fill's
+        reach, :func:`cost_of_privacy`). Value iteration and the bounds use their default
+        tolerances (``tol`` is not used).
       stage: finite horizon: keep only stage ``t`` in `[S]` memory (``stage=0`` for ``s0``):
         the `[S]` fields are bit for bit row ``t`` of the full `[T + 1, S]` ones, ``cost`` is
         unchanged. ``t`` is not static: another stage's policy on request is a new call with
@@ -226,6 +240,7 @@ def synthesize(
       :class:`Synthesis`.
 
     Raises:
+      TypeError: a mechanism or set that is not an object (the 0.2 keyword form).
       ValueError: for ``k <= 0``, ``beta`` outside ``(0, 1)``, rows with zeros (see
         ``support``), a ``stage`` outside ``[0, T)`` or a ``progress`` that is not None,
         a bool or a callable.
@@ -236,31 +251,26 @@ def synthesize(
     key = check_key(key)
     mdp, prop = as_problem(mdp)
     dtype = mdp.rewards.dtype
+    opts = solver_options(options)
+    max_iterations = opts.max_iterations
     check_iterations(None, max_iterations)
     check_stage(mdp, stage)
     finite = mdp.is_finite_horizon
     report = as_progress(progress, "backward induction" if finite else "value iteration")
     stage = jnp.asarray(stage, jnp.int32) if stage is not None and finite else None
-    mech = as_mechanism(mechanism, k, sampler, dtype=dtype)
-    uset = as_set(bound, beta, support_aware)
-    inp = problem_input(mdp, prop, support, smoothing, interior=mech.needs_interior)
+    mech = as_mechanism(mechanism, "synthesize", dtype=dtype)
+    uset = as_set(bound, "synthesize")
+    rows_in = problem_input(mdp, prop, support, smoothing, interior=mech.needs_interior)
     mech = mech.replace(host_scalar(mech.parameter, dtype))
-    kind, params, width = set_up(with_probs(mdp, inp.rows, inp.support), mech, uset, fill_width)
+    model = with_probs(mdp, rows_in.rows, rows_in.support)
+    kind, params, width = set_up(model, mech, uset, opts.fill_width)
     static = dict(kind=kind, width=width, support_aware=uset.support_aware, robust=bool(robust))
-    args = (key, mdp, inp.rows, inp.support, mech, params, max_iterations, stage)
+    args = (key, mdp, rows_in.rows, rows_in.support, mech, params, max_iterations, stage)
     return property_scale(prop, _synthesize_jit(*args, **static, progress=report))
 
 
 def property_scale(prop: PropertyModel | None, out: Synthesis) -> Synthesis:
     """``out`` in the property's scale: a ``min`` property's values negated back, its
     bounds swapped (``pessimistic`` the lower bound, ``optimistic`` the upper)."""
-    if prop is None or not prop.minimize:
-        return out
-    robust = out.robust
-    if robust is not None:
-        low, high = prop.bounds(robust.pessimistic, robust.optimistic)
-        values = prop.values(robust.private_values)
-        robust = robust._replace(private_values=values, pessimistic=low, optimistic=high)
-    low, high = prop.bounds(out.pessimistic, out.optimistic)
-    values = prop.values(out.private_values)
-    return out._replace(private_values=values, pessimistic=low, optimistic=high, robust=robust)
+    robust = in_property_scale(prop, out.robust, ("private_values",))
+    return in_property_scale(prop, out, ("private_values",))._replace(robust=robust)

@@ -3,14 +3,17 @@
 ``_files`` reads ``.npz`` archives defensively (sizes, member names, dtypes checked before
 anything is loaded) and writes outputs atomically; ``_load`` holds the public readers
 (``load_mdp``, ``load_labels``), which read ``.npz`` models and dispatch PRISM's and Storm's
-explicit formats to ``_transitions`` (``.tra``), ``_rewards`` (reward structures and files)
-and ``_labels`` (``.lab``), which share the line and number parsing of ``_text``; files in
+explicit formats to ``_transitions`` (``.tra``), ``_rewards`` (reward structures and files),
+``_labels`` (``.lab``) and ``_drn`` (Storm's DRN; ``_drn_model`` picks its rewards, labels
+and initial state), which share the line and number parsing of ``_text``; files in
 PRISM's plain form are read block by block with array operations (``_columns``, decimals
-rounded as Python's ``float`` does in ``_decimals``), other forms line by line.
-``_prism_source`` builds models from PRISM/JANI sources through Storm (``load_prism``, the
-optional extra ``storm``).
+rounded as Python's ``float`` does in ``_decimals``), other forms line by line. ``_save``
+writes models (``save_mdp``): an ``.npz``, or through ``_export`` PRISM's explicit files or a
+DRN file. ``_prism_source`` builds models from PRISM/JANI sources through Storm
+(``load_prism``, the optional extra ``storm``).
 
-Imports: ``jaxprivmdp._checks`` and :mod:`jaxprivmdp.models`.
+Imports: ``jaxprivmdp._checks`` and :mod:`jaxprivmdp.models`. What the command line uses
+beyond the public readers is in :mod:`jaxprivmdp.io.core` (the internal API).
 """
 
 from ._load import load_labels as load_labels

@@ -1,6 +1,7 @@
 """The public readers :func:`load_mdp` and :func:`load_labels`, which dispatch by suffix:
 an ``.npz`` (dense or sparse arrays, read here), or the explicit text formats of PRISM and
-Storm (``_text``, ``_transitions``, ``_rewards`` and ``_labels`` read those files).
+Storm (``_text``, ``_transitions``, ``_rewards`` and ``_labels`` read those files), or
+Storm's DRN (``_drn``, which describes it).
 
 **PRISM** (``prism model.prism -exportmodel model.tra,srew,trew,lab``, or ``model.all``; see
 the "Explicit Model Files" appendix of PRISM's manual) writes
@@ -24,7 +25,8 @@ With several reward structures PRISM writes ``model1.srew``, ``model2.srew``, ..
 **Storm** reads its own explicit format (its exports are DRN files, not this format): the
 ``.tra`` starts with the model type (``dtmc`` or ``mdp``) instead of the counts, the ``.lab``
 declares its labels between ``#DECLARATION`` and ``#END`` and lists ``state label label ...``,
-and reward files (``--staterew``/``--transrew``) have no header line.
+and reward files (``--staterew``/``--transrew``) have no header line. Storm writes its
+models as DRN files (``--exportbuild model.drn``; stormpy's ``export_to_drn``).
 
 Semantics, as the tools define them: a state's choices ``0 .. n_s − 1`` become actions
 ``0 .. n_s − 1`` (the action mask marks the rest), a DTMC is an MDP with one action, and the
@@ -41,9 +43,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models._dense import TabularMDP, make_mdp, resolve_discount
-from ..models._ragged import RaggedMDP
-from ..models._sparse import SparseMDP, make_sparse_mdp
+from ..models.core import (
+    RaggedMDP,
+    SparseMDP,
+    TabularMDP,
+    make_mdp,
+    make_sparse_mdp,
+    resolve_discount,
+)
+from ._drn import read_drn
+from ._drn_model import drn_initial_state, drn_labels, drn_rewards
 from ._files import read_npz
 from ._labels import initial_state as labelled_initial_state
 from ._labels import label_arrays, read_labels
@@ -94,24 +103,29 @@ def load_mdp(
     dtype=None,
     layout: str = "auto",
 ) -> TabularMDP | SparseMDP | RaggedMDP:
-    """Reads and validates a model: ``.npz`` (dense or sparse), or a PRISM or Storm ``.tra``.
+    """Reads and validates a model: ``.npz`` (dense or sparse), a PRISM or Storm ``.tra``, or
+    Storm's DRN (``.drn``).
 
     Args:
       path: an ``.npz`` with ``transitions`` `[S, A, S]` (dense) or ``next_states`` and
         ``probs`` `[S, A, K]` (sparse), ``rewards`` `[S, A]` and optionally
         ``terminal_reward`` `[S]`, ``action_mask`` `[S, A]`, ``support`` (the rows' public
         support, which ``jaxprivmdp privatize`` writes into a release); or an explicit
-        ``.tra`` file of PRISM or Storm (MDP or DTMC; see the module's documentation).
+        ``.tra`` file of PRISM or Storm (MDP or DTMC; see the module's documentation); or a
+        ``.drn`` (DTMC or MDP, as ``storm --exportbuild`` and ``stormpy.export_to_drn``
+        write it: its reward models and labels inside; its choice labels are read and
+        dropped, a model has no place for them).
       rewards: ``.tra`` only: a reward file, or a list of the files of one reward structure
         (a ``.srew`` and a ``.trew``, summed). Default: the structures beside ``path``:
         ``model.srew``/``model.trew``, PRISM's ``model1.srew``, ``model2.srew``, ... and
         ``.trew``, Storm's ``model.state.rew``/``model.trans.rew`` and
         ``model.NAME.state.rew``/``model.NAME.trans.rew``. Without any, every reward is 0
         (with a warning).
-      reward_structure: ``.tra`` only: which structure beside ``path`` to use, by name (the
+      reward_structure: ``.tra``: which structure beside ``path`` to use, by name (the
         ``# Reward structure "name"`` header, or Storm's ``NAME``) or by index (in the
-        order above); needed when there are several.
-      deadlocks: ``.tra`` only: what to do with a state that has no transition: ``"error"``
+        order above); ``.drn``: which of its ``@reward_models``, by name or index. Needed
+        when there are several.
+      deadlocks: ``.tra`` and ``.drn``: what to do with a state that has no transition: ``"error"``
         (a ValueError naming them) or ``"self-loop"`` (one action that stays, as PRISM's and
         Storm's importers do; it earns the state's reward).
       horizon: ``T``, or None for an infinite discounted horizon (default: an ``.npz``'s
@@ -119,10 +133,11 @@ def load_mdp(
       discount: ``γ`` (default: an ``.npz``'s ``discount`` array, else 1 with a horizon,
         else 0.95).
       initial_state: ``s0`` (default: an ``.npz``'s ``initial_state`` array, or for a
-        ``.tra`` the state labelled ``init`` in the ``.lab`` file beside it; else 0).
+        ``.tra`` the state labelled ``init`` in the ``.lab`` file beside it, else 0; for a
+        ``.drn`` its state labelled ``init``).
       dtype: float dtype. The files are parsed in float64 (rationals exactly, then rounded
         once), then cast.
-      layout: ``.tra`` only: ``"padded"`` (a :class:`SparseMDP` `[S, A, K]`, ``K`` the
+      layout: ``.tra`` and ``.drn``: ``"padded"`` (a :class:`SparseMDP` `[S, A, K]`, ``K`` the
         longest row), ``"ragged"`` (a :class:`RaggedMDP`: rows bucketed by length, memory
         O(transitions)), or ``"auto"``: ragged where padding would exceed twice the
         transitions plus rows (one state with many successors), else padded. An ``.npz``
@@ -139,10 +154,12 @@ def load_mdp(
         :func:`make_mdp` / :func:`make_sparse_mdp`.
     """
     path = Path(path)
-    if path.suffix == ".tra":
+    if path.suffix in (".tra", ".drn"):
         discount = resolve_discount(horizon, discount)
         if deadlocks not in DEADLOCKS:
             raise ValueError(f"deadlocks must be one of {DEADLOCKS}, got {deadlocks!r}")
+        if path.suffix == ".drn" and rewards is not None:
+            raise ValueError("rewards= is for .tra models; a .drn holds its own reward models")
         return _load_explicit(
             path,
             rewards,
@@ -156,7 +173,7 @@ def load_mdp(
         )
     if rewards is not None or reward_structure is not None:
         raise ValueError(
-            "rewards= and reward_structure= are for .tra models; an .npz holds its own rewards"
+            "rewards= and reward_structure= are for .tra/.drn files; an .npz has its rewards"
         )
     return _load_npz(path, horizon, discount, initial_state, dtype)
 
@@ -167,7 +184,8 @@ def load_labels(path, *, num_states: int | None = None) -> dict[str, np.ndarray]
     Args:
       path: a PRISM ``.lab`` (``0="init" 1="deadlock" ...``, then ``state: label ...``) or a
         Storm ``.lab`` (``#DECLARATION`` names ``#END``, then ``state label ...``); or the
-        ``.tra`` whose ``.lab`` lies beside it (without one: only ``init`` and ``deadlock``).
+        ``.tra`` whose ``.lab`` lies beside it (without one: only ``init`` and ``deadlock``);
+        or a ``.drn`` (its labels, in order of appearance; ``num_states`` is not used).
       num_states: ``S`` (default: read from the ``.tra`` beside the ``.lab``).
 
     Returns:
@@ -180,6 +198,8 @@ def load_labels(path, *, num_states: int | None = None) -> dict[str, np.ndarray]
         out of range, and no ``num_states`` without a ``.tra`` beside the file.
     """
     path = Path(path)
+    if path.suffix == ".drn":
+        return drn_labels(read_drn(path))
     lab = path.with_suffix(".lab") if path.suffix == ".tra" else path
     tra = lab.with_suffix(".tra")
     if path.suffix == ".tra" and not lab.is_file():
@@ -314,10 +334,19 @@ def _load_explicit(
     dtype,
     layout,
 ) -> SparseMDP | RaggedMDP:
-    """A PRISM or Storm ``.tra``, its reward structure and (for ``s0``) the ``.lab`` beside it."""
-    ex = fix_deadlocks(read_transitions(path), deadlocks)
-    layout = make_layout(ex, layout)
-    r = read_rewards(ex, layout, pick_structure(path, rewards, reward_structure))
+    """A PRISM or Storm ``.tra``, its reward structure and (for ``s0``) the ``.lab`` beside it;
+    or a DRN file."""
+    if path.suffix == ".drn":
+        drn = read_drn(path)
+        ex = fix_deadlocks(drn.explicit, deadlocks)
+        layout = make_layout(ex, layout)
+        r = drn_rewards(drn, reward_structure, layout.mask)
+        if initial_state is None:
+            initial_state = drn_initial_state(drn)
+    else:
+        ex = fix_deadlocks(read_transitions(path), deadlocks)
+        layout = make_layout(ex, layout)
+        r = read_rewards(ex, layout, pick_structure(path, rewards, reward_structure))
     try:
         return layout_model(
             layout,

@@ -22,9 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..models._dense import TabularMDP, resolve_discount
-from ..models._ragged import RaggedMDP, to_padded
-from ..models._sparse import SparseMDP, to_dense
+from ..models.core import RaggedMDP, SparseMDP, TabularMDP, resolve_discount, to_dense, to_padded
 from ._text import where
 from ._transitions import Explicit, layout_model, make_layout
 

@@ -1,4 +1,5 @@
-"""Writing a model to an ``.npz`` that :func:`~jaxprivmdp.io.load_mdp` reads back.
+"""Writing a model to an ``.npz`` that :func:`~jaxprivmdp.io.load_mdp` reads back (or, by
+its suffix, to PRISM's explicit files or Storm's DRN: :mod:`._export`).
 
 Dense models store ``transitions`` `[S, A, S]`, padded sparse ones ``next_states`` and
 ``probs`` `[S, A, K]`, ragged ones (:class:`~jaxprivmdp.models._ragged.RaggedMDP`) their
@@ -15,9 +16,16 @@ from pathlib import Path
 import numpy as np
 
 from .._checks import working_dtype
-from ..models._dense import TabularMDP, check_mask, validate_model_fields
-from ..models._ragged import RaggedMDP, ragged_from_lists, transition_lists
-from ..models._rows import check_model
+from ..models.core import (
+    RaggedMDP,
+    TabularMDP,
+    check_mask,
+    check_model,
+    ragged_from_lists,
+    transition_lists,
+    validate_model_fields,
+)
+from ._export import write_explicit
 from ._files import atomic_path
 
 
@@ -46,10 +54,27 @@ def model_arrays(mdp) -> dict[str, np.ndarray]:
     return out
 
 
-def save_mdp(path, mdp) -> Path:
-    """Writes ``mdp`` (dense, sparse or ragged) to the ``.npz`` ``path`` (atomically), with
-    its scalars: ``load_mdp(path)`` returns the same model. Returns the path."""
+def save_mdp(path, mdp, *, labels=None, reward_name=None) -> Path:
+    """Writes ``mdp`` (dense, sparse or ragged) to ``path``, atomically (all files or none).
+
+    ``.drn``: Storm's DRN; ``.tra``: PRISM's explicit files, the ``.tra`` and beside it the
+    ``.lab``, ``.srew`` and ``.trew`` of the same stem (see :mod:`jaxprivmdp.io._export` for
+    what these formats hold: not the discount, horizon or terminal reward). Any other name:
+    an ``.npz`` with the model's scalars. ``load_mdp(path)`` returns the same model (from a
+    ``.tra`` or ``.drn``: the same values as a sparse model).
+
+    Args:
+      labels: ``.drn``/``.tra`` only: ``{name: bool[S]}`` to write (e.g. from
+        :func:`load_labels`); ``init`` is always the model's initial state.
+      reward_name: ``.drn``/``.tra`` only: the name of the reward structure written.
+
+    Returns the path.
+    """
     path = Path(path)
+    if path.suffix in (".drn", ".tra"):
+        return write_explicit(path, mdp, labels, reward_name)
+    if labels is not None or reward_name is not None:
+        raise ValueError("labels= and reward_name= are for .drn and .tra files")
     arrays = model_arrays(mdp)
     with atomic_path(path) as tmp, tmp.open("wb") as f:
         np.savez(f, **arrays)

@@ -19,8 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
-from ..models._ragged import LAYOUTS, RaggedMDP, is_skewed, make_ragged_mdp
-from ..models._sparse import PADDING, SparseMDP, make_sparse_mdp
+from ..models.core import (
+    LAYOUTS,
+    PADDING,
+    RaggedMDP,
+    SparseMDP,
+    is_skewed,
+    make_ragged_mdp,
+    make_sparse_mdp,
+)
 from ._columns import head_lines, read_columns
 from ._text import (
     data_lines,

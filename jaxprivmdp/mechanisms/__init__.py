@@ -9,7 +9,8 @@ over the row's support); ``_registry`` maps the names the 0.2 keyword form uses 
 classes, and holds the public :func:`privatize`. ``secure_key`` draws a key for a real release.
 
 Imports: ``jaxprivmdp._checks``, :mod:`jaxprivmdp.models`, :mod:`jaxprivmdp.privacy`,
-:mod:`jaxprivmdp.sets`.
+:mod:`jaxprivmdp.sets`. What the layers above use beyond the public classes is in
+:mod:`jaxprivmdp.mechanisms.core` (the internal API).
 """
 
 from ._additive import Gaussian as Gaussian

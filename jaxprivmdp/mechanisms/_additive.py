@@ -22,7 +22,14 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 from scipy import special, stats
 
-from ..privacy import calibrate_gaussian, calibrate_laplace, gaussian_epsilon, laplace_epsilon
+from .._refusals import refuses
+from ..privacy import (
+    Adjacency,
+    calibrate_gaussian,
+    calibrate_laplace,
+    gaussian_epsilon,
+    laplace_epsilon,
+)
 from ._base import Mechanism, RowGuarantee
 
 
@@ -105,19 +112,22 @@ class Gaussian(_Additive):
       sigma: the noise's standard deviation ``σ > 0`` (larger = more noise, more privacy).
 
     Its (ε, δ) is the analytic Gaussian mechanism's (Balle & Wang 2018) for ℓ2 sensitivity
-    ``b/√2`` of b-adjacent rows (``jaxprivmdp.privacy.gaussian_epsilon``).
+    ``b/√2`` of b-adjacent rows (``jaxprivmdp.privacy.gaussian_epsilon``):
+    ``jp.Gaussian(sigma).epsilon(jp.privacy.Adjacency(b), delta=...)``.
     """
 
     sigma: ArrayLike
     name: ClassVar[str] = "gaussian"
     noise: ClassVar[str] = "gaussian"
 
-    def epsilon(self, *, b, delta, eta=None, n=None):
-        return gaussian_epsilon(float(self.sigma), delta, b=b)
+    @refuses("b", "eta")
+    def epsilon(self, adjacency: Adjacency, *, delta, n=None):
+        return gaussian_epsilon(float(self.sigma), delta, adjacency)
 
     @classmethod
-    def calibrate(cls, epsilon, delta, *, b, eta=None, n=None):
-        return cls(calibrate_gaussian(epsilon, delta, b=b))
+    @refuses("b", "eta")
+    def calibrate(cls, epsilon, delta, adjacency: Adjacency, *, n=None):
+        return cls(calibrate_gaussian(epsilon, delta, adjacency))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,12 +142,15 @@ class Laplace(_Additive):
     name: ClassVar[str] = "laplace"
     noise: ClassVar[str] = "laplace"
 
-    def epsilon(self, *, b, delta=0.0, eta=None, n=None):
-        return laplace_epsilon(float(self.scale), b=b)
+    @refuses("b", "eta")
+    def epsilon(self, adjacency: Adjacency, *, delta=0.0, n=None):
+        return laplace_epsilon(float(self.scale), adjacency)
 
-    def guarantee(self, *, b, delta=0.0, eta=None, n=None) -> RowGuarantee:
-        return RowGuarantee(self.epsilon(b=b), 0.0, b)
+    @refuses("b", "eta")
+    def guarantee(self, adjacency: Adjacency, *, delta=0.0, n=None) -> RowGuarantee:
+        return RowGuarantee(self.epsilon(adjacency), 0.0, adjacency.b)
 
     @classmethod
-    def calibrate(cls, epsilon, delta=0.0, *, b, eta=None, n=None):
-        return cls(calibrate_laplace(epsilon, b=b))
+    @refuses("b", "eta")
+    def calibrate(cls, epsilon, delta, adjacency: Adjacency, *, n=None):
+        return cls(calibrate_laplace(epsilon, adjacency))

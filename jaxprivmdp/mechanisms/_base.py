@@ -7,8 +7,9 @@ layers need of it, so that adding a mechanism is one new class and touches no ot
 - ``privatize(key, rows, support, action_mask)``: the release (pure, jit/vmap-friendly);
 - ``set_params(mdp, uset)``: the per-entry boxes its noise implies for an uncertainty set
   (default: a scale family's tail radius, :meth:`unit_radius`);
-- ``epsilon(b=..., delta=..., ...)`` / ``guarantee(...)``: one row's (ε, δ) under b-adjacency;
-- ``calibrate(epsilon, delta, b=...)``: the least-noise member meeting a target;
+- ``epsilon(adjacency, delta=...)`` / ``guarantee(...)``: one row's (ε, δ) for adjacent rows
+  (a :class:`jaxprivmdp.privacy.Adjacency`);
+- ``calibrate(epsilon, delta, adjacency)``: the least-noise member meeting a target;
 - ``grid(values)``: one object holding a 1-D grid of parameters (what a sweep takes).
 
 Subclasses are frozen dataclasses with exactly one data field (the parameter); fields with
@@ -26,9 +27,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import check_positive, host_callback, is_concrete, round_up
-from ..models._rows import Model
-from ..sets._boxes import SetParams, entry_count, radius_params, row_level
-from ..sets._sets import UncertaintySet
+from .._refusals import refuses
+from ..models.core import Model
+from ..privacy import Adjacency
+from ..sets.core import SetParams, UncertaintySet, entry_count, radius_params, row_level
 
 
 class RowGuarantee(NamedTuple):
@@ -110,12 +112,14 @@ class Mechanism:
         return dataclasses.replace(self, **{self.parameter_name(): parameter})
 
     @classmethod
-    def grid(cls, values, **static) -> Mechanism:
-        """One mechanism holding a 1-D grid of parameters, e.g. ``Dirichlet.grid(ks)``."""
+    def grid(cls, values) -> Mechanism:
+        """One mechanism holding a 1-D grid of parameters, e.g. ``Gaussian.grid(sigmas)``
+        (a mechanism with static options takes them here too: ``Dirichlet.grid(ks,
+        sampler="fast")``)."""
         arr = np.asarray(values, np.float64)
         if arr.ndim != 1 or arr.size == 0:
             raise ValueError(f"a grid must be a non-empty 1-D sequence, got shape {arr.shape}")
-        return cls(arr, **static)
+        return cls(arr)
 
     def static_options(self) -> dict:
         """The static fields and their values (e.g. the Dirichlet's sampler)."""
@@ -158,21 +162,27 @@ class Mechanism:
         alpha = jnp.asarray(self.parameter, dtype) * unit * (1 + 4 * jnp.finfo(dtype).eps)
         return "radius", radius_params(alpha, uset, dtype)
 
-    def epsilon(self, *, b: float, delta: float, eta=None, n=None) -> float:
-        """One row's ε at ``delta`` for b-adjacent rows (host, concrete parameter)."""
+    @refuses("b", "eta")
+    def epsilon(self, adjacency: Adjacency, *, delta: float, n=None) -> float:
+        """One row's ε at ``delta`` for adjacent rows (host, concrete parameter):
+        ``adjacency`` a :class:`jaxprivmdp.privacy.Adjacency` (its ``eta`` and the row
+        dimension ``n`` for the Dirichlet mechanism)."""
         raise NotImplementedError(f"{type(self).__name__} states no privacy guarantee")
 
-    def guarantee(self, *, b: float, delta: float, eta=None, n=None) -> RowGuarantee:
+    @refuses("b", "eta")
+    def guarantee(self, adjacency: Adjacency, *, delta: float, n=None) -> RowGuarantee:
         """One row's :class:`RowGuarantee` at ``delta`` (see :meth:`epsilon`)."""
-        return RowGuarantee(self.epsilon(b=b, delta=delta, eta=eta, n=n), delta, b)
+        return RowGuarantee(self.epsilon(adjacency, delta=delta, n=n), delta, adjacency.b)
 
     @classmethod
-    def calibrate(cls, epsilon: float, delta: float, *, b: float, eta=None, n=None, **static):
-        """The least-noise member meeting ``(epsilon, delta)`` for one b-adjacent row."""
+    @refuses("b", "eta")
+    def calibrate(cls, epsilon: float, delta: float, adjacency: Adjacency, *, n=None):
+        """The least-noise member meeting ``(epsilon, delta)`` for one adjacent row."""
         raise NotImplementedError(f"{cls.__name__} cannot be calibrated")
 
     @classmethod
-    def floor(cls, delta: float, *, b: float, eta=None, n=None) -> float:
+    @refuses("b", "eta")
+    def floor(cls, delta: float, adjacency: Adjacency, *, n=None) -> float:
         """The smallest ε any parameter reaches at ``delta`` (0 unless overridden)."""
         return 0.0
 

@@ -22,22 +22,21 @@ from .._checks import (
     check_positive,
     working_dtype,
 )
-from ..models._dense import TabularMDP
-from ..models._ragged import RaggedMDP
-from ..models._rows import with_probs
-from ..models._sparse import SparseMDP
-from ..models._support import (
+from .._refusals import mechanism_object, refuses
+from ..models.core import (
+    RaggedMDP,
+    SparseMDP,
     Support,
+    TabularMDP,
     mechanism_input,
     model_mechanism_input,
     ragged_mechanism_input,
+    with_probs,
 )
-from ..privacy import calibrate_k
+from ..privacy import Adjacency, calibrate_k
 from ..privacy import guarantee as row_guarantee
-from ..privacy._row import smallest_epsilon
-from ..sets._boxes import beta_params, radius_params
-from ..sets._radius import outward_radius
-from ..sets._sets import UncertaintySet
+from ..privacy.core import smallest_epsilon
+from ..sets.core import UncertaintySet, beta_params, outward_radius, radius_params
 from ._base import Mechanism, RowGuarantee, privatize_jit
 from ._sampling import loggamma, spread_of
 
@@ -172,7 +171,8 @@ class Dirichlet(Mechanism):
 
     Its sets: Lemma 1's box for :class:`~jaxprivmdp.PaperSet`, the exact Beta marginals for
     the exact and certified sets. Its (ε, δ): ``jaxprivmdp.privacy.guarantee`` (needs the
-    public lower bound ``eta`` on the rows' entries and the row dimension ``n``).
+    public lower bound ``eta`` on the rows' entries and the row dimension ``n``):
+    ``jp.Dirichlet(k).guarantee(jp.privacy.Adjacency(b, eta), delta=..., n=...)``.
     """
 
     k: ArrayLike
@@ -194,38 +194,51 @@ class Dirichlet(Mechanism):
             return "radius", radius_params(outward_radius(self.k, uset.beta, dtype), uset, dtype)
         return "beta", beta_params(mdp, self.k, uset)
 
-    def guarantee(self, *, b, delta, eta=None, n=None) -> RowGuarantee:
-        g = row_guarantee(float(self.k), b=b, eta=eta, n=n, target_delta=delta)
-        return RowGuarantee(g.epsilon, g.delta, b, g)
+    @refuses("b", "eta")
+    def guarantee(self, adjacency: Adjacency, *, delta, n=None) -> RowGuarantee:
+        if n is None:
+            raise ValueError("the Dirichlet mechanism's guarantee needs the row dimension n")
+        g = row_guarantee(float(self.k), adjacency, n=n, target_delta=delta)
+        return RowGuarantee(g.epsilon, g.delta, adjacency.b, g)
 
-    def epsilon(self, *, b, delta, eta=None, n=None):
-        return self.guarantee(b=b, delta=delta, eta=eta, n=n).epsilon
-
-    @classmethod
-    def calibrate(cls, epsilon, delta, *, b, eta=None, n=None, sampler: Sampler = "jax"):
-        if eta is None or n is None:
-            raise ValueError("calibrating the Dirichlet mechanism needs eta and n")
-        return cls(calibrate_k(epsilon, delta, b=b, eta=eta, n=n), sampler)
+    @refuses("b", "eta")
+    def epsilon(self, adjacency: Adjacency, *, delta, n=None):
+        return self.guarantee(adjacency, delta=delta, n=n).epsilon
 
     @classmethod
-    def floor(cls, delta, *, b, eta=None, n=None):
+    @refuses("b", "eta")
+    def calibrate(cls, epsilon, delta, adjacency: Adjacency, *, n=None, sampler: Sampler = "jax"):
+        if adjacency.eta is None or n is None:
+            raise ValueError("calibrating the Dirichlet mechanism needs Adjacency(b, eta) and n")
+        return cls(calibrate_k(epsilon, delta, adjacency, n=n), sampler)
+
+    @classmethod
+    @refuses("b", "eta")
+    def floor(cls, delta, adjacency: Adjacency, *, n=None):
+        b, eta = adjacency.b, adjacency.eta
         return smallest_epsilon(b=b, eta=eta, n=n, target_delta=delta)
 
+    @classmethod
+    def grid(cls, values, sampler: Sampler = "jax") -> Dirichlet:
+        """One Dirichlet mechanism holding a 1-D grid of ``k``: ``Dirichlet.grid(ks)``."""
+        return dataclasses.replace(super().grid(values), sampler=check_sampler(sampler))
 
+
+@refuses("k", "sampler", "mechanism")
 def dirichlet_mechanism(
     key: jax.Array,
     transitions: ArrayLike,
-    k: ArrayLike,
+    mechanism: Dirichlet,
     *,
     action_mask: ArrayLike | None = None,
     support: Support = None,
     smoothing: float | None = None,
-    sampler: Sampler = "jax",
 ) -> jax.Array:
     """Privatizes every allowed row: ``P̄(s, a) ~ Dirichlet(k · P(s, a))``, independently.
 
-    Works under ``jax.jit`` and ``jax.vmap`` over ``key``, ``transitions`` and ``k``; values
-    are checked only when they are concrete (traced inputs get shape checks).
+    ``dirichlet_mechanism(key, P, jp.Dirichlet(k))``. Works under ``jax.jit`` and
+    ``jax.vmap`` over ``key``, ``transitions`` and the mechanism's ``k``; values are checked
+    only when they are concrete (traced inputs get shape checks).
 
     Args:
       key: a JAX PRNG key (``jax.random.key``). The same key gives the same noise; for a real
@@ -236,7 +249,19 @@ def dirichlet_mechanism(
         ragged model's rows are privatized over their listed successors (its support is
         public structure); a ragged one's bucket by bucket, as :func:`jaxprivmdp.privatize`
         does (the same draws for the same key; the padded layout's distribution).
-      k: the mechanism's parameter ``k > 0`` (larger = weaker privacy, less noise).
+      mechanism: ``jp.Dirichlet(k, sampler=...)``: the parameter ``k > 0`` (larger = weaker
+        privacy, less noise) and the gamma sampler: ``"jax"`` (default, the one to audit:
+        ``jax.random.loggamma``, so the result equals ``jax.random.dirichlet(key, k * P)``
+        bit for bit) or ``"fast"`` (an exact
+        vectorized Marsaglia–Tsang sampler, ``jaxprivmdp.mechanisms._sampling``, 50–100x
+        faster in float32 on CPU; the one for large sweeps). Same distribution,
+        different draws for the same key. Dense and sparse: ``"fast"`` keys each entry's
+        draw by its row and its rank in the row's support (:func:`entry_names`), so a
+        dense model and its :func:`~jaxprivmdp.to_sparse` (any sparse model whose lists
+        are in increasing state order, as the examples' are) release the same ``P̄`` from
+        the same key. ``"jax"`` draws by position in the array (``jax.random.dirichlet``'s
+        own keying), so a sparse model's release differs from its dense twin's (same
+        distribution); compare the two kinds with ``"fast"``.
       action_mask: `[S, A]` bool, True = allowed. Masked rows are never privatized and come out
         as zeros (they are ignored everywhere in the library).
       support: None (every allowed row must be strictly positive) or ``"nonzero"``: each row is
@@ -245,23 +270,13 @@ def dirichlet_mechanism(
       smoothing: ``η`` in ``(0, 1/S]``: replace each allowed row by ``(1 − Sη) p + η`` before
         privatizing. This changes the data (a bias of at most ``Sη`` in ℓ1 per row) in exchange
         for rows with every entry ``>= η``, which the privacy accounting needs.
-      sampler: ``"jax"`` (default, the one to audit: ``jax.random.loggamma``, so the result
-        equals ``jax.random.dirichlet(key, k * P)`` bit for bit) or ``"fast"`` (an exact
-        vectorized Marsaglia–Tsang sampler, ``jaxprivmdp.mechanisms._sampling``, 50–100x
-        faster in float32 on CPU, the default of :func:`sweep`). Same distribution,
-        different draws for the same key. Dense and sparse: ``"fast"`` keys each entry's
-        draw by its row and its rank in the row's support (:func:`entry_names`), so a
-        dense model and its :func:`~jaxprivmdp.to_sparse` (any sparse model whose lists
-        are in increasing state order, as the examples' are) release the same ``P̄`` from
-        the same key. ``"jax"`` draws by position in the array (``jax.random.dirichlet``'s
-        own keying), so a sparse model's release differs from its dense twin's (same
-        distribution); compare the two kinds with ``"fast"``.
 
     Returns:
       `[S, A, S]` privatized transitions ``P̄``: same dtype as a floating ``transitions``
       array (JAX's default float dtype otherwise); for a model, the privatized model.
 
     Raises:
+      TypeError: a mechanism that is not a :class:`Dirichlet` (a bare ``k``, the 0.2 form).
       ValueError: invalid transitions, ``k <= 0``, or zero entries without ``support`` or
         ``smoothing``.
 
@@ -270,7 +285,8 @@ def dirichlet_mechanism(
       CDC 2020, Algorithm 1 step 1 and Section II-D.
     """
     key = check_key(key)
-    sampler = check_sampler(sampler)
+    mech = mechanism_object("dirichlet_mechanism", mechanism, Dirichlet)
+    k, sampler = mech.k, mech.sampler
     if isinstance(transitions, TabularMDP | SparseMDP | RaggedMDP):
         return _privatize_model(key, transitions, k, action_mask, support, smoothing, sampler)
     given = getattr(transitions, "dtype", None)
@@ -278,9 +294,10 @@ def dirichlet_mechanism(
     # A float64 array without x64 is computed in float32, as everywhere in JAX.
     dtype = jax.dtypes.canonicalize_dtype(given) if floating else working_dtype()
     check_positive("k", k, dtype=dtype)
-    inp = mechanism_input(transitions, action_mask, support, smoothing, dtype)
+    rows_in = mechanism_input(transitions, action_mask, support, smoothing, dtype)
     k = jnp.asarray(k, dtype)
-    return _privatize_jit(key, inp.rows, k, inp.support, inp.action_mask, sampler=sampler)
+    rows, sampled, mask = rows_in
+    return _privatize_jit(key, rows, k, sampled, mask, sampler=sampler)
 
 
 def _privatize_model(key, mdp, k, action_mask, support, smoothing, sampler):
@@ -291,12 +308,14 @@ def _privatize_model(key, mdp, k, action_mask, support, smoothing, sampler):
     check_positive("k", k, dtype=dtype)
     k = jnp.asarray(k, dtype)
     if isinstance(mdp, RaggedMDP):  # bucket by bucket: jp.privatize's release, its draws too
-        inp = ragged_mechanism_input(mdp, support, smoothing)
+        rows_in = ragged_mechanism_input(mdp, support, smoothing)
         mech = Dirichlet(k, sampler)
-        return with_probs(mdp, privatize_jit(key, inp.rows, mech, inp.support, inp.action_mask))
-    inp = model_mechanism_input(mdp, support, smoothing)
-    p_bar = _privatize_jit(key, inp.rows, k, inp.support, inp.action_mask, sampler=sampler)
-    return with_probs(mdp, p_bar, inp.support)
+        rows, sampled, mask = rows_in
+        return with_probs(mdp, privatize_jit(key, rows, mech, sampled, mask))
+    rows_in = model_mechanism_input(mdp, support, smoothing)
+    rows, sampled, mask = rows_in
+    p_bar = _privatize_jit(key, rows, k, sampled, mask, sampler=sampler)
+    return with_probs(mdp, p_bar, sampled)
 
 
 def secure_key(impl: str | None = None) -> jax.Array:

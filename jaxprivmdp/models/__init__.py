@@ -6,12 +6,16 @@ successor lists ``[S, A, K]``; a :class:`RaggedMDP` the same lists bucketed by l
 the action mask and the public support a release keeps. ``_rows`` is what every layer above
 needs of any kind (the rows a policy picks, their support, expectations); ``_support``
 decides which rows and entries a mechanism privatizes; ``examples`` builds the paper's
-models and test problems; ``_memory`` checks that dense arrays fit before they are allocated.
+models and test problems; ``_memory`` checks that dense arrays fit before they are allocated;
+``_convert`` converts between the dense and the list layouts.
 
-Imports: only ``jaxprivmdp._checks``. Everything else imports this.
+Imports: only ``jaxprivmdp._checks``. Everything else imports this: the public names from
+here, the rest from :mod:`jaxprivmdp.models.core` (the internal API).
 """
 
 from . import examples as examples
+from ._convert import to_dense as to_dense
+from ._convert import to_sparse as to_sparse
 from ._dense import TabularMDP as TabularMDP
 from ._dense import make_mdp as make_mdp
 from ._ragged import RaggedMDP as RaggedMDP
@@ -20,8 +24,6 @@ from ._ragged import to_padded as to_padded
 from ._ragged import to_ragged as to_ragged
 from ._sparse import SparseMDP as SparseMDP
 from ._sparse import make_sparse_mdp as make_sparse_mdp
-from ._sparse import to_dense as to_dense
-from ._sparse import to_sparse as to_sparse
 
 __all__ = [
     "RaggedMDP",

@@ -108,13 +108,6 @@ jax.tree_util.register_dataclass(
 )
 
 
-def check_mdp(mdp, name: str = "mdp") -> TabularMDP:
-    """``mdp`` itself if it is a :class:`TabularMDP`, else a ValueError."""
-    if not isinstance(mdp, TabularMDP):
-        raise ValueError(f"{name} must be a TabularMDP from make_mdp, got {type(mdp).__name__}")
-    return mdp
-
-
 def check_mask(action_mask: ArrayLike | None, S: int, A: int) -> np.ndarray:
     """A concrete `[S, A]` action mask as bool (default all True); every state needs one."""
     if action_mask is None:

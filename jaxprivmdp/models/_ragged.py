@@ -27,8 +27,8 @@ values), ``check``, ``privatize`` (every mechanism; each bucket drawn with the k
 with its index: the padded layout's distribution, not its draws), ``synthesize`` (its
 ``private_transitions`` is then a tuple, one `[n_b, K_b]` per bucket), ``sweep``,
 ``cost_of_privacy`` and ``robust_solve`` (every set, support-aware or not),
-``property_model``, ``save_mdp`` / ``load_mdp``, ``dirichlet_mechanism(key, model, k)``
-(``privatize``'s release), and the privacy accounting (``privacy.mdp_guarantee``,
+``property_model``, ``save_mdp`` / ``load_mdp``, ``dirichlet_mechanism(key, model,
+Dirichlet(k))`` (``privatize``'s release), and the privacy accounting (``privacy.mdp_guarantee``,
 ``frontier``, the CLI's ``privacy`` and ``privatize``: bucket by bucket, the padded layout's
 numbers bit for bit, ``privacy._private_rows``). ``smoothing`` is refused (it needs all
 ``S`` entries of every row, as for a :class:`SparseMDP`). Any code that reads a ragged
@@ -292,8 +292,8 @@ def make_ragged_mdp(
         3.1e-5; nothing is renormalized). Entries 0 are dropped (the support is the
         positive entries, as for :func:`make_sparse_mdp`).
       rewards: `[S, A]` rewards (they give ``S`` and ``A``).
-      terminal_reward, discount, action_mask, horizon, initial_state, dtype: as for
-        :func:`make_sparse_mdp`.
+      terminal_reward: as for :func:`make_sparse_mdp`, as are ``discount``,
+        ``action_mask``, ``horizon``, ``initial_state`` and ``dtype``.
 
     Raises:
       ValueError: naming the offending argument, entry or row.

@@ -84,8 +84,8 @@ def successors(rows: Rows) -> jax.Array:
 
 # Successor lists up to this long are summed slot by slot, a gather and a multiply-add per
 # slot: XLA:CPU hands ``sum(p * v[successors], -1)`` over a short minor axis to a library
-# kernel (YNNPACK) whose fixed cost per call dominated sparse backups (benchmarks/RESULTS.md
-# §20: a 50×50 gridworld's `evaluate` 6×, `solve` 4× faster slot by slot).
+# kernel (YNNPACK) whose fixed cost per call dominated sparse backups (on a 50×50
+# gridworld, `evaluate` runs 6× and `solve` 4× faster slot by slot).
 SLOT_SUM_MAX = 8
 
 

@@ -101,9 +101,9 @@ def prepare_mechanism_input(
     P, mask = validate_transitions(transitions, action_mask)
     if smoothing is not None:
         check_range("smoothing", smoothing, low=0.0, high=1.0 / P.shape[-1], low_open=True)
-    inp = resolve_rows(np, P, mask, support, smoothing)
+    rows_in = resolve_rows(np, P, mask, support, smoothing)
     if interior and support is None:
-        zeros = np.argwhere((inp.rows <= 0) & mask[:, :, None])
+        zeros = np.argwhere((rows_in.rows <= 0) & mask[:, :, None])
         if zeros.size:
             rows = sorted({(int(s), int(a)) for s, a, _ in zeros})
             shown = ", ".join(f"(state {s}, action {a})" for s, a in rows[:5])
@@ -115,7 +115,7 @@ def prepare_mechanism_input(
                 "smoothing=eta to mix every row with the uniform distribution first.",
                 rows,
             )
-    return inp
+    return rows_in
 
 
 def mechanism_input(
@@ -132,11 +132,13 @@ def mechanism_input(
     """
     check_options(support, smoothing)
     if is_concrete(transitions, action_mask, smoothing):
-        inp = prepare_mechanism_input(
+        rows_in = prepare_mechanism_input(
             transitions, action_mask=action_mask, support=support, smoothing=smoothing
         )
         return MechanismInput(
-            jnp.asarray(inp.rows, dtype), jnp.asarray(inp.support), jnp.asarray(inp.action_mask)
+            jnp.asarray(rows_in.rows, dtype),
+            jnp.asarray(rows_in.support),
+            jnp.asarray(rows_in.action_mask),
         )
     P = jnp.asarray(transitions, dtype)
     if P.ndim != 3 or P.shape[0] != P.shape[2]:
@@ -150,12 +152,12 @@ def mechanism_input(
 def _device_support(P, mask, support: Support, smoothing):
     """``(smoothed rows or None, support, any allowed entry <= 0)``: the rows come back only
     when smoothed (a program's output is a copy; unsmoothed rows are the model's own)."""
-    inp = resolve_rows(jnp, P, mask, support, smoothing)
-    rows = None if smoothing is None else inp.rows
-    return rows, inp.support, jnp.any((inp.rows <= 0) & mask[:, :, None])
+    rows_in = resolve_rows(jnp, P, mask, support, smoothing)
+    rows = None if smoothing is None else rows_in.rows
+    return rows, rows_in.support, jnp.any((rows_in.rows <= 0) & mask[:, :, None])
 
 
-@jax.jit  # one dispatch: four eager operations cost 191 µs a call (§22)
+@jax.jit  # one dispatch: four eager operations cost 191 µs a call on the CPU
 def _listed_support(probs, next_states, action_mask):
     return (probs > 0) & (next_states >= 0) | ~action_mask[..., None]
 
@@ -189,7 +191,7 @@ def model_mechanism_input(
     if smoothing is not None:
         check_range("smoothing", smoothing, low=0.0, high=1.0 / mdp.num_states, low_open=True)
     rows, supp, has_zero = _device_support(mdp.transitions, mdp.action_mask, support, smoothing)
-    inp = MechanismInput(mdp.transitions if rows is None else rows, supp, mdp.action_mask)
+    rows_in = MechanismInput(mdp.transitions if rows is None else rows, supp, mdp.action_mask)
     if interior and support is None and is_concrete(has_zero) and bool(has_zero):
         # Raises the ZeroEntryError that names the rows.
         prepare_mechanism_input(
@@ -197,7 +199,7 @@ def model_mechanism_input(
             action_mask=np.asarray(mdp.action_mask),
             smoothing=smoothing,
         )
-    return inp
+    return rows_in
 
 
 def ragged_mechanism_input(mdp: RaggedMDP, support: Support, smoothing) -> MechanismInput:
@@ -279,7 +281,7 @@ def host_mechanism_input(
     )
 
 
-def private_rows(inp: MechanismInput) -> np.ndarray:
+def private_rows(rows_in: MechanismInput) -> np.ndarray:
     """`[S, A]` bool: the rows the mechanism changes, the only ones the accounting counts.
 
     An allowed row with at least two entries on its support. A row with one is
@@ -287,5 +289,5 @@ def private_rows(inp: MechanismInput) -> np.ndarray:
     reveals nothing beyond the public support and costs no privacy. Masked rows are never
     privatized.
     """
-    allowed = np.asarray(inp.action_mask, bool)
-    return allowed & (np.asarray(inp.support, bool).sum(-1) >= 2)
+    allowed = np.asarray(rows_in.action_mask, bool)
+    return allowed & (np.asarray(rows_in.support, bool).sum(-1) >= 2)

@@ -18,10 +18,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.typing import ArrayLike
 
 from .._checks import check_count, check_range, is_concrete
-from ..models._rows import Model, check_model, expect, transition_rows
+from .._refusals import refuses
+from ..models.core import Model, check_model, expect, transition_rows
+from ._options import SolverOptions, solver_options
 from ._policies import check_stage
 from ._rounding import (
     backup_ulps,
@@ -282,11 +283,11 @@ def solve_core(
     )
 
 
+@refuses("tol", "max_iterations", "fill_width")
 def solve(
     mdp: Model,
     *,
-    tol: ArrayLike | None = None,
-    max_iterations: ArrayLike = 10_000,
+    options: SolverOptions | None = None,
     stage: int | None = None,
     progress: bool | Callable[[int, int], None] | None = None,
 ) -> Solution:
@@ -309,10 +310,10 @@ def solve(
 
     Args:
       mdp: from :func:`make_mdp` (or a privatized copy of one).
-      tol: ε, the optimality target of value iteration (infinite horizon only); default
-        :func:`default_tolerance` (always certifiable).
-      max_iterations: guard on value-iteration sweeps (not static: changing it does not
-        recompile).
+      options: :class:`~jaxprivmdp.SolverOptions`: ``tol`` (ε, the optimality target of
+        value iteration, infinite horizon only; default :func:`default_tolerance`, always
+        certifiable) and ``max_iterations`` (guard on value-iteration sweeps, not static:
+        changing it does not recompile). ``fill_width`` is not used (no robust fill).
       stage: finite horizon: keep only stage ``t``'s policy and values (`[S]` each, bit for
         bit those of the full result; memory `[S]`, not `[T + 1, S]`: a 1000×1000 map with
         ``T = 2000`` needs tens of GB in full). ``stage=0`` gives ``V_0`` (``s0``'s value is
@@ -336,6 +337,8 @@ def solve(
       Gohari, Hale, Topcu, CDC 2020, Algorithm 1 steps 3-4, Section III-A.
     """
     check_model(mdp)
+    opts = solver_options(options)
+    tol, max_iterations = opts.tol, opts.max_iterations
     check_iterations(tol, max_iterations)
     check_stage(mdp, stage)
     label = "backward induction" if mdp.is_finite_horizon else "value iteration"

@@ -68,15 +68,24 @@ from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
 from .._checks import is_concrete
-from ..mechanisms._base import Mechanism
-from ..mechanisms._registry import as_mechanism
-from ..models._rows import Model, Rows, check_public_support, transition_rows
-from ..sets._boxes import RowBox, SetParams, policy_box, row_box, union_counts
-from ..sets._sets import Bound, UncertaintySet, as_set
+from .._refusals import refuses
+from ..mechanisms.core import Mechanism, as_mechanism
+from ..models.core import Model, Rows, check_public_support, transition_rows
+from ..properties.core import PropertyModel, as_problem, in_property_scale
+from ..sets.core import (
+    PAPER_SET,
+    RowBox,
+    SetParams,
+    UncertaintySet,
+    as_set,
+    policy_box,
+    row_box,
+    union_counts,
+)
 from ._bellman import check_iterations
 from ._kernel import checked_backup
+from ._options import SolverOptions, solver_options
 from ._policies import policy_rows, select_rows, validate_policy, weighted_sum
-from ._property_reward import PropertyModel, as_problem
 from ._rounding import default_tolerance, rounding_margin
 from ._width import CheckedWidth, at_width, bounds_width
 
@@ -161,7 +170,7 @@ def _finite_bounds(mdp, policy, boxes, width: int, support_aware):
         out, done = bounds_stage(mdp, boxes(decision), values, width, support_aware)
         # Each stage stacks the values it was given (stage t + 1), not its own: a carry is
         # stored once, while a stage's own values were computed twice by XLA:CPU, for the
-        # carry and again inside the output's copy, on one thread (§21).
+        # carry and again inside the output's copy, on one thread.
         return (out, complete & done), values
 
     rt = mdp.terminal_reward
@@ -312,18 +321,14 @@ def _checked_counts(mdp: Model, mech: Mechanism, uset: UncertaintySet, params: S
     return chosen, alpha
 
 
+@refuses("k", "beta", "support_aware", "tol", "max_iterations", "fill_width", "mechanism", "bound")
 def cost_of_privacy(
     private_mdp: Model | PropertyModel,
     policy: ArrayLike,
-    mechanism: Mechanism | str = "dirichlet",
-    bound: UncertaintySet | Bound = "paper",
+    mechanism: Mechanism,
+    bound: UncertaintySet = PAPER_SET,
     *,
-    k: ArrayLike | None = None,
-    beta: ArrayLike | None = None,
-    support_aware: bool | None = None,
-    tol: ArrayLike | None = None,
-    max_iterations: int = 10_000,
-    fill_width: int | None = None,
+    options: SolverOptions | None = None,
 ) -> PrivacyBounds:
     """Pessimistic and optimistic values ``v̲``, ``v̄`` of a policy on a privatized MDP.
 
@@ -337,37 +342,34 @@ def cost_of_privacy(
     Args:
       private_mdp: the privatized MDP ``M̄`` (with ``P̄``).
       policy: deterministic `[T, S]` / `[S]` ints or stochastic `[T, S, A]` / `[S, A]`.
-      mechanism: the mechanism that released ``P̄``: an object (``jp.Dirichlet(k)``,
-        ``jp.Gaussian(sigma)``, ``jp.Laplace(scale)``), or a name with ``k=`` (the 0.2
-        keyword form: ``k`` is then the Dirichlet's ``k`` or the noise's σ / λ). The
-        additive mechanisms' sets are the box ``‖P2 − P̄‖∞ <= r`` from the noise's tail.
-      bound: the uncertainty set: an object (``jp.PaperSet(beta)``, ``jp.ExactSet(beta)``,
-        ``jp.CertifiedSet(beta)``, each with ``support_aware=``), or ``"paper"``,
-        ``"exact"``, ``"certified"`` with ``beta=``/``support_aware=`` (above). The last two
-        tabulate Beta quantiles on the host for concrete ``k`` and ``β`` (a host callback
-        when traced; no gradient with respect to ``k`` through their boxes).
-      k: with a mechanism name: its parameter, ``> 0``.
-      beta: with a set name: ``β`` in ``(0, 1)`` of Lemma 1 (default 0.1; the paper's
-        figures use 0.1); for ``"certified"``, the probability that the statement fails.
-      support_aware: with a set name: restrict ``P̂`` to each row's *public* support (see
-        the module; never read off ``P̄``). Default False: the whole simplex.
-      tol: infinite horizon: iterate until the contraction error is below ``tol`` (default
-        :func:`default_tolerance`).
-      max_iterations: infinite horizon: guard on iterations (not static).
-      fill_width: optional static int ``>= 1``: how many entries, in value order, each
-        greedy fill may reach. Default: derived from concrete ``k`` and ``β`` (and the
+      mechanism: the mechanism that released ``P̄``, an object: ``jp.Dirichlet(k)``,
+        ``jp.Gaussian(sigma)``, ``jp.Laplace(scale)``. The additive mechanisms' sets are
+        the box ``‖P2 − P̄‖∞ <= r`` from the noise's tail.
+      bound: the uncertainty set, an object: ``jp.PaperSet(beta)`` (default ``β = 0.1``,
+        the paper's figures' value), ``jp.ExactSet(beta)``, ``jp.CertifiedSet(beta)`` (``β``
+        the probability that the statement fails), each with ``support_aware=True`` to
+        restrict ``P̂`` to each row's *public* support (see the module; never read off
+        ``P̄``). The exact and certified sets tabulate Beta quantiles on the host for
+        concrete ``k`` and ``β`` (a host callback when traced; no gradient with respect to
+        ``k`` through their boxes).
+      options: :class:`~jaxprivmdp.SolverOptions`: ``tol`` (infinite horizon: iterate until
+        the contraction error is below it; default :func:`default_tolerance`),
+        ``max_iterations`` (infinite horizon: guard on iterations, not static) and
+        ``fill_width`` (optional static int ``>= 1``: how many entries, in value order,
+        each greedy fill may reach. Default: derived from concrete ``k`` and ``β`` (and the
         public support), else all ``S``. Give it when ``k`` or ``β`` is traced (``jax.jit``
         or ``jax.vmap`` over the mechanism or the set): the bounds then check at run time
         that every fill completed within it and, if one did not, are computed again over
         all ``S`` entries (exact either way; under ``jax.vmap`` both run). With concrete
-        ``k`` and ``β``, a value below the derived width is an error.
+        ``k`` and ``β``, a value below the derived width is an error).
 
     Returns:
       :class:`PrivacyBounds`.
 
     Raises:
-      ValueError: for ``k <= 0``, ``beta`` outside ``(0, 1)``, an unknown ``bound``, an
-        invalid policy, ``support_aware=True`` on a dense model that records no support, or
+      TypeError: a mechanism or set that is not an object (the 0.2 keyword form).
+      ValueError: for ``k <= 0``, ``beta`` outside ``(0, 1)``, an invalid policy,
+        ``support_aware=True`` on a dense model that records no support, or
         a ``fill_width`` below ``1`` or below what concrete ``k`` and ``β`` need.
 
     References:
@@ -375,13 +377,11 @@ def cost_of_privacy(
     """
     private_mdp, prop = as_problem(private_mdp, "private_mdp")
     policy = validate_policy(private_mdp, policy)
-    check_iterations(tol, max_iterations)
-    mech = as_mechanism(mechanism, k, dtype=private_mdp.rewards.dtype)
-    uset = as_set(bound, beta, support_aware)
-    kind, params, width = set_up(private_mdp, mech, uset, fill_width)
+    opts = solver_options(options)
+    check_iterations(opts.tol, opts.max_iterations)
+    mech = as_mechanism(mechanism, "cost_of_privacy", dtype=private_mdp.rewards.dtype)
+    uset = as_set(bound, "cost_of_privacy")
+    kind, params, width = set_up(private_mdp, mech, uset, opts.fill_width)
     static = dict(kind=kind, width=width, support_aware=uset.support_aware)
-    out = bounds_core(private_mdp, policy, params, tol, max_iterations, **static)
-    if prop is None:
-        return out
-    low, high = prop.bounds(out.pessimistic, out.optimistic)
-    return out._replace(pessimistic=low, optimistic=high)
+    out = bounds_core(private_mdp, policy, params, opts.tol, opts.max_iterations, **static)
+    return in_property_scale(prop, out)

@@ -18,9 +18,17 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from ..models._ragged import RaggedMDP, RaggedRows
-from ..models._rows import Model, Rows, expect, row_sums, row_terms, successors
-from ..models._sparse import SparseMDP
+from ..models.core import (
+    Model,
+    RaggedMDP,
+    RaggedRows,
+    Rows,
+    SparseMDP,
+    expect,
+    row_sums,
+    row_terms,
+    successors,
+)
 from ._error_free import exact_product, ff_sum
 from ._policies import (
     check_stage,

@@ -34,7 +34,7 @@ def pour_sorted(slack: jax.Array, caps_sorted: jax.Array) -> jax.Array:
 
 # Windows up to this wide take their running sums as a chain of slices: XLA:CPU lowers
 # ``jnp.cumsum`` to a reduce-window, which took ~80 µs a stage on the `[2, 2500, 8]` window of
-# a 50×50 gridworld (a third of its bounds; benchmarks/RESULTS.md §20). XLA adds in blocks of
+# a 50×50 gridworld (a third of its bounds on the CPU). XLA adds in blocks of
 # 16 in order, so up to 16 these are its bits, and the chain's error stays within the blocked
 # sum's, which :func:`jaxprivmdp.planning._rounding.summation_ulps` assumes.
 RUNNING_SUM_MAX = 16
@@ -46,7 +46,7 @@ def running_sum(x: jax.Array) -> jax.Array:
     if m > RUNNING_SUM_MAX:
         return jnp.cumsum(x, axis=-1)
     # No optimization barrier in front: XLA:CPU drops it (none is left in the compiled
-    # program), and with or without one the times and bits are the same (§22).
+    # program), and with or without one the times and bits are the same.
     sums = [x[..., 0]]
     for j in range(1, m):
         sums.append(sums[-1] + x[..., j])

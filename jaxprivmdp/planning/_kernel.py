@@ -18,9 +18,8 @@ import jax
 import jax.numpy as jnp
 from jax.lax import Precision
 
-from ..models._ragged import RaggedRows, blockwise
-from ..models._rows import SLOT_SUM_MAX, Rows, row_support, successors
-from ..sets._boxes import box_caps
+from ..models.core import SLOT_SUM_MAX, RaggedRows, Rows, blockwise, row_support, successors
+from ..sets.core import box_caps
 from ._inner import pour_sorted, running_sum
 from ._width import CheckedWidth
 
@@ -49,7 +48,7 @@ def _in_global_order(rows: Rows, x: jax.Array, order: jax.Array, default, num_st
     # Longer lists: each listed entry goes to its state's place in the window through a
     # scatter of the window's states (K entries per row; comparing every successor with every
     # state of the window costs K·m per row, which pays only for short lists: 1.05-1.16x
-    # faster up to 8, RESULTS §26).
+    # faster up to 8 on the CPU).
     rank = jnp.full((two, num_states), m, jnp.int32)
     rank = rank.at[jnp.arange(two)[:, None], order].set(jnp.arange(m, dtype=jnp.int32))
     listed = rows.next_states >= 0

@@ -13,8 +13,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from .._checks import as_numpy, is_concrete
-from ..models._ragged import RaggedRows
-from ..models._rows import Model, Rows, check_model, transition_rows
+from ..models.core import Model, RaggedRows, Rows, check_model, transition_rows
 
 
 def is_deterministic(policy: jax.Array) -> bool:
@@ -60,7 +59,7 @@ def weighted_sum(weights: jax.Array, terms: jax.Array) -> jax.Array:
 
 # Policies up to this many entries are checked on the host: copying one back and checking it
 # in NumPy took 43 µs against 77 µs for a dispatch of the device check and its answer
-# (`[10, 20]` ints on the CPU backend; benchmarks/RESULTS.md §22). Larger ones are checked
+# (`[10, 20]` ints on the CPU backend). Larger ones are checked
 # on the device, without a copy.
 HOST_CHECK_MAX = 1 << 14
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ..models._ragged import RaggedRows, map_blocks
-from ..models._rows import successors
+from ..models.core import RaggedRows, map_blocks, successors
 from ._error_free import exact_product, ff_sum
 
 

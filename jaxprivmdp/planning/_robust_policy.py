@@ -10,17 +10,16 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from jax.typing import ArrayLike
 
-from ..mechanisms._base import Mechanism
-from ..mechanisms._registry import as_mechanism
-from ..models._rows import Model, transition_rows
-from ..sets._boxes import RowBox, SetParams, row_box
-from ..sets._sets import Bound, UncertaintySet, as_set
+from .._refusals import refuses
+from ..mechanisms.core import Mechanism, as_mechanism
+from ..models.core import Model, transition_rows
+from ..properties.core import PropertyModel, as_problem, in_property_scale
+from ..sets.core import PAPER_SET, RowBox, SetParams, UncertaintySet, as_set, row_box
 from ._bellman import Solution, backward_induction, check_iterations, value_iteration
 from ._bounds import set_up
 from ._kernel import robust_backup
-from ._property_reward import PropertyModel, as_problem
+from ._options import SolverOptions, solver_options
 from ._rounding import default_tolerance
 from ._width import CheckedWidth
 
@@ -64,24 +63,21 @@ def robust_solve_core(
     return value_iteration(mdp, q_fn, default_tolerance(mdp), max_iterations)
 
 
+@refuses("k", "beta", "support_aware", "tol", "max_iterations", "fill_width", "mechanism", "bound")
 def robust_solve(
     private_mdp: Model | PropertyModel,
-    mechanism: Mechanism | str = "dirichlet",
-    bound: UncertaintySet | Bound = "paper",
+    mechanism: Mechanism,
+    bound: UncertaintySet = PAPER_SET,
     *,
-    k: ArrayLike | None = None,
-    beta: ArrayLike | None = None,
-    support_aware: bool | None = None,
-    max_iterations: int = 10_000,
-    fill_width: int | None = None,
+    options: SolverOptions | None = None,
 ) -> Solution:
     """The robust private policy of a privatized MDP: it maximizes the pessimistic value.
 
     ``v_t(s) = max_a r(s, a) + γ min_{p ∈ B(s, a)} p·v_{t+1}`` with ``B`` the set of
     ``bound`` (see :func:`cost_of_privacy`), by robust backward induction (finite horizon) or
     robust value iteration (infinite horizon, to the default tolerance). Post-processing of
-    ``P̄``: no privacy cost. Its pessimistic value (``cost_of_privacy(..., bound=bound)``) is
-    never below that of any other policy, ``π̄`` included; with ``"certified"`` it is a
+    ``P̄``: no privacy cost. Its pessimistic value (``cost_of_privacy(..., bound)``) is
+    never below that of any other policy, ``π̄`` included; with a certified set it is a
     floor on its true value with probability ``≥ 1 − β``. :func:`synthesize` with
     ``robust=True`` runs this after Algorithm 1.
 
@@ -89,15 +85,14 @@ def robust_solve(
       private_mdp: the privatized MDP ``M̄``, or a :class:`PropertyModel` of it: the robust
         policy of a step-bounded property, ``values`` in its scale (for a ``min`` property
         the policy minimizes the upper bound, and ``values`` are that bound).
-      mechanism: the mechanism that released ``P̄`` (an object, or a name with ``k``), see
-        :func:`cost_of_privacy`.
-      bound: the uncertainty set (an object, or a name with ``beta``/``support_aware``).
-      k: with a mechanism name: its parameter.
-      beta: with a set name: ``β`` in ``(0, 1)`` (default 0.1).
-      support_aware: with a set name: restrict the set to each row's public support.
-      max_iterations: infinite horizon: guard on iterations (not static).
-      fill_width: optional static int: how many entries, in value order, each greedy fill
-        may reach (see :func:`cost_of_privacy`; give it when ``k`` or ``β`` is traced).
+      mechanism: the mechanism that released ``P̄``, an object (``jp.Dirichlet(k)``, ...),
+        see :func:`cost_of_privacy`.
+      bound: the uncertainty set, an object (default ``jp.PaperSet(0.1)``).
+      options: :class:`~jaxprivmdp.SolverOptions`: ``max_iterations`` (infinite horizon:
+        guard on iterations, not static) and ``fill_width`` (static: how many entries, in
+        value order, each greedy fill may reach, see :func:`cost_of_privacy`; give it when
+        ``k`` or ``β`` is traced). Robust value iteration runs to the default tolerance
+        (``tol`` is not used).
 
     Returns:
       A :class:`Solution`: the policy and its robust (pessimistic) values.
@@ -108,16 +103,17 @@ def robust_solve(
       Oper. Res. 2005.
     """
     private_mdp, prop = as_problem(private_mdp, "private_mdp")
-    check_iterations(None, max_iterations)
-    mech = as_mechanism(mechanism, k, dtype=private_mdp.rewards.dtype)
-    uset = as_set(bound, beta, support_aware)
-    kind, params, width = set_up(private_mdp, mech, uset, fill_width)
+    opts = solver_options(options)
+    check_iterations(None, opts.max_iterations)
+    mech = as_mechanism(mechanism, "robust_solve", dtype=private_mdp.rewards.dtype)
+    uset = as_set(bound, "robust_solve")
+    kind, params, width = set_up(private_mdp, mech, uset, opts.fill_width)
     out = robust_solve_core(
         private_mdp,
         params,
-        max_iterations,
+        opts.max_iterations,
         kind=kind,
         width=width,
         support_aware=uset.support_aware,
     )
-    return out if prop is None else out._replace(values=prop.values(out.values))
+    return in_property_scale(prop, out, ("values",), bounds=None)

@@ -15,7 +15,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from ..models._rows import Model, row_length, row_sums, transition_rows
+from ..models.core import Model, row_length, row_sums, transition_rows
 
 
 def summation_ulps(n: int) -> float:

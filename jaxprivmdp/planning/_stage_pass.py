@@ -22,8 +22,8 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ..models._rows import Model, transition_rows
-from ..sets._boxes import SetParams, row_box
+from ..models.core import Model, transition_rows
+from ..sets.core import SetParams, row_box
 from ._bellman import Progress, greedy
 from ._bounds import bounds_stage, policy_boxes
 from ._evaluation import policy_backup

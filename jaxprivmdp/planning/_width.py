@@ -27,9 +27,7 @@ import numpy as np
 from jax.typing import ArrayLike
 
 from .._checks import check_int, is_concrete
-from ..models._ragged import RaggedMDP
-from ..models._rows import Model
-from ..models._sparse import SparseMDP
+from ..models.core import Model, RaggedMDP, SparseMDP
 
 
 class CheckedWidth(NamedTuple):
@@ -58,7 +56,7 @@ def _entries(alpha, extra: int) -> int | None:
     need = math.ceil(1.0 / min(a, 1.0)) + 1 + extra
     power = 1 << (need - 1).bit_length()
     # Three quarters of the power when that holds the fill: the window's work grows with
-    # its width (64 -> 48 entries: 14 % less CPU for the exact set at S = 1000, §22).
+    # its width (64 -> 48 entries: 14 % less CPU for the exact set at S = 1000).
     return power * 3 // 4 if power >= 4 and power * 3 // 4 >= need else power
 
 

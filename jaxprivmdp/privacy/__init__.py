@@ -7,7 +7,8 @@ that meets a target in ``_calibrate.py``; the lifting to a whole MDP and composi
 ``_mdp.py`` (over the rows ``_private_rows.py`` finds, in any layout, ragged included);
 the Gaussian and Laplace mechanisms' accounting and calibration in ``_additive.py``;
 Rényi-DP and composition over many rows (basic vs RDP, through ``dp_accounting``) in
-``_rdp.py``.
+``_rdp.py``. Those compute with ``b`` and ``η`` as numbers; the functions exported here
+(``_public.py``) take them as one :class:`Adjacency` (``_adjacency.py``).
 
 The mechanism outputs ``x ~ Dirichlet(k·p)`` for a row ``p`` of the transition function.
 This module answers: which (ε, δ) does a given ``k`` buy, and which ``k`` buys a target
@@ -38,7 +39,8 @@ significance of the least significant bits for differential privacy") are not de
 against, and the sampler's randomness must be secret and fresh.
 
 Imports: ``jaxprivmdp._checks`` and :mod:`jaxprivmdp.models` only (plain NumPy/SciPy
-accounting; the mechanisms one layer up state their guarantees through it).
+accounting; the mechanisms one layer up state their guarantees through it). What the layers
+above use beyond the public functions is in :mod:`jaxprivmdp.privacy.core`.
 
 The derivations of ε, δ and the Rényi DP, with the conditions under which they are exact,
 are in ``docs/privacy.md``.
@@ -51,26 +53,28 @@ References:
   Processes", IEEE CDC 2020 (Algorithm 1; privacy by post-processing, Section III).
 """
 
-from ._additive import calibrate as calibrate
-from ._additive import calibrate_gaussian as calibrate_gaussian
-from ._additive import calibrate_laplace as calibrate_laplace
-from ._additive import gaussian_delta as gaussian_delta
-from ._additive import gaussian_epsilon as gaussian_epsilon
-from ._additive import laplace_epsilon as laplace_epsilon
-from ._calibrate import calibrate_k as calibrate_k
+from ._adjacency import Adjacency as Adjacency
 from ._mdp import Composition as Composition
 from ._mdp import MDPGuarantee as MDPGuarantee
 from ._mdp import compose as compose
-from ._mdp import mdp_guarantee as mdp_guarantee
+from ._public import calibrate as calibrate
+from ._public import calibrate_gaussian as calibrate_gaussian
+from ._public import calibrate_k as calibrate_k
+from ._public import calibrate_laplace as calibrate_laplace
+from ._public import compose_rows as compose_rows
+from ._public import dirichlet_rdp as dirichlet_rdp
+from ._public import epsilon as epsilon
+from ._public import gaussian_delta as gaussian_delta
+from ._public import gaussian_epsilon as gaussian_epsilon
+from ._public import guarantee as guarantee
+from ._public import laplace_epsilon as laplace_epsilon
+from ._public import mdp_guarantee as mdp_guarantee
 from ._rdp import RowComposition as RowComposition
-from ._rdp import compose_rows as compose_rows
-from ._rdp import dirichlet_rdp as dirichlet_rdp
 from ._row import Guarantee as Guarantee
 from ._row import delta as delta
-from ._row import epsilon as epsilon
-from ._row import guarantee as guarantee
 
 __all__ = [
+    "Adjacency",
     "Composition",
     "Guarantee",
     "MDPGuarantee",

@@ -117,23 +117,3 @@ def calibrate_laplace(epsilon: float, *, b: float) -> float:
     """The scale ``b / ε`` of the ε-DP Laplace mechanism on b-adjacent rows."""
     epsilon = real("epsilon", epsilon, low=0.0, low_open=True)
     return real("b", b, low=0.0, high=1.0, low_open=True) / epsilon
-
-
-def calibrate(mechanism: str, epsilon: float, delta: float, *, b: float, eta=None, n=None):
-    """The least-noise parameter of ``mechanism`` meeting (ε, δ) for one b-adjacent row.
-
-    ``"dirichlet"``: the largest ``k`` (:func:`calibrate_k`, needs ``eta`` and ``n``);
-    ``"gaussian"``: the smallest σ (:func:`calibrate_gaussian`); ``"laplace"``: the scale
-    ``b/ε`` (pure ε; ``delta`` is not used).
-    """
-    if mechanism == "dirichlet":
-        from ._calibrate import calibrate_k
-
-        if eta is None or n is None:
-            raise ValueError("calibrating the Dirichlet mechanism needs eta and n")
-        return calibrate_k(epsilon, delta, b=b, eta=eta, n=n)
-    if mechanism == "gaussian":
-        return calibrate_gaussian(epsilon, delta, b=b)
-    if mechanism == "laplace":
-        return calibrate_laplace(epsilon, b=b)
-    raise ValueError(f"mechanism must be 'dirichlet', 'gaussian' or 'laplace', got {mechanism!r}")

@@ -11,8 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._checks import ETA_RELATIVE_TOLERANCE, real
-from ..models._ragged import RaggedMDP
-from ..models._support import host_mechanism_input
+from ..models.core import RaggedMDP, host_mechanism_input
 from ._private_rows import PrivateRows, ragged_rows, rows_of_input
 from ._row import Guarantee, check_b, check_k, check_target_delta, guarantee
 
@@ -240,10 +239,10 @@ def model_private_rows(transitions, action_mask, support, smoothing) -> PrivateR
         if action_mask is not None:
             raise ValueError("a model carries its own action_mask; do not pass another")
         return ragged_rows(transitions, support, smoothing)
-    inp = host_mechanism_input(
+    rows_in = host_mechanism_input(
         transitions, action_mask=action_mask, support=support, smoothing=smoothing
     )
-    return rows_of_input(inp)
+    return rows_of_input(rows_in)
 
 
 def _per_row(rows: PrivateRows, k, *, b, eta, smoothing, adjacency, target_delta):

@@ -16,8 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..models._ragged import RaggedMDP
-from ..models._support import MechanismInput, check_options, private_rows
+from ..models.core import MechanismInput, RaggedMDP, check_options, private_rows
 
 
 class PrivateRows(NamedTuple):
@@ -43,13 +42,13 @@ class PrivateRows(NamedTuple):
         return max(int(self.sizes.max(initial=0)), 2)
 
 
-def rows_of_input(inp: MechanismInput) -> PrivateRows:
+def rows_of_input(rows_in: MechanismInput) -> PrivateRows:
     """:class:`PrivateRows` of host `[S, A, n]` rows (``models._support.host_mechanism_input``)."""
-    states, actions = np.nonzero(private_rows(inp))
-    supp = np.asarray(inp.support, bool)[states, actions]
-    rows = np.asarray(inp.rows, np.float64)[states, actions]
+    states, actions = np.nonzero(private_rows(rows_in))
+    supp = np.asarray(rows_in.support, bool)[states, actions]
+    rows = np.asarray(rows_in.rows, np.float64)[states, actions]
     minima = np.where(supp, rows, np.inf).min(-1, initial=np.inf)
-    shape = tuple(np.asarray(inp.action_mask).shape)
+    shape = tuple(np.asarray(rows_in.action_mask).shape)
     return PrivateRows(states, actions, supp.sum(-1).astype(np.int64), minima, shape)
 
 

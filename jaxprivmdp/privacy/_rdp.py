@@ -34,7 +34,6 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
-import numpy as np
 from scipy import special
 
 from .._checks import check_int, real
@@ -154,17 +153,6 @@ def dirichlet_rdp(k: float, order: float, *, b: float, eta: float, n: int | None
             slope = down.left_slope(s / (n - 2))
             total = max(total, up + down.bound(n - 2) + s * max(spare_ratio - slope, 0.0))
     return float(max(total, 0.0) / (lam - 1))
-
-
-def dirichlet_divergence(k: float, p, q, order: float) -> float:
-    """``D_λ(Dir(k p) ‖ Dir(k q))`` in closed form (for tests and audits)."""
-    p, q = np.asarray(p, np.float64), np.asarray(q, np.float64)
-    a, a2 = k * p, k * q
-    mix = order * a + (1 - order) * a2
-    if np.any(mix <= 0):
-        return math.inf
-    log_b = lambda x: special.gammaln(x).sum() - special.gammaln(x.sum())  # noqa: E731
-    return float((log_b(mix) - order * log_b(a) - (1 - order) * log_b(a2)) / (order - 1))
 
 
 class RowComposition(NamedTuple):

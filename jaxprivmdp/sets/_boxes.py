@@ -46,11 +46,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete
-from ..models._ragged import RaggedMDP, RaggedRows
-from ..models._ragged import entry_count as ragged_entry_count
-from ..models._rows import Model, Rows, row_support, transition_rows
+from ..models.core import Model, RaggedRows, Rows, row_support
 from ._beta import BetaTables, device_tables, host_tables, intervals, smallest_width
-from ._sets import UncertaintySet, UnionCounts
+from ._counts import entry_count, row_count
+from ._sets import UncertaintySet
 
 
 class SetParams(NamedTuple):
@@ -90,80 +89,6 @@ class RowBox(NamedTuple):
     caps: jax.Array | None = None
 
 
-def entry_count(
-    mdp: Model, *, support_aware: bool, whole_model: bool, counts: UnionCounts | None = None
-) -> int:
-    """How many entries the union bound covers: per row (the largest row) or in all rows.
-
-    Rows of masked actions are never used and not counted. Support-aware sets count each
-    row's public support (:func:`jaxprivmdp.models._rows.row_support`: a sparse model's listed
-    successors, the support a dense release records; never ``P̄ > 0``); sets over the whole
-    simplex count all ``S`` entries of a row. A model traced under a transformation is
-    counted from its shapes alone (every row, ``K`` or ``S`` entries each): an upper bound,
-    so the sets stay valid, only wider. ``counts`` (a set's, checked by
-    ``planning._bounds.set_up``) replaces the counting.
-    """
-    if counts is not None:
-        return counts.entries if whole_model else counts.largest_row
-    if isinstance(mdp, RaggedMDP):
-        return ragged_entry_count(mdp, support_aware, whole_model)
-    rows = transition_rows(mdp)
-    width = rows.probs.shape[-1] if support_aware else mdp.num_states
-    if not is_concrete(mdp.action_mask, rows.support):
-        return width * mdp.num_states * mdp.num_actions if whole_model else width
-    sizes = _row_sizes(mdp, rows, support_aware, np)  # on the host: no device dispatch
-    return int(sizes.sum() if whole_model else max(int(sizes.max()), 1))
-
-
-def _row_sizes(mdp: Model, rows: Rows, support_aware: bool, xp):
-    """`[S, A]` int32 entries each allowed row counts (0 for masked rows), with ``xp``
-    (NumPy for a concrete model, ``jax.numpy`` in a trace)."""
-    if support_aware:
-        sizes = xp.sum(xp.asarray(row_support(rows)), axis=-1, dtype=np.int32)
-    else:
-        sizes = xp.full(mdp.action_mask.shape, mdp.num_states, np.int32)
-    return xp.where(xp.asarray(mdp.action_mask), sizes, 0)
-
-
-def row_count(mdp: Model, counts: UnionCounts | None = None) -> int:
-    """The allowed rows (all ``S·A`` for a model traced under a transformation), or
-    ``counts.rows``."""
-    if counts is not None:
-        return counts.rows
-    if not is_concrete(mdp.action_mask):
-        return mdp.num_states * mdp.num_actions
-    return max(int(np.asarray(mdp.action_mask).sum()), 1)
-
-
-def union_counts(mdp: Model, support_aware: bool) -> UnionCounts:
-    """The :class:`UnionCounts` of ``mdp``: ints where its action mask and support are
-    concrete; else int32 scalars computed in the trace (dense and sparse models only).
-
-    Raises:
-      ValueError: for a traced ragged model, or a traced one with ``2**31`` entries or more.
-    """
-    rows = None if isinstance(mdp, RaggedMDP) else transition_rows(mdp)
-    concrete = (
-        is_concrete(mdp.action_mask)
-        if rows is None
-        else is_concrete(mdp.action_mask, rows.support, rows.next_states)
-    )
-    if concrete:
-        return UnionCounts(
-            *(entry_count(mdp, support_aware=support_aware, whole_model=w) for w in (False, True)),
-            row_count(mdp),
-        )
-    shapes = entry_count(mdp, support_aware=support_aware, whole_model=True)
-    if rows is None or shapes >= 2**31:
-        raise ValueError(
-            "a set's counts cannot be checked against this model under a transformation "
-            "(a ragged model, or 2**31 entries or more): close over the model instead"
-        )
-    sizes = _row_sizes(mdp, rows, support_aware, jnp)
-    allowed = jnp.sum(mdp.action_mask, dtype=jnp.int32)
-    return UnionCounts(jnp.maximum(jnp.max(sizes), 1), jnp.sum(sizes), jnp.maximum(allowed, 1))
-
-
 def entry_level(mdp: Model, uset: UncertaintySet):
     """The per-side level ``c`` of each entry's interval: ``β / (2n)`` over a row's ``n``
     entries (scope ``"row"``) or ``β / (2N)`` over all ``N`` entries (scope ``"model"``)."""
@@ -191,18 +116,11 @@ def _level(beta, count: int):
     return jnp.nextafter(level, jnp.zeros_like(level))
 
 
-def paper_params(alpha, beta) -> SetParams:
-    """The box ``P̄ ± α`` with the weight ``β`` (the paper's set for Lemma 1's ``α``)."""
-    alpha = jnp.asarray(alpha)
-    return SetParams(alpha, jnp.asarray(beta, alpha.dtype))
-
-
 def radius_params(alpha, uset: UncertaintySet, dtype) -> SetParams:
     """The box ``P̄ ± α`` (``α`` already rounded up to ``dtype``) with the set's weight.
 
     Concrete values stay NumPy arrays: the jitted cores take them as arguments, and two
-    device conversions cost more than a small model's whole bounds (benchmarks/RESULTS.md
-    §22)."""
+    device conversions cost more than a small model's whole bounds on the CPU."""
     xp = np if is_concrete(alpha, uset.mixture) else jnp
     alpha = xp.asarray(alpha, dtype)
     mixture = xp.broadcast_to(xp.asarray(uset.mixture, dtype), xp.shape(alpha))

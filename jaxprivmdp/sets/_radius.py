@@ -1,8 +1,9 @@
 """Lemma 1's radius: the box ``‖P̄ − p‖∞ < α`` that holds with probability ``≥ 1 − β``.
 
 ``α = sqrt(log(1/β) / (2(k + 1)))`` for the Dirichlet mechanism with parameter ``k``: the
-paper's set (``bound="paper"``) is this box with a ``β`` mixture. Here in three forms: public
-(JAX, any shape), host float64 (static sizes) and rounded outward into a dtype (the sets).
+paper's set (:class:`~jaxprivmdp.PaperSet`) is this box with a ``β`` mixture. Here in three
+forms: public (JAX, any shape), host float64 (static sizes) and rounded outward into a dtype
+(the sets).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from .._checks import check_positive, check_probability, check_range, is_concrete, round_up
+from .._checks import check_positive, check_range, is_concrete, round_up
 
 
 def concentration_radius(k: ArrayLike, beta: ArrayLike) -> jax.Array:
@@ -72,9 +73,3 @@ def outward_radius(k, beta, dtype) -> jax.Array | np.ndarray:
 def _outward_scalar(k: float, beta: float, dtype_name: str) -> float:
     """:func:`outward_radius` of one ``(k, β)`` (a float: the dtype's value, exactly)."""
     return float(round_up(host_radius(k, beta), np.dtype(dtype_name)))
-
-
-def check_radius_inputs(k, beta, dtype) -> None:
-    """``k > 0`` finite in ``dtype`` and ``β ∈ (0, 1)``, both scalars (traced: shapes only)."""
-    check_positive("k", k, dtype=dtype)
-    check_probability("beta", beta)

@@ -23,30 +23,17 @@ and differs in the union bound behind ``l ≤ u`` and the mixture weight ``β'``
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar, Literal, NamedTuple
+from typing import ClassVar, Literal
 
 import jax
 from jax.typing import ArrayLike
 
 from .._checks import check_count, check_probability, is_concrete
-from ..models._rows import check_public_support
+from .._refusals import set_object
+from ..models.core import check_public_support
+from ._counts import UnionCounts, union_counts
 
 Bound = Literal["paper", "exact", "certified"]
-
-
-class UnionCounts(NamedTuple):
-    """What a set's union bound counts on a model: :meth:`UncertaintySet.counted`.
-
-    Attributes:
-      largest_row: the entries of the largest allowed row (its public support when the set
-        is support-aware, else ``S``).
-      entries: the entries of all allowed rows, counted the same way.
-      rows: the allowed rows (actions not masked).
-    """
-
-    largest_row: int
-    entries: int
-    rows: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,8 +86,6 @@ class UncertaintySet:
           ValueError: if ``mdp``'s action mask or support is traced, or a support-aware set's
             ``mdp`` records no public support.
         """
-        from ._boxes import union_counts  # the counting lives with the boxes (they import us)
-
         if self.support_aware:
             check_public_support(mdp)
         counts = union_counts(mdp, self.support_aware)
@@ -143,31 +128,19 @@ class CertifiedSet(UncertaintySet):
 
 SETS: dict[str, type[UncertaintySet]] = {s.name: s for s in (PaperSet, ExactSet, CertifiedSet)}
 BOUNDS: tuple[str, ...] = tuple(SETS)
+#: The default set of the bounds: the paper's, ``β = 0.1`` (its figures' value).
+PAPER_SET = PaperSet(0.1)
 
 
-def check_bound(bound) -> str:
-    """``bound`` itself if it names a set, else a ValueError listing them."""
-    if bound not in SETS:
-        raise ValueError(f"bound must be one of {', '.join(map(repr, BOUNDS))}, got {bound!r}")
-    return bound
+def set_named(name: str, beta=0.1, support_aware: bool = False) -> UncertaintySet:
+    """The command line's ``--bound NAME``: the set called ``name`` (a ValueError listing
+    the names otherwise). The Python API takes the objects only (:func:`as_set`)."""
+    if name not in SETS:
+        raise ValueError(f"bound must be one of {', '.join(map(repr, BOUNDS))}, got {name!r}")
+    return SETS[name](beta, bool(support_aware))
 
 
-def as_set(bound, beta=None, support_aware=None) -> UncertaintySet:
-    """The public boundary's mapping: a name plus ``beta``/``support_aware``, or a set.
-
-    A set object is returned as given; ``beta`` or ``support_aware`` passed beside it must
-    agree with it (``None`` means "not given"), so nothing the user said is dropped.
-    """
-    if isinstance(bound, UncertaintySet):
-        if beta is not None and not (is_concrete(beta, bound.beta) and beta == bound.beta):
-            raise ValueError(
-                f"beta={beta!r} was given beside bound={bound!r}: pass beta in the set only"
-            )
-        if support_aware is not None and bool(support_aware) != bound.support_aware:
-            raise ValueError(
-                f"support_aware={support_aware!r} was given beside bound={bound!r}: pass it "
-                "in the set only"
-            )
-        return bound
-    cls = SETS[check_bound(bound)]
-    return cls(0.1 if beta is None else beta, bool(support_aware))
+def as_set(bound, function: str) -> UncertaintySet:
+    """The set a public call was given, which must be an object: a name (the 0.2 form
+    ``bound="certified"``) is a TypeError showing the object form."""
+    return set_object(function, bound, UncertaintySet)

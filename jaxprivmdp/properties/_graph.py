@@ -1,0 +1,233 @@
+"""The graph precomputation of :func:`jaxprivmdp.check`, on the host: which states decide.
+
+:class:`Graph` holds the positive-probability edges of the allowed actions and the searches
+PRISM and Storm run before iterating: attractors (``Prob0E``/``Prob1E`` for max,
+``Prob0A``/``Prob1A`` for min), maximal end components (collapsed before interval iteration,
+or the upper bound never leaves 1 inside one), and Baier et al.'s bound on expected visiting
+times (the starting upper bound of expected rewards).
+
+Why the precomputation runs on the host: it is a handful of graph searches (attractors,
+strongly connected components), each a worklist over the transitions in O(transitions)
+whose shape depends on the data; written in NumPy/SciPy it is exact (no rounding: only which
+probabilities are positive matters) and runs once per property, while the numerical part, the
+iteration that dominates the cost, runs jit-compiled on the device
+(:mod:`jaxprivmdp.properties._iteration`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+from ..models.core import Model, RaggedMDP, transition_lists, transition_rows
+
+
+def _distinct(x: np.ndarray) -> np.ndarray:
+    """The distinct values of an int array, sorted (a sort: faster here than ``np.unique``)."""
+    x = np.sort(x)
+    keep = np.ones(x.size, bool)
+    keep[1:] = x[1:] != x[:-1]
+    return x[keep]
+
+
+class Graph:
+    """The positive-probability edges of the allowed actions, on the host (NumPy).
+
+    Pairs ``(s, a)`` are numbered ``s * A + a``. Every search below is a worklist that
+    touches each edge a bounded number of times (O(transitions) per search).
+    """
+
+    def __init__(self, mdp: Model):
+        mask = np.asarray(mdp.action_mask, bool)
+        S, A = mask.shape
+        if isinstance(mdp, RaggedMDP):
+            rid, t, p = transition_lists(mdp)
+            keep = (p > 0) & mask.reshape(-1)[rid]
+            (s, a), t, p = np.divmod(rid[keep], A), t[keep], p[keep].astype(np.float64)
+        elif (rows := transition_rows(mdp)).next_states is None:
+            probs = np.asarray(rows.probs, np.float64)
+            s, a, t = np.nonzero((probs > 0) & mask[:, :, None])
+            p = probs[s, a, t]
+        else:
+            probs = np.asarray(rows.probs, np.float64)
+            nxt = np.asarray(rows.next_states)
+            s, a, k = np.nonzero((nxt >= 0) & (probs > 0) & mask[:, :, None])
+            t, p = nxt[s, a, k], probs[s, a, k]
+        self.S, self.A = S, A
+        self.mask = mask
+        self.allowed = mask.reshape(-1)
+        self.pair = (s * A + a).astype(np.int64)
+        self.succ = t.astype(np.int64)
+        sums = np.bincount(self.pair, weights=p, minlength=S * A)
+        self.row_sums = sums
+        self.prob = p / sums[self.pair]  # each row read as the distribution it stands for
+        order = np.argsort(self.succ, kind="stable")
+        self.by_succ = order
+        self.succ_ptr = np.searchsorted(self.succ[order], np.arange(S + 1))
+        self.degree = int(np.bincount(self.pair, minlength=1).max()) if self.pair.size else 1
+        self.first_allowed = np.argmax(mask, axis=1).astype(np.int32)
+
+    def edges_into(self, states: np.ndarray) -> np.ndarray:
+        """Edge indices whose successor is in ``states`` (int array)."""
+        starts, ends = self.succ_ptr[states], self.succ_ptr[states + 1]
+        counts = ends - starts
+        total = int(counts.sum())
+        if total == 0:
+            return np.zeros(0, np.int64)
+        shift = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        return self.by_succ[shift + np.arange(total)]
+
+    def pairs_within(self, inside: np.ndarray) -> np.ndarray:
+        """`[S*A]` bool: allowed pairs all of whose successors lie in ``inside``."""
+        bad = np.zeros(self.S * self.A, bool)
+        bad[self.pair[~inside[self.succ]]] = True
+        return self.allowed & ~bad
+
+    def reach_exists(self, target, through, pair_ok):
+        """Least ``R ⊇ target`` with every ``s ∈ through`` that has a pair in ``pair_ok``
+        with a successor in ``R``. Returns ``R`` and each added state's witness action (the
+        lowest that put it in; -1 elsewhere)."""
+        reached = target.copy()
+        witness = np.full(self.S, -1, np.int32)
+        new = np.flatnonzero(target)
+        while new.size:
+            pid = self.pair[self.edges_into(new)]
+            pid = pid[pair_ok[pid]]
+            pid = pid[through[pid // self.A] & ~reached[pid // self.A]]
+            pid.sort()
+            s = pid // self.A
+            first = np.ones(s.size, bool)
+            first[1:] = s[1:] != s[:-1]  # each state's lowest pair
+            new = s[first]
+            witness[new] = pid[first] % self.A
+            reached[new] = True
+        return reached, witness
+
+    def reach_all(self, target, through):
+        """Least ``R ⊇ target`` with every ``s ∈ through`` all of whose allowed pairs have a
+        successor in ``R`` (the states where every scheduler reaches ``target`` with positive
+        probability)."""
+        n_allowed = self.mask.sum(axis=1)
+        hit = np.zeros(self.S * self.A, bool)
+        count = np.zeros(self.S, np.int64)
+        reached = target.copy()
+        new = np.flatnonzero(target)
+        while new.size:
+            pid = _distinct(self.pair[self.edges_into(new)])
+            pid = pid[~hit[pid]]
+            hit[pid] = True
+            s = pid // self.A
+            np.add.at(count, s, 1)
+            cand = _distinct(s)
+            new = cand[through[cand] & ~reached[cand] & (count[cand] == n_allowed[cand])]
+            reached[new] = True
+        return reached
+
+    def prob1e(self, target, through, pair_ok=None):
+        """States with a scheduler reaching ``target`` with probability 1 while staying in
+        ``through`` (PRISM's ``Prob1E``), using only pairs in ``pair_ok``; with the
+        scheduler's attractor actions (each moves toward ``target`` and stays in the set)."""
+        if pair_ok is None:
+            pair_ok = self.allowed
+        u, _ = self.reach_exists(target, through, pair_ok)
+        while True:
+            v, witness = self.reach_exists(target, through & u, pair_ok & self.pairs_within(u))
+            if np.array_equal(u, v):
+                return v, witness
+            u = v
+
+    def end_components(self, states, pair_ok):
+        """Maximal end components inside ``states`` using pairs in ``pair_ok``.
+
+        Returns ``group`` (each state's component, as its lowest state; -1 outside any) and
+        the pairs internal to a component (all successors in it). The classic refinement:
+        strongly connected components, drop pairs that leave theirs, drop states left
+        without a pair, repeat.
+        """
+        S, A = self.S, self.A
+        cur = states.copy()
+        pairs = pair_ok & np.repeat(cur, A) & self.pairs_within(cur)
+        while True:
+            e = pairs[self.pair]
+            src, dst = self.pair[e] // A, self.succ[e]
+            graph = csr_matrix((np.ones(src.size, np.int8), (src, dst)), shape=(S, S))
+            _, comp = connected_components(graph, directed=True, connection="strong")
+            leaving = np.zeros(S * A, bool)
+            leaving[self.pair[e][comp[src] != comp[dst]]] = True
+            new_pairs = pairs & ~leaving
+            has = np.zeros(S, bool)
+            has[np.flatnonzero(new_pairs) // A] = True
+            new_cur = cur & has
+            new_pairs &= np.repeat(new_cur, A) & self.pairs_within(new_cur)
+            if np.array_equal(new_cur, cur) and np.array_equal(new_pairs, pairs):
+                break
+            cur, pairs = new_cur, new_pairs
+        group = np.full(S, -1, np.int64)
+        members = np.flatnonzero(cur)
+        if members.size:
+            lowest = np.full(S, S, np.int64)
+            np.minimum.at(lowest, comp[members], members)
+            group[members] = lowest[comp[members]]
+        return group, pairs
+
+    def visit_bound(self, maybe, pairs, rmax):
+        """Baier et al. (CAV 2017, §4): an upper bound on the expected reward collected in
+        ``maybe`` under every scheduler using ``pairs``, ``Σ_s rmax_s / d_s``; inf if none.
+
+        ``d_s`` is a lower bound on the probability, from ``s``'s next step on, of never
+        visiting a state of ``s``'s strongly connected component that was not processed
+        before ``s`` (hence of never returning to ``s``): mass leaving ``maybe`` or the
+        component counts 1, mass on a processed state ``t`` counts ``d_t``, the minimum over
+        ``s``'s pairs. States are processed in rounds, each using the rounds before it, so
+        ``1/d_s`` bounds the expected number of visits of ``s``. Needs no end component in
+        ``maybe`` (otherwise some state is never processed and the bound is inf).
+        """
+        S, A = self.S, self.A
+        eps = np.finfo(np.float64).eps
+        shrink = 1 - 2 * (self.degree + 3) * eps  # the rounding of each d_s, downward
+        src_pair = self.pair
+        src = src_pair // A
+        use = pairs[src_pair] & maybe[src]
+        inside = use & maybe[self.succ]
+        graph = csr_matrix(
+            (np.ones(int(inside.sum()), np.int8), (src[inside], self.succ[inside])), shape=(S, S)
+        )
+        _, comp = connected_components(graph, directed=True, connection="strong")
+        same = inside & (comp[src] == comp[self.succ])
+        acc = np.zeros(S * A)
+        out = use & ~same
+        np.add.at(acc, src_pair[out], self.prob[out])
+        n_pairs = (pairs.reshape(S, A) & maybe[:, None]).sum(axis=1)
+        valid = np.zeros(S, np.int64)
+        np.add.at(valid, np.flatnonzero(pairs & (acc > 0)) // A, 1)
+        # Edges within a component, grouped by successor, for the incremental updates.
+        e_same = np.flatnonzero(same)
+        order = e_same[np.argsort(self.succ[e_same], kind="stable")]
+        ptr = np.searchsorted(self.succ[order], np.arange(S + 1))
+        d = np.zeros(S)
+        done = np.zeros(S, bool)
+        pairs2 = pairs.reshape(S, A)
+        new = np.flatnonzero(maybe & (valid == n_pairs))
+        while new.size:
+            vals = np.where(pairs2[new], acc.reshape(S, A)[new], np.inf).min(axis=1)
+            d[new] = vals * shrink
+            done[new] = True
+            counts = ptr[new + 1] - ptr[new]
+            total = int(counts.sum())
+            shift = np.repeat(ptr[new] - (np.cumsum(counts) - counts), counts)
+            e = order[shift + np.arange(total)]
+            e = e[~done[src[e]]]
+            pid = src_pair[e]
+            upid = _distinct(pid)
+            before = acc[upid] > 0
+            np.add.at(acc, pid, self.prob[e] * d[self.succ[e]])
+            np.add.at(valid, upid[~before & (acc[upid] > 0)] // A, 1)
+            cand = _distinct(upid // A)
+            new = cand[maybe[cand] & ~done[cand] & (valid[cand] == n_pairs[cand])]
+        if not np.all(done[maybe]) or np.any(d[maybe] <= 0):
+            return np.inf
+        n = int(maybe.sum())
+        with np.errstate(over="ignore"):
+            total = float(np.sum(rmax[maybe] / d[maybe]))
+        return total * (1 + 2 * (n + 2) * eps)
