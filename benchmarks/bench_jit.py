@@ -86,7 +86,7 @@ def eager_width(release, uset) -> int:
     """The width an eager call derives from the concrete k and β (a private helper)."""
     from jaxprivmdp.planning._bounds import set_up
 
-    return int(set_up(release, jp.Dirichlet(K), uset)[2])
+    return int(set_up(release, jp.Dirichlet(K), uset)[-1])  # the width, last in every revision
 
 
 def first_call(fn: Callable[[], Any]) -> float:

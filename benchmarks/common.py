@@ -252,14 +252,17 @@ def uncertainty_set(name: str, beta: Any = 0.1, support_aware: bool = False) -> 
     return cls(beta, support_aware=support_aware)
 
 
-def set_static_name() -> str:
-    """The name of the static set argument of the jitted cores (``kind``, or ``bound`` in
-    revisions before the additive mechanisms), read off ``_bounds.bounds_core``'s signature."""
+def set_static_name() -> str | None:
+    """The name of the static set argument of the jitted cores, read off
+    ``_bounds.bounds_core``'s signature: None where the set's parameters say which box they
+    are (``SetParams.is_radius_box``), ``kind`` in earlier revisions, ``bound`` in revisions
+    before the additive mechanisms."""
     import inspect
 
     from jaxprivmdp.planning import _bounds
 
-    return "kind" if "kind" in inspect.signature(_bounds.bounds_core).parameters else "bound"
+    names = inspect.signature(_bounds.bounds_core).parameters
+    return next((name for name in ("kind", "bound") if name in names), None)
 
 
 def prepare_set(
@@ -282,11 +285,16 @@ def set_args(
 ) -> tuple[Any, dict[str, Any]]:
     """``(params, static kwargs)`` exactly as ``cost_of_privacy(m, p, Dirichlet(k), uset)``
     (or, with ``grid``, ``sweep``) passes them to ``_bounds.bounds_core``, from :func:`prepare_set`.
-    The kwargs (``bound``/``kind``, ``width``, ``support_aware``) also fit
-    ``_synthesis.synthesize_core``, ``_bounds.robust_solve_core`` and :func:`row_box`."""
+    The kwargs (``width``, ``support_aware``, and ``bound``/``kind`` in earlier revisions)
+    also fit ``_synthesis.synthesize_core``, ``_bounds.robust_solve_core`` and
+    :func:`row_box`."""
 
-    first, params, width = prepare_set(mdp, k, beta, bound, support_aware, grid=grid)
-    return params, {set_static_name(): first, "width": width, "support_aware": bool(support_aware)}
+    *first, params, width = prepare_set(mdp, k, beta, bound, support_aware, grid=grid)
+    static = {"width": width, "support_aware": bool(support_aware)}
+    name = set_static_name()
+    if name is not None:
+        static[name] = first[0]
+    return params, static
 
 
 def row_box(rows: Any, params: Any, static: dict[str, Any]) -> Any:
@@ -294,9 +302,8 @@ def row_box(rows: Any, params: Any, static: dict[str, Any]) -> Any:
     from jaxprivmdp.sets import _boxes as _sets
 
     name = set_static_name()
-    return _sets.row_box(
-        rows, params, support_aware=static["support_aware"], **{name: static[name]}
-    )
+    extra = {} if name is None else {name: static[name]}
+    return _sets.row_box(rows, params, support_aware=static["support_aware"], **extra)
 
 
 def time_prepare_set(

@@ -19,19 +19,15 @@ jax.config.update("jax_numpy_rank_promotion", "raise")
 FAST_COMPILE = "--xla_backend_optimization_level=0"
 
 # The tiers besides the unit tier (registered in pyproject.toml). A test marked with none of
-# them is marked ``unit``; the README's ``python -m pytest`` runs ``-m unit`` (addopts).
+# them is marked ``unit``; the README's ``python -m pytest`` runs ``-m unit``.
 TIERS = ("slow", "integration", "statistical", "cli", "prism", "notebook", "multiprocess")
-
-# The longest files of CI's tier pass (Monte Carlo grids over releases, ragged layouts
-# against their padded twins: minutes each) and of the unit tier (the docs pages' examples),
-# handed to the xdist workers first: started last, one would run alone on one core at the end.
-LONGEST_FILES = ("test_validity.py", "test_ragged.py", "test_docs.py")
 
 
 def pytest_configure(config):
-    """Test paths named without ``-m`` (``pytest tests/test_cli.py``) run their tests of every
-    tier but slow, so that a file's tests run whatever its tier; ``python -m pytest`` alone
-    runs the unit tier.
+    """Without ``-m``, ``python -m pytest`` runs the unit tier (``-m unit``), and test paths
+    named on the command line (``pytest tests/test_cli.py``) run their tests of every tier
+    but slow (``-m "not slow"``). Here, not in pyproject's addopts, so that a run of
+    ``benchmarks/`` (which this file does not reach) selects its benchmarks.
 
     Tests compile with XLA's backend optimization level 0 (``XLA_FLAGS``): compilation
     dominates every tier, the slow one included (about 30 % less CPU time on the unit tier,
@@ -39,10 +35,10 @@ def pytest_configure(config):
     float64 pass). Set before any test module creates an array, so the backend starts with
     it; subprocesses inherit it; an optimization level already in ``XLA_FLAGS`` is kept.
     """
-    named_paths = config.args_source == pytest.Config.ArgsSource.ARGS
     given_m = any(a == "-m" or a.startswith("-m") for a in config.invocation_params.args)
-    if named_paths and not given_m:
-        config.option.markexpr = "not slow"
+    if not config.option.markexpr and not given_m:  # `-m ""` selects everything
+        named_paths = config.args_source == pytest.Config.ArgsSource.ARGS
+        config.option.markexpr = "not slow" if named_paths else "unit"
     flags = os.environ.get("XLA_FLAGS", "")
     if os.environ.get("JAXPRIVMDP_TEST_FULL_OPT"):
         return
@@ -52,18 +48,10 @@ def pytest_configure(config):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark ``unit`` every test that no tier claims (before ``-m`` deselects); put the
-    :data:`LONGEST_FILES` first (xdist's ``--dist loadfile`` hands out files in this order;
-    a file's own order is kept)."""
+    """Mark ``unit`` every test that no tier claims (before ``-m`` deselects)."""
     for item in items:
         if not any(item.get_closest_marker(tier) for tier in TIERS):
             item.add_marker(pytest.mark.unit)
-
-    def rank(item):
-        name = item.path.name
-        return LONGEST_FILES.index(name) if name in LONGEST_FILES else len(LONGEST_FILES)
-
-    items.sort(key=rank)
 
 
 S, A, T = 5, 3, 4

@@ -217,3 +217,22 @@ def test_bad_objects_and_options():
         jp.sweep(KEY, _model(), jp.Dirichlet.grid([1.0]), chunking=dict(batch_size=4))
     with pytest.raises(TypeError, match="jp.SolverOptions"):
         jp.synthesize(KEY, _model(), jp.Dirichlet(1.0), options=dict(max_iterations=4))
+
+
+def test_set_params_say_which_box_they_are():
+    """``set_params`` returns the parameters alone: a radius box carries no Beta tables,
+    the Dirichlet's exact set does; a ``(kind, params)`` pair is refused."""
+    mdp = _model()
+    policy = jp.solve(mdp).policy
+    paper = jp.Dirichlet(5.0).set_params(mdp, jp.PaperSet(0.1))
+    exact = jp.Dirichlet(5.0).set_params(mdp, jp.ExactSet(0.1))
+    gaussian = jp.Gaussian(0.05).set_params(mdp, jp.ExactSet(0.1))
+    assert paper.is_radius_box and gaussian.is_radius_box and not exact.is_radius_box
+
+    @dataclasses.dataclass(frozen=True)
+    class Paired(Uniform):
+        def set_params(self, mdp, uncertainty_set):
+            return "radius", super().set_params(mdp, uncertainty_set)
+
+    with pytest.raises(TypeError, match="must return a SetParams, not tuple"):
+        jp.cost_of_privacy(mdp, policy, Paired(0.01))

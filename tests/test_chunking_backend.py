@@ -123,10 +123,10 @@ def test_padded_groups_of_the_last_chunk_are_skipped(example2):
     mdp = example2
     grid = jp.Dirichlet(np.asarray([5.0], np.float32), sampler="fast")
     inp = model_mechanism_input(mdp, None, None, interior=grid.needs_interior)
-    kind, params, width = set_up(with_probs(mdp, inp.rows, inp.support), grid, as_set("paper"))
+    params, width = set_up(with_probs(mdp, inp.rows, inp.support), grid, as_set("paper"))
     runs = chunk_runs(0, 8, grid, jax.tree.map(np.asarray, params), 3)
     np.testing.assert_array_equal(runs.real, np.arange(8) < 3)
-    static = dict(kind=kind, width=width, support_aware=False, robust=False)
+    static = dict(width=width, support_aware=False, robust=False)
     static.update(devices=tuple(jax.devices()[:1]), vector_width=2)
     out = functools.partial(sweep_chunk, **static)(
         runs, jax.random.key(0), mdp, inp.rows, inp.support, 100

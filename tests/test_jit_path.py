@@ -107,7 +107,7 @@ def test_jit_compiles_the_eager_fill(models, cls, aware):
     """Model and policy traced, mechanism and set closed over: the eager call's program."""
     kind_of_model, (_, release, policy) = models
     mech, uset = jp.Dirichlet(K), cls(0.1, support_aware=aware)
-    kind, params, width = set_up(release, mech, uset)
+    params, width = set_up(release, mech, uset)
     sparse_rows = aware and kind_of_model == "sparse"  # filled row by row: no width
     assert isinstance(width, int) and (width < S or sparse_rows)
 
@@ -115,7 +115,7 @@ def test_jit_compiles_the_eager_fill(models, cls, aware):
         return jp.cost_of_privacy(m, p, mech, uset)
 
     def eager_core(m, p):
-        static = dict(kind=kind, width=width, support_aware=aware)
+        static = dict(width=width, support_aware=aware)
         return bounds_core(m, p, params, None, 10_000, **static)
 
     jitted, eager = fill_ops(user, release, policy), fill_ops(eager_core, release, policy)
@@ -150,8 +150,8 @@ def test_synthesize_jit_compiles_the_eager_fill(kind_of_model, cls):
         return jp.synthesize(key, m, mech, uset, support="nonzero")
 
     inp = model_mechanism_input(mdp, "nonzero", None, interior=True)
-    kind, params, width = set_up(with_probs(mdp, inp.rows, inp.support), mech, uset)
-    static = dict(kind=kind, width=width, support_aware=False)
+    params, width = set_up(with_probs(mdp, inp.rows, inp.support), mech, uset)
+    static = dict(width=width, support_aware=False)
 
     def eager_core(key, m):
         return synthesize_core(key, m, inp.rows, inp.support, mech, params, 10_000, **static)
@@ -165,31 +165,33 @@ def test_the_width_of_each_case():
     """Proven ints from concrete values; CheckedWidth hints where a value is traced."""
     _, release, _ = shared("dense")
     alpha = 0.4  # the fill reaches ⌈2.5⌉ entries, one more against rounding: 4
-    assert bounds_width(release, alpha, "radius", False) == 4
-    assert bounds_width(release, alpha, "beta", False) == 6  # one entry above 1/2: 5 -> 6
-    assert bounds_width(release, alpha, "radius", True) == 4  # full rows: no entry outside
-    assert bounds_width(release, alpha, "radius", False, fill_width=9) == 9
-    assert bounds_width(release, alpha, "radius", False, fill_width=400) == S
-    assert bounds_width(release, 0.0, "beta", False) == S  # a traced k's Beta box
-    assert bounds_width(release, 0.0, "beta", False, fill_width=8) == CheckedWidth(8)
+    assert bounds_width(release, alpha, False, is_radius_box=True) == 4
+    # One entry above 1/2: 5 -> 6.
+    assert bounds_width(release, alpha, False, is_radius_box=False) == 6
+    # Full rows: no entry outside.
+    assert bounds_width(release, alpha, True, is_radius_box=True) == 4
+    assert bounds_width(release, alpha, False, fill_width=9, is_radius_box=True) == 9
+    assert bounds_width(release, alpha, False, fill_width=400, is_radius_box=True) == S
+    assert bounds_width(release, 0.0, False, is_radius_box=False) == S  # a traced k's Beta box
+    assert bounds_width(release, 0.0, False, fill_width=8, is_radius_box=False) == CheckedWidth(8)
     zeros = jp.privatize(
         jax.random.key(1), dense_model(missing=3), jp.Dirichlet(K), support="nonzero"
     )
-    assert bounds_width(zeros, alpha, "radius", True) == 4 + 3
+    assert bounds_width(zeros, alpha, True, is_radius_box=True) == 4 + 3
     seen = []
 
     def traced(m, a):
-        seen.append(bounds_width(m, alpha, "radius", True))  # the support is traced
-        seen.append(bounds_width(m, a, "radius", False))  # alpha is traced
-        seen.append(bounds_width(m, a, "radius", False, fill_width=6))
+        seen.append(bounds_width(m, alpha, True, is_radius_box=True))  # the support is traced
+        seen.append(bounds_width(m, a, False, is_radius_box=True))  # alpha is traced
+        seen.append(bounds_width(m, a, False, fill_width=6, is_radius_box=True))
         return a
 
     jax.jit(traced)(zeros, alpha)
     assert seen == [CheckedWidth(4), S, CheckedWidth(6)]
     with pytest.raises(ValueError, match="fill_width=3 is below the 4 entries"):
-        bounds_width(release, alpha, "radius", False, fill_width=3)
+        bounds_width(release, alpha, False, fill_width=3, is_radius_box=True)
     with pytest.raises(ValueError, match="fill_width must be >= 1"):
-        bounds_width(release, alpha, "radius", False, fill_width=0)
+        bounds_width(release, alpha, False, fill_width=0, is_radius_box=True)
 
 
 # ----------------------------------------------------------------------------- hints
@@ -241,9 +243,9 @@ def test_traced_k_with_a_hint_is_exact(hint):
     if hint == 2:
         alpha = float(jp.concentration_radius(k, 0.1))
         assert_brackets_lp(got, *lp_bounds(release, np.asarray(policy), alpha, 0.1))
-    _, params, width = set_up(release, jp.Dirichlet(k), uset)
+    params, width = set_up(release, jp.Dirichlet(k), uset)
     assert width == 4
-    narrow = bounds_core(release, policy, params, None, 10, kind="radius", width=hint)
+    narrow = bounds_core(release, policy, params, None, 10, width=hint)
     assert (hint < 3) == (not np.allclose(narrow.pessimistic, want.pessimistic, rtol=1e-6))
 
 
@@ -254,11 +256,11 @@ def test_traced_support_falls_back_where_rows_miss_entries():
     release = jp.privatize(jax.random.key(2), mdp, jp.Dirichlet(K), support="nonzero")
     policy = jp.solve(release).policy
     mech, uset = jp.Dirichlet(K), jp.PaperSet(0.1, support_aware=True)
-    kind, params, width = set_up(release, mech, uset)
+    params, width = set_up(release, mech, uset)
     assert width == 3 + 30  # the fill's 3, and 30 entries outside every row's support
     eager = jp.cost_of_privacy(release, policy, mech, uset)
     jitted = jax.jit(lambda m, p: jp.cost_of_privacy(m, p, mech, uset))(release, policy)
-    narrow = bounds_core(release, policy, params, None, 10, kind=kind, width=3, support_aware=True)
+    narrow = bounds_core(release, policy, params, None, 10, width=3, support_aware=True)
     assert not np.allclose(narrow.pessimistic, eager.pessimistic, rtol=1e-6)
     assert_same(jitted, eager, rtol=1e-6)
     alpha = float(jp.concentration_radius(K, 0.1))

@@ -217,8 +217,8 @@ def test_bounds_and_robust_cores(horizon):
         mdp = models(horizon)[name]
         det, stoch = policies(mdp)
         uset = as_set(bound, 0.1, support_aware)
-        kind, params, width = set_up(mdp, mechanism_class(mechanism)(k), uset)
-        static = dict(kind=kind, width=width, support_aware=support_aware)
+        params, width = set_up(mdp, mechanism_class(mechanism)(k), uset)
+        static = dict(width=width, support_aware=support_aware)
         label = f"{name} {mechanism} {bound} support_aware={support_aware} width={width}"
         policy = stoch if name == "sparse3" else det
         cases[f"bounds_core {label}"] = jaxpr_of(
@@ -230,8 +230,8 @@ def test_bounds_and_robust_cores(horizon):
     # The gradient: implicit differentiation at the fixed point (a Jacobian and a solve).
     mdp = models(horizon)["dense5"]
     policy, _ = policies(mdp)
-    kind, params, width = set_up(mdp, jp.Dirichlet(30.0), jp.PaperSet(0.1))
-    static = dict(kind=kind, width=width, support_aware=False)
+    params, width = set_up(mdp, jp.Dirichlet(30.0), jp.PaperSet(0.1))
+    static = dict(width=width, support_aware=False)
 
     def cost(rewards):
         return bounds_core(replace(mdp, rewards=rewards), policy, params, None, 100, **static).cost
@@ -264,10 +264,9 @@ def test_synthesis_sweep_and_mechanism_cores(horizon, name, mechanism, bound, su
         )
     grid = mech.replace(ks)
     released = with_probs(mdp, inp.rows, inp.support)
-    kind, params, width = set_up(released, grid, as_set(bound, 0.1, support_aware))
+    params, width = set_up(released, grid, as_set(bound, 0.1, support_aware))
     runs = chunk_runs(0, 2, grid, jax.tree.map(np.asarray, params), 1)
     static = dict(
-        kind=kind,
         width=width,
         support_aware=support_aware,
         robust=True,

@@ -287,7 +287,7 @@ ALPHAS = [0.05, 0.2, 0.25, 1 / 3, 1 / 3 + 1e-7, 1 / 3 - 1e-7, 0.4, 0.7, 1.2]
 def backup_jit(p, alpha, v_low, v_high, beta, *, width, support_aware=False):
     """The kernel with the paper's box (the old signature, for these tests)."""
     rows = Rows(p)
-    box = row_box(rows, paper_params(alpha, beta), kind="radius", support_aware=support_aware)
+    box = row_box(rows, paper_params(alpha, beta), support_aware=support_aware)
     return robust_backup(rows, box, v_low, v_high, width=width, support_aware=support_aware)
 
 

@@ -28,7 +28,7 @@ SETS = ["paper", "exact", "certified"]
 SET = {"paper": jp.PaperSet, "exact": jp.ExactSet, "certified": jp.CertifiedSet}
 # The set's kernels run compiled, as the library's cores run them: one compilation per shape
 # and static option rather than one per primitive and shape (eager dispatch).
-_row_box = jax.jit(row_box, static_argnames=("kind", "support_aware"))
+_row_box = jax.jit(row_box, static_argnames=("support_aware",))
 _robust_backup = jax.jit(robust_backup, static_argnames=("width", "support_aware"))
 
 
@@ -52,11 +52,11 @@ def box_of(probs, k, beta, bound, *, support_aware=False, next_states=None, mdp=
         # Any model of n states fixes the dtype and the union bound's count (n per row).
         P = np.broadcast_to(probs.reshape(-1, n)[:1][None], (n, 1, n)).astype(np.float64)
         mdp = jp.make_mdp(P, np.zeros((n, 1)), discount=0.9, support=P > 0)
-    kind, params, _ = set_up(mdp, jp.Dirichlet(k), as_set(bound, beta, support_aware))
+    params, _ = set_up(mdp, jp.Dirichlet(k), as_set(bound, beta, support_aware))
     # Here the rows' nonzero pattern stands for their public support.
     support = jnp.asarray(probs > 0) if next_states is None else None
     rows = Rows(jnp.asarray(probs), next_states, support)
-    return _row_box(rows, params, kind=kind, support_aware=support_aware)
+    return _row_box(rows, params, support_aware=support_aware)
 
 
 @pytest.mark.parametrize("k", [0.5, 20.0, 200.0, 5e4])
@@ -209,8 +209,8 @@ def _coverage(p, k, beta, bound, trials, rng):
         np.broadcast_to(p[None], (n, rows, n)).copy(), np.zeros((n, rows)), discount=0.9
     )
     samples = np.stack([rng.dirichlet(k * p[r], size=trials) for r in range(rows)], 1)
-    kind, params, _ = set_up(model, jp.Dirichlet(k), as_set(bound, beta, False))
-    box = _row_box(Rows(jnp.asarray(samples, jnp.float32)), params, kind=kind, support_aware=False)
+    params, _ = set_up(model, jp.Dirichlet(k), as_set(bound, beta, False))
+    box = _row_box(Rows(jnp.asarray(samples, jnp.float32)), params, support_aware=False)
     return ((np.asarray(box.lower) <= p) & (p <= np.asarray(box.upper))).all(-1)
 
 
@@ -399,9 +399,9 @@ def test_beta_box_fill_width_is_exact(bound):
     P = rng.dirichlet(np.full(S, 0.3), size=(S, 2))
     mdp = jp.make_mdp(P, rng.uniform(size=(S, 2)), terminal_reward=rng.uniform(size=S), horizon=3)
     policy = jp.solve(mdp).policy
-    kind, params, width = set_up(mdp, jp.Dirichlet(1.0), as_set(bound, 0.1, False))
+    params, width = set_up(mdp, jp.Dirichlet(1.0), as_set(bound, 0.1, False))
     assert width < S
-    got = bounds_core(mdp, policy, params, None, 10, kind=kind, width=width)
-    full = bounds_core(mdp, policy, params, None, 10, kind=kind, width=S)
+    got = bounds_core(mdp, policy, params, None, 10, width=width)
+    full = bounds_core(mdp, policy, params, None, 10, width=S)
     np.testing.assert_allclose(got.pessimistic, full.pessimistic, atol=1e-6)
     np.testing.assert_allclose(got.optimistic, full.optimistic, atol=1e-6)

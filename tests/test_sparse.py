@@ -182,7 +182,7 @@ def test_support_aware_greedy_equals_the_lp_on_the_support(alpha, pairwise, monk
     rows = Rows(jnp.asarray(probs), jnp.asarray(idx))
     with jax.enable_x64(True):
         rows = Rows(jnp.asarray(probs, jnp.float64), jnp.asarray(idx, jnp.int32))
-        box = row_box(rows, paper_params(alpha, beta), kind="radius", support_aware=True)
+        box = row_box(rows, paper_params(alpha, beta), support_aware=True)
         low, high = robust_backup(
             rows, box, jnp.asarray(v_low), jnp.asarray(v_high), width=n, support_aware=True
         )

@@ -118,8 +118,8 @@ def test_under_jit_and_vmap_over_keys(robust):
 def _stage0_pieces(mdp, k):
     mech = as_mechanism(jp.Dirichlet(k), "test", dtype=mdp.rewards.dtype)
     _, private = private_model(jax.random.key(3), mdp, *_rows(mdp), mech)
-    kind, params, _ = set_up(private, mech, jp.PaperSet(0.1))
-    return private, kind, params
+    params, _ = set_up(private, mech, jp.PaperSet(0.1))
+    return private, params
 
 
 def _rows(mdp):
@@ -131,12 +131,12 @@ def test_checked_width_recomputes_the_whole_pass():
     """A fill width of 2 is too small for k = 2 (α large): the checked pass must fall back
     to all S entries (it equals that), where the unchecked width-2 pass is wrong."""
     mdp = build_mdp(6)
-    private, kind, params = _stage0_pieces(mdp, 2.0)
+    private, params = _stage0_pieces(mdp, 2.0)
 
     @jax.jit
     def passes():
         def bounds(width):
-            args = SetArgs(params, kind, width, False)
+            args = SetArgs(params, width, False)
             return stage_pass(private, lambda v: q_values(private, v), args)
 
         return bounds(CheckedWidth(2)), bounds(mdp.num_states), bounds(2)
@@ -170,8 +170,8 @@ def test_the_sweep_run_equals_the_full_path():
     mdp = model("sparse")
     mech = as_mechanism(jp.Dirichlet(40.0), "test", dtype=jnp.float32)
     rows, support = _rows(mdp)
-    kind, params, width = set_up(with_probs(mdp, rows, support), mech, jp.CertifiedSet(0.1))
-    static = dict(kind=kind, width=width, support_aware=False, robust=True)
+    params, width = set_up(with_probs(mdp, rows, support), mech, jp.CertifiedSet(0.1))
+    static = dict(width=width, support_aware=False, robust=True)
     key = jax.random.key(9)
     args = (key, mech, params, mdp, rows, support, 10_000)
     got = jax.jit(lambda: run_one(*args, **static))()

@@ -252,9 +252,9 @@ def _beta_box_holds(model, p_bar, k, bound, aware):
 
     if isinstance(model, jp.TabularMDP):
         model = dataclasses.replace(model, support=model.transitions > 0)
-    kind, params, _ = set_up(model, jp.Dirichlet(k), as_set(bound, BETA, aware))
+    params, _ = set_up(model, jp.Dirichlet(k), as_set(bound, BETA, aware))
     rows = transition_rows(model)._replace(probs=p_bar)
-    box = row_box(rows, params, kind=kind, support_aware=aware)
+    box = row_box(rows, params, support_aware=aware)
     return jax.numpy.all((box.lower <= p_bar) & (p_bar <= box.upper))
 
 
@@ -345,9 +345,6 @@ class Grid:
             JAX_ENABLE_X64="1" if dtype == "float64" else "0",
             XLA_PYTHON_CLIENT_PREALLOCATE="false",
         )
-        if not self.fast_compile:  # XLA's default build, whatever tests/conftest.py set
-            flags = env.get("XLA_FLAGS", "").split()
-            env["XLA_FLAGS"] = " ".join(f for f in flags if "backend_optimization_level" not in f)
         proc = subprocess.Popen(
             [sys.executable, "-c", code, *args], env=env, stdout=log, stderr=log
         )
@@ -700,8 +697,8 @@ def test_every_bound_brackets_the_value_on_the_release(grid, dtype, horizon, kin
 @pytest.mark.slow
 @pytest.mark.parametrize("parameters", SLOW_PARAMETERS, ids=["noisy", "precise"])
 def test_certified_coverage_many_releases(parameters):
-    """The grid at other noise levels, 1000 releases per combination, in XLA's default build
-    (the other tests compile at optimization level 0: tests/conftest.py)."""
+    """The grid at other noise levels, 1000 releases per combination, built as ``XLA_FLAGS``
+    says (tests/conftest.py: optimization level 0 unless ``JAXPRIVMDP_TEST_FULL_OPT=1``)."""
     grid = Grid(N_RELEASES_SLOW, parameters)
     try:
         for dtype in ("float32", "float64"):

@@ -53,15 +53,15 @@ def _robust_part(args, problem, record, policy) -> tuple[dict, object]:
     from ..sets.core import set_named
 
     mech = _release_mechanism(args, record)
-    uset = set_named(args.bound, args.beta, args.support_aware)
-    robust = guarded(robust_solve, problem, mech, uset)
+    bound = set_named(args.bound, args.beta, args.support_aware)
+    robust = guarded(robust_solve, problem, mech, bound)
     mdp = getattr(problem, "model", problem)
     s0 = mdp.initial_state
 
     def at_s0(values):
         return float(values[0, s0] if mdp.is_finite_horizon else values[s0])
 
-    private_bound = guarded(cost_of_privacy, problem, policy, mech, uset)
+    private_bound = guarded(cost_of_privacy, problem, policy, mech, bound)
     minimize = getattr(problem, "minimize", False)
     return {
         "bound": args.bound,

@@ -29,7 +29,7 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
     # unless --sampler says otherwise) and the set.
     static = {"sampler": args.sampler or "fast"} if cls.name == "dirichlet" else {}
     grid = cls.grid(args.ks, **static)
-    uset = set_named(args.bound, args.beta, args.support_aware)
+    bound = set_named(args.bound, args.beta, args.support_aware)
     start = time.perf_counter()
     key = jax.random.key(args.seed)
     tables, timings = {}, {}
@@ -42,7 +42,7 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
             jax.random.fold_in(key, i),
             problem,
             grid,
-            uset,
+            bound,
             num_trials=args.trials,
             # Without --batch-size, chunks of one vectorized group per device (the library
             # rounds 1 up to that): progress every few seconds, and as fast on CPU (measured:

@@ -127,7 +127,6 @@ def chunk_runs(c: int, batch_size: int, grid: Mechanism, params, num_trials: int
 @functools.partial(
     jax.jit,
     static_argnames=(
-        "kind",
         "width",
         "support_aware",
         "robust",

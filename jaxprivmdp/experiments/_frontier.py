@@ -256,13 +256,13 @@ def frontier(
     if isinstance(mechanisms, str | type) or not mechanisms:
         raise ValueError(f"mechanisms must be a non-empty list of classes, got {mechanisms!r}")
     classes = [_mechanism_class(m) for m in mechanisms]
-    uset = as_set(bound, "frontier")
+    bound = as_set(bound, "frontier")
     rows = problem_rows(model, prop, support)
     n, num_rows = rows.dimension, int(rows.states.size)
     eta = public_eta(model) if adjacency.eta is None else adjacency.eta
     adjacency = dataclasses.replace(adjacency, eta=eta)
     b = adjacency.b
-    sweep_options = dict(bound=uset, support=support)
+    sweep_options = dict(bound=bound, support=support)
     fields = ("all_rows", "parameter", "reachable", "floor", "parameter_name", *_QUANTITIES)
     out = {q: {} for q in fields}
     for m_index, cls in enumerate(classes):

@@ -220,7 +220,7 @@ def sweep(
     mdp, prop = as_problem(mdp)
     dtype = mdp.rewards.dtype
     grid = mechanism_grid(mechanisms, dtype)
-    uset = as_set(bound, "sweep")
+    bound = as_set(bound, "sweep")
     num_trials = check_count("num_trials", num_trials)
     max_iterations = solver_options(options).max_iterations
     check_iterations(None, max_iterations)
@@ -231,11 +231,11 @@ def sweep(
     K, N = grid.parameter.size, num_trials
     plan = plan_chunks(mdp, K * N, grid, chunking)
     rows_in = problem_input(mdp, prop, support, smoothing, interior=grid.needs_interior)
-    kind, params, width = set_up(with_probs(mdp, rows_in.rows, rows_in.support), grid, uset)
+    params, width = set_up(with_probs(mdp, rows_in.rows, rows_in.support), grid, bound)
     params = jax.tree.map(np.asarray, params)
     grid_dtype = grid.replace(grid.parameter.astype(dtype))
     args = (jax.random.fold_in(key, _SWEEP_TAG), mdp, rows_in.rows, rows_in.support, max_iterations)
-    static = dict(kind=kind, width=width, support_aware=uset.support_aware, robust=bool(robust))
+    static = dict(width=width, support_aware=bound.support_aware, robust=bool(robust))
     static.update(devices=plan.devices, vector_width=plan.vector_width)
     runs = run_chunks(plan, grid_dtype, params, N, args, static, chunking.progress)
     optimal = _optimal_at_s0(mdp, max_iterations)

@@ -111,7 +111,7 @@ def stage_passes(private, params: SetParams, stage, evaluate_on=(), progress=Non
     Returns ``(main, robust)``: ``main.values`` is ``V̄^π̄``; ``robust.evaluations[0]`` the
     robust policy's ``V̄``, then one per model in ``evaluate_on`` (as ``main.evaluations``).
     """
-    args = SetArgs(params, static["kind"], static["width"], static["support_aware"])
+    args = SetArgs(params, static["width"], static["support_aware"])
     q_fn = lambda v: q_values(private, v)  # noqa: E731
     main = stage_pass(private, q_fn, args, evaluate_on, stage, progress)
     robust_pass = None
@@ -132,7 +132,6 @@ def synthesize_core(
     max_iterations,
     stage=None,
     *,
-    kind: str = "radius",
     width: int,
     support_aware: bool = False,
     robust: bool = False,
@@ -145,7 +144,7 @@ def synthesize_core(
     only) keeps that stage alone (:func:`stage_passes`); ``progress`` a static reporter.
     """
     p_bar, private = private_model(key, mdp, rows, support, mech)
-    set_args = dict(kind=kind, width=width, support_aware=support_aware)
+    set_args = dict(width=width, support_aware=support_aware)
     if stage is not None and mdp.is_finite_horizon:
         main, robust_pass = stage_passes(
             private, params, stage, (), progress, robust=robust, **set_args
@@ -183,7 +182,7 @@ def synthesize_core(
     )
 
 
-_STATIC = ("kind", "width", "support_aware", "robust", "progress")
+_STATIC = ("width", "support_aware", "robust", "progress")
 _synthesize_jit = jax.jit(synthesize_core, static_argnames=_STATIC)
 
 
@@ -259,12 +258,12 @@ def synthesize(
     report = as_progress(progress, "backward induction" if finite else "value iteration")
     stage = jnp.asarray(stage, jnp.int32) if stage is not None and finite else None
     mech = as_mechanism(mechanism, "synthesize", dtype=dtype)
-    uset = as_set(bound, "synthesize")
+    bound = as_set(bound, "synthesize")
     rows_in = problem_input(mdp, prop, support, smoothing, interior=mech.needs_interior)
     mech = mech.replace(host_scalar(mech.parameter, dtype))
     model = with_probs(mdp, rows_in.rows, rows_in.support)
-    kind, params, width = set_up(model, mech, uset, opts.fill_width)
-    static = dict(kind=kind, width=width, support_aware=uset.support_aware, robust=bool(robust))
+    params, width = set_up(model, mech, bound, opts.fill_width)
+    static = dict(width=width, support_aware=bound.support_aware, robust=bool(robust))
     args = (key, mdp, rows_in.rows, rows_in.support, mech, params, max_iterations, stage)
     return property_scale(prop, _synthesize_jit(*args, **static, progress=report))
 

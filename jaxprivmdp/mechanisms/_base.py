@@ -5,8 +5,9 @@ A mechanism carries its parameter (a pytree leaf: traced under ``jit``, batched 
 layers need of it, so that adding a mechanism is one new class and touches no other module:
 
 - ``privatize(key, rows, support, action_mask)``: the release (pure, jit/vmap-friendly);
-- ``set_params(mdp, uset)``: the per-entry boxes its noise implies for an uncertainty set
-  (default: a scale family's tail radius, :meth:`unit_radius`);
+- ``set_params(mdp, uncertainty_set)``: the :class:`~jaxprivmdp.sets.core.SetParams` of
+  the per-entry boxes its noise implies for an uncertainty set (default: a scale family's
+  tail radius, :meth:`unit_radius`);
 - ``epsilon(adjacency, delta=...)`` / ``guarantee(...)``: one row's (ε, δ) for adjacent rows
   (a :class:`jaxprivmdp.privacy.Adjacency`);
 - ``calibrate(epsilon, delta, adjacency)``: the least-noise member meeting a target;
@@ -146,8 +147,11 @@ class Mechanism:
             f"{type(self).__name__} defines no unit_radius: define it, or override set_params"
         )
 
-    def set_params(self, mdp: Model, uset: UncertaintySet) -> tuple[str, SetParams]:
-        """``(kind, params)`` of the set ``uset`` for releases of this mechanism.
+    def set_params(self, mdp: Model, uncertainty_set: UncertaintySet) -> SetParams:
+        """The :class:`~jaxprivmdp.sets.core.SetParams` of ``uncertainty_set`` for releases
+        of this mechanism: a box ``P̄ ± r`` (``radius_params``: no tables) or per-entry Beta
+        intervals (``beta_params``: with tables); the parameters say which
+        (``SetParams.is_radius_box``).
 
         Default (a scale family): the box ``P̄ ± r`` with ``r = parameter × unit_radius(n,
         level)`` at level ``β`` per row (paper and exact sets) or ``β / R`` over the ``R``
@@ -155,12 +159,12 @@ class Mechanism:
         when support-aware), rounded up.
         """
         dtype = mdp.rewards.dtype
-        n = entry_count(
-            mdp, support_aware=uset.support_aware, whole_model=False, counts=uset.counts
-        )
-        unit = _host_or_callback(self.unit_radius, n, row_level(mdp, uset), dtype)
+        aware, counts = uncertainty_set.support_aware, uncertainty_set.counts
+        n = entry_count(mdp, support_aware=aware, whole_model=False, counts=counts)
+        level = row_level(mdp, uncertainty_set)
+        unit = _host_or_callback(self.unit_radius, n, level, dtype)
         alpha = jnp.asarray(self.parameter, dtype) * unit * (1 + 4 * jnp.finfo(dtype).eps)
-        return "radius", radius_params(alpha, uset, dtype)
+        return radius_params(alpha, uncertainty_set, dtype)
 
     @refuses("b", "eta")
     def epsilon(self, adjacency: Adjacency, *, delta: float, n=None) -> float:

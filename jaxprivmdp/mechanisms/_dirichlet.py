@@ -188,11 +188,12 @@ class Dirichlet(Mechanism):
     def privatize(self, key, rows, support, action_mask):
         return privatize(key, rows, self.k, support, action_mask, self.sampler)
 
-    def set_params(self, mdp, uset: UncertaintySet):
-        if not uset.exact:  # Lemma 1's box
+    def set_params(self, mdp, uncertainty_set: UncertaintySet):
+        if not uncertainty_set.exact:  # Lemma 1's box
             dtype = mdp.rewards.dtype
-            return "radius", radius_params(outward_radius(self.k, uset.beta, dtype), uset, dtype)
-        return "beta", beta_params(mdp, self.k, uset)
+            alpha = outward_radius(self.k, uncertainty_set.beta, dtype)
+            return radius_params(alpha, uncertainty_set, dtype)
+        return beta_params(mdp, self.k, uncertainty_set)
 
     @refuses("b", "eta")
     def guarantee(self, adjacency: Adjacency, *, delta, n=None) -> RowGuarantee:

@@ -119,9 +119,7 @@ class _Policy(NamedTuple):
     box: RowBox
 
 
-def policy_boxes(
-    mdp: Model, params: SetParams, kind: str, support_aware: bool, *, stationary: bool = False
-):
+def policy_boxes(mdp: Model, params: SetParams, support_aware: bool, *, stationary: bool = False):
     """``decision -> _Policy``. The paper's box is computed on the rows a decision uses
     (elementwise, fused into the stage). Beta boxes cost more than a stage's arithmetic: for
     a recursion with one decision rule (``stationary``: the infinite horizon, which calls
@@ -129,13 +127,13 @@ def policy_boxes(
     row, then selected like the rows (a deterministic rule's `[S, S]` rows are a quarter of
     the lookups of `[S, 4, S]`; the same bits either way)."""
     everything = None
-    if kind != "radius" and not stationary:
-        everything = row_box(transition_rows(mdp), params, kind=kind, support_aware=support_aware)
+    if not params.is_radius_box and not stationary:
+        everything = row_box(transition_rows(mdp), params, support_aware=support_aware)
 
     def of(decision) -> _Policy:
         rows, rewards, weights = policy_rows(mdp, decision)
         if everything is None:
-            box = row_box(rows, params, kind=kind, support_aware=support_aware)
+            box = row_box(rows, params, support_aware=support_aware)
         else:
             box = policy_box(everything, lambda x: select_rows(x, decision)[0])
         return _Policy(rows, rewards, weights, box)
@@ -242,7 +240,7 @@ def _infinite_bounds(mdp, policy, boxes, width: int, support_aware, tol, max_ite
     return PrivacyBounds(low, high, high[s0] - low[s0], it, converged), complete > 0
 
 
-_STATIC = ("kind", "width", "support_aware")
+_STATIC = ("width", "support_aware")
 
 
 @functools.partial(jax.jit, static_argnames=_STATIC)
@@ -253,19 +251,18 @@ def bounds_core(
     tol,
     max_iterations,
     *,
-    kind: str = "radius",
     width: int | CheckedWidth,
     support_aware: bool = False,
 ) -> PrivacyBounds:
     """:func:`cost_of_privacy` on validated inputs: pure, jit/vmap/grad-friendly.
 
-    ``params`` are the set's (:func:`jaxprivmdp.sets._boxes.set_params`); ``tol=None`` means the
-    default tolerance. ``kind`` (:func:`jaxprivmdp.sets._boxes.set_kind`), ``width`` (an
-    ``int`` proven sufficient, or a :class:`CheckedWidth`, see :func:`bounds_width`) and
-    ``support_aware`` are static.
+    ``params`` are the set's (:func:`set_up`; whether they are a radius box or Beta tables,
+    ``SetParams.is_radius_box``, is their pytree structure, static); ``tol=None`` means the
+    default tolerance. ``width`` (an ``int`` proven sufficient, or a :class:`CheckedWidth`,
+    see :func:`bounds_width`) and ``support_aware`` are static.
     """
     stationary = not mdp.is_finite_horizon
-    boxes = policy_boxes(mdp, params, kind, support_aware, stationary=stationary)
+    boxes = policy_boxes(mdp, params, support_aware, stationary=stationary)
     if not mdp.is_finite_horizon:
         tol = default_tolerance(mdp) if tol is None else jnp.asarray(tol, mdp.rewards.dtype)
 
@@ -277,8 +274,10 @@ def bounds_core(
     return at_width(bounds, width, mdp.num_states)
 
 
-def set_up(mdp: Model, mech: Mechanism, uset: UncertaintySet, fill_width: int | None = None):
-    """Host work shared by the boundaries: ``(kind, params, width)`` for the set ``uset`` of
+def set_up(
+    mdp: Model, mech: Mechanism, uncertainty_set: UncertaintySet, fill_width: int | None = None
+):
+    """Host work shared by the boundaries: ``(params, width)`` for the set ``uncertainty_set`` of
     releases of ``mech`` (its parameter any shape: a sweep's grid gives one set per entry).
 
     ``mdp`` fixes the dtype, the public support and the union bound's count. A support-aware
@@ -286,34 +285,48 @@ def set_up(mdp: Model, mech: Mechanism, uset: UncertaintySet, fill_width: int | 
     computed from concrete values even inside another function's trace (a model or policy
     traced, ``k`` and ``β`` not), so the width and the tables are those of an eager call.
     """
-    if uset.support_aware:
+    if uncertainty_set.support_aware:
         check_public_support(mdp)
     with jax.ensure_compile_time_eval():
-        kind, params = mech.set_params(mdp, uset)
+        params = _set_params(mech, mdp, uncertainty_set)
         alpha = params.alpha
-        if uset.counts is not None:
-            params, alpha = _checked_counts(mdp, mech, uset, params)
-    width = bounds_width(mdp, alpha, kind, uset.support_aware, fill_width)
-    return kind, params, width
+        if uncertainty_set.counts is not None:
+            params, alpha = _checked_counts(mdp, mech, uncertainty_set, params)
+    aware, radius_box = uncertainty_set.support_aware, params.is_radius_box
+    width = bounds_width(mdp, alpha, aware, fill_width, is_radius_box=radius_box)
+    return params, width
 
 
-def _checked_counts(mdp: Model, mech: Mechanism, uset: UncertaintySet, params: SetParams):
+def _set_params(mech: Mechanism, mdp: Model, uncertainty_set: UncertaintySet) -> SetParams:
+    """``mech.set_params``, refused unless a :class:`SetParams` (a 0.x ``(kind, params)``)."""
+    params = mech.set_params(mdp, uncertainty_set)
+    if not isinstance(params, SetParams):
+        raise TypeError(
+            f"{type(mech).__name__}.set_params must return a SetParams, not "
+            f"{type(params).__name__} (the parameters say which box they are, no (kind, params))"
+        )
+    return params
+
+
+def _checked_counts(
+    mdp: Model, mech: Mechanism, uncertainty_set: UncertaintySet, params: SetParams
+):
     """``(params, alpha)`` of a set that carries its counts (``UncertaintySet.counts``).
 
     A concrete model must count no more (a ``ValueError`` otherwise: fewer would break the
     union bound). A traced one is counted in the trace: where it counts more, the
     parameters of its shapes' counts (an upper bound, always valid) are selected instead;
     ``alpha``, for the static width, is the smaller of the two (the wider reach)."""
-    counts = union_counts(mdp, uset.support_aware)
+    counts = union_counts(mdp, uncertainty_set.support_aware)
     if all(isinstance(c, int) for c in counts):
-        if any(c > h for c, h in zip(counts, uset.counts, strict=True)):
+        if any(c > h for c, h in zip(counts, uncertainty_set.counts, strict=True)):
             raise ValueError(
-                f"the set's counts {tuple(uset.counts)} are below this model's "
+                f"the set's counts {tuple(uncertainty_set.counts)} are below this model's "
                 f"{tuple(counts)} (largest row, entries, rows): use bound.counted(model)"
             )
         return params, params.alpha
-    _, shapes = mech.set_params(mdp, dataclasses.replace(uset, counts=None))
-    held = jnp.all(jnp.stack(counts) <= jnp.asarray(uset.counts, jnp.int32))
+    shapes = _set_params(mech, mdp, dataclasses.replace(uncertainty_set, counts=None))
+    held = jnp.all(jnp.stack(counts) <= jnp.asarray(uncertainty_set.counts, jnp.int32))
     chosen = jax.tree.map(lambda a, b: jnp.where(held, a, b), params, shapes)
     alpha = params.alpha
     if is_concrete(params.alpha, shapes.alpha):
@@ -380,8 +393,8 @@ def cost_of_privacy(
     opts = solver_options(options)
     check_iterations(opts.tol, opts.max_iterations)
     mech = as_mechanism(mechanism, "cost_of_privacy", dtype=private_mdp.rewards.dtype)
-    uset = as_set(bound, "cost_of_privacy")
-    kind, params, width = set_up(private_mdp, mech, uset, opts.fill_width)
-    static = dict(kind=kind, width=width, support_aware=uset.support_aware)
+    bound = as_set(bound, "cost_of_privacy")
+    params, width = set_up(private_mdp, mech, bound, opts.fill_width)
+    static = dict(width=width, support_aware=bound.support_aware)
     out = bounds_core(private_mdp, policy, params, opts.tol, opts.max_iterations, **static)
     return in_property_scale(prop, out)

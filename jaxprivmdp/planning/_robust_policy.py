@@ -23,7 +23,7 @@ from ._options import SolverOptions, solver_options
 from ._rounding import default_tolerance
 from ._width import CheckedWidth
 
-_STATIC = ("kind", "width", "support_aware")
+_STATIC = ("width", "support_aware")
 
 
 def robust_q(mdp: Model, box: RowBox, v, width, support_aware):
@@ -41,7 +41,6 @@ def robust_solve_core(
     params: SetParams,
     max_iterations,
     *,
-    kind: str,
     width: int | CheckedWidth,
     support_aware: bool,
 ) -> Solution:
@@ -53,7 +52,7 @@ def robust_solve_core(
     ε the default tolerance). The sets are rectangular over (state, action) rows, so the
     greedy policy of the robust values attains them (Iyengar 2005; Nilim & El Ghaoui 2005).
     """
-    box = row_box(transition_rows(mdp), params, kind=kind, support_aware=support_aware)
+    box = row_box(transition_rows(mdp), params, support_aware=support_aware)
 
     def q_fn(v):
         return robust_q(mdp, box, v, width, support_aware)
@@ -106,14 +105,13 @@ def robust_solve(
     opts = solver_options(options)
     check_iterations(None, opts.max_iterations)
     mech = as_mechanism(mechanism, "robust_solve", dtype=private_mdp.rewards.dtype)
-    uset = as_set(bound, "robust_solve")
-    kind, params, width = set_up(private_mdp, mech, uset, opts.fill_width)
+    bound = as_set(bound, "robust_solve")
+    params, width = set_up(private_mdp, mech, bound, opts.fill_width)
     out = robust_solve_core(
         private_mdp,
         params,
         opts.max_iterations,
-        kind=kind,
         width=width,
-        support_aware=uset.support_aware,
+        support_aware=bound.support_aware,
     )
     return in_property_scale(prop, out, ("values",), bounds=None)

@@ -52,10 +52,9 @@ class StageResult(NamedTuple):
 
 
 class SetArgs(NamedTuple):
-    """The bounds' set: its parameters and the static ``kind``, ``width``, ``support_aware``."""
+    """The bounds' set: its parameters and the static ``width``, ``support_aware``."""
 
     params: SetParams
-    kind: str
     width: int | CheckedWidth
     support_aware: bool
 
@@ -112,7 +111,7 @@ def stage_pass(
     """
     boxes = width = None
     if set_args is not None:
-        boxes = policy_boxes(mdp, set_args.params, set_args.kind, set_args.support_aware)
+        boxes = policy_boxes(mdp, set_args.params, set_args.support_aware)
         width = set_args.width
 
     def run(entries):
@@ -125,8 +124,8 @@ def stage_pass(
 
 def robust_q_fn(mdp: Model, set_args: SetArgs):
     """The robust policy's backup (:func:`robust_solve`'s ``q_fn``) as a ``q_fn``."""
-    kind, support_aware = set_args.kind, set_args.support_aware
-    box = row_box(transition_rows(mdp), set_args.params, kind=kind, support_aware=support_aware)
+    support_aware = set_args.support_aware
+    box = row_box(transition_rows(mdp), set_args.params, support_aware=support_aware)
 
     def q_fn(v):
         return robust_q(mdp, box, v, set_args.width, support_aware)

@@ -73,7 +73,7 @@ def fill_width(alpha: ArrayLike, n: int) -> int:
     return n if entries is None else min(n, entries)
 
 
-def _reach(alpha, kind: str) -> int | None:
+def _reach(alpha, is_radius_box: bool) -> int | None:
     """How many entries with capacity the fill may need (None: nothing bounds it).
 
     A box of radius ``α``: :func:`fill_width`. Beta boxes: ``alpha`` bounds the capacity of
@@ -81,7 +81,7 @@ def _reach(alpha, kind: str) -> int | None:
     traced ``alpha``, or one that is not positive (a Beta box of a traced ``k`` says 0),
     bounds nothing.
     """
-    return _entries(alpha, 0 if kind == "radius" else 1)
+    return _entries(alpha, 0 if is_radius_box else 1)
 
 
 @jax.jit
@@ -103,9 +103,10 @@ def _outside_support(mdp: Model, support_aware: bool) -> int | None:
 
 
 def bounds_width(
-    mdp: Model, alpha, kind: str, support_aware: bool, fill_width: int | None = None
+    mdp: Model, alpha, support_aware: bool, fill_width: int | None = None, *, is_radius_box: bool
 ) -> int | CheckedWidth:
-    """The static fill width of a set on ``mdp``, ``alpha`` its ``SetParams.alpha``.
+    """The static fill width of a set on ``mdp``, ``alpha`` its ``SetParams.alpha`` and
+    ``is_radius_box`` its ``SetParams.is_radius_box``.
 
     Proven (an ``int``, at most ``S``) when ``alpha`` and the support it needs are concrete:
     :func:`_reach` plus :func:`_outside_support`; a given ``fill_width`` must not be below
@@ -121,7 +122,7 @@ def bounds_width(
         fill_width = check_int("fill_width", fill_width, low=1)
     if support_aware and isinstance(mdp, SparseMDP | RaggedMDP):
         return S
-    reach, outside = _reach(alpha, kind), _outside_support(mdp, support_aware)
+    reach, outside = _reach(alpha, is_radius_box), _outside_support(mdp, support_aware)
     if reach is not None and outside is not None:
         proven = min(S, reach + outside)
         if fill_width is None:

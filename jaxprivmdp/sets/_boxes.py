@@ -32,9 +32,11 @@ construction valid for every ``P`` is proved here.
 The intervals themselves are computed in ``_beta`` (tabulated quantiles, device lookups).
 
 The set objects are in ``_sets``; a mechanism chooses the block that fits its noise
-(:meth:`jaxprivmdp.mechanisms.Mechanism.set_params`): a box ``P̄ ± r`` (kind ``"radius"``:
-Lemma 1's ``α``, or an additive noise's tail radius) or the Beta intervals (kind ``"beta"``,
-the Dirichlet mechanism's exact marginals).
+(:meth:`jaxprivmdp.mechanisms.Mechanism.set_params`): a box ``P̄ ± r`` (Lemma 1's ``α``, or
+an additive noise's tail radius: :func:`radius_params`) or the Beta intervals (the Dirichlet
+mechanism's exact marginals: :func:`beta_params`). :attr:`SetParams.is_radius_box` tells them
+apart by whether the parameters carry Beta tables: a pytree's structure, so the distinction is
+static under ``jit`` (it decides the boxes' computation and shapes).
 """
 
 from __future__ import annotations
@@ -56,16 +58,24 @@ class SetParams(NamedTuple):
     """What a set needs besides the rows: computed once per ``(k, β)`` (a pytree).
 
     Attributes:
-      alpha: kind ``"radius"``: the box's radius, rounded up (Lemma 1's, or the noise's);
-        kind ``"beta"``: a lower bound on every entry's interval width. Either way every
-        capacity of the greedy fill is at least ``min(alpha, 1)``, which bounds its width.
+      alpha: a radius box (:attr:`is_radius_box`): the box's radius, rounded up (Lemma 1's,
+        or the noise's); Beta intervals: a lower bound on every entry's interval width.
+        Either way every capacity of the greedy fill is at least ``min(alpha, 1)``, which
+        bounds its width.
       mixture: the weight ``β'`` of the free part: ``β``, or 0 for ``"certified"``.
-      tables: the :class:`BetaTables` (kind ``"beta"``), None otherwise.
+      tables: the :class:`BetaTables` of per-entry Beta intervals, None for a radius box.
     """
 
     alpha: jax.Array
     mixture: jax.Array
     tables: BetaTables | None = None
+
+    @property
+    def is_radius_box(self) -> bool:
+        """True: the box ``P̄ ± alpha``, one radius for every entry of a row; False: each
+        entry's exact Beta interval from :attr:`tables`. Static under ``jit`` (whether
+        ``tables`` is None is part of the pytree's structure)."""
+        return self.tables is None
 
 
 class RowBox(NamedTuple):
@@ -89,20 +99,21 @@ class RowBox(NamedTuple):
     caps: jax.Array | None = None
 
 
-def entry_level(mdp: Model, uset: UncertaintySet):
+def entry_level(mdp: Model, uncertainty_set: UncertaintySet):
     """The per-side level ``c`` of each entry's interval: ``β / (2n)`` over a row's ``n``
     entries (scope ``"row"``) or ``β / (2N)`` over all ``N`` entries (scope ``"model"``)."""
-    whole = uset.scope == "model"
-    n = entry_count(mdp, support_aware=uset.support_aware, whole_model=whole, counts=uset.counts)
-    return _level(uset.beta, 2 * n)
+    whole = uncertainty_set.scope == "model"
+    aware, counts = uncertainty_set.support_aware, uncertainty_set.counts
+    n = entry_count(mdp, support_aware=aware, whole_model=whole, counts=counts)
+    return _level(uncertainty_set.beta, 2 * n)
 
 
-def row_level(mdp: Model, uset: UncertaintySet):
+def row_level(mdp: Model, uncertainty_set: UncertaintySet):
     """The probability a row's box may fail: ``β`` (scope ``"row"``) or ``β / R`` over the
     ``R`` allowed rows (scope ``"model"``)."""
-    if uset.scope != "model":
-        return uset.beta
-    return _level(uset.beta, row_count(mdp, uset.counts))
+    if uncertainty_set.scope != "model":
+        return uncertainty_set.beta
+    return _level(uncertainty_set.beta, row_count(mdp, uncertainty_set.counts))
 
 
 def _level(beta, count: int):
@@ -116,25 +127,25 @@ def _level(beta, count: int):
     return jnp.nextafter(level, jnp.zeros_like(level))
 
 
-def radius_params(alpha, uset: UncertaintySet, dtype) -> SetParams:
+def radius_params(alpha, uncertainty_set: UncertaintySet, dtype) -> SetParams:
     """The box ``P̄ ± α`` (``α`` already rounded up to ``dtype``) with the set's weight.
 
     Concrete values stay NumPy arrays: the jitted cores take them as arguments, and two
     device conversions cost more than a small model's whole bounds on the CPU."""
-    xp = np if is_concrete(alpha, uset.mixture) else jnp
+    xp = np if is_concrete(alpha, uncertainty_set.mixture) else jnp
     alpha = xp.asarray(alpha, dtype)
-    mixture = xp.broadcast_to(xp.asarray(uset.mixture, dtype), xp.shape(alpha))
+    mixture = xp.broadcast_to(xp.asarray(uncertainty_set.mixture, dtype), xp.shape(alpha))
     return SetParams(alpha, mixture)
 
 
-def beta_params(mdp: Model, k, uset: UncertaintySet) -> SetParams:
+def beta_params(mdp: Model, k, uncertainty_set: UncertaintySet) -> SetParams:
     """The Dirichlet mechanism's exact Beta intervals at :func:`entry_level`, for its ``k``
     (any shape): tabulated on the host for concrete ``k`` and ``β`` (through a callback when
     traced), with ``alpha`` the smallest capacity (the fill width, the role ``α`` plays for
     a box)."""
     dtype = mdp.rewards.dtype
-    level = entry_level(mdp, uset)
-    if is_concrete(k, uset.beta):
+    level = entry_level(mdp, uncertainty_set)
+    if is_concrete(k, uncertainty_set.beta):
         tables = host_tables(k, level, dtype)
         widths = np.vectorize(smallest_width)(
             np.asarray(k, np.float64), float(level), np.dtype(dtype).name
@@ -146,22 +157,20 @@ def beta_params(mdp: Model, k, uset: UncertaintySet) -> SetParams:
         level = jnp.nextafter(level, jnp.zeros_like(level))
         tables = device_tables(jnp.asarray(k, dtype), level, dtype)
         alpha = jnp.zeros(jnp.shape(k), dtype)  # no static width: the fill spans all entries
-    params = radius_params(alpha, uset, dtype)
+    params = radius_params(alpha, uncertainty_set, dtype)
     return params._replace(tables=BetaTables(*map(jnp.asarray, tables)))
 
 
-def row_box(rows: Rows, params: SetParams, *, kind: str, support_aware: bool) -> RowBox:
+def row_box(rows: Rows, params: SetParams, *, support_aware: bool) -> RowBox:
     """Every row's :class:`RowBox` (pure; jit/vmap over the rows and ``params``).
 
-    ``kind`` (:func:`set_kind`): ``"radius"``, the box ``P̄ ± α``; ``"beta"``, the exact
+    The box ``P̄ ± α`` for a radius box (:attr:`SetParams.is_radius_box`), else the exact
     Beta intervals from the tables.
     """
     if isinstance(rows, RaggedRows):  # one box per block
-        return tuple(
-            row_box(b, params, kind=kind, support_aware=support_aware) for b in rows.blocks
-        )
+        return tuple(row_box(b, params, support_aware=support_aware) for b in rows.blocks)
     p = rows.probs
-    if kind == "radius":
+    if params.is_radius_box:
         alpha = params.alpha
         lower, upper = jnp.maximum(p - alpha, 0), jnp.minimum(p + alpha, 1)
         outside = jnp.minimum(alpha, 1)
@@ -174,7 +183,7 @@ def row_box(rows: Rows, params: SetParams, *, kind: str, support_aware: bool) ->
     elif rows.next_states is not None:  # padding slots hold no state
         listed = rows.next_states >= 0
         lower, upper = jnp.where(listed, lower, 0), jnp.where(listed, upper, 0)
-    caps = None if kind == "radius" else upper - lower
+    caps = None if params.is_radius_box else upper - lower
     return RowBox(lower, upper, outside, params.mixture, caps)
 
 
