@@ -613,7 +613,7 @@ def test_cli_sweeps_in_small_chunks_without_batch_size(tmp_path, monkeypatch):
     seen, real = [], experiments.sweep
 
     def spy(*args, **kwargs):
-        seen.append(kwargs["batch_size"])
+        seen.append(kwargs["chunking"].batch_size)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(experiments, "sweep", spy)
