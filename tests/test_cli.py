@@ -132,6 +132,23 @@ def test_privacy_table_and_plot(tmp_path, capsys):
     assert "give --n and --eta" in capsys.readouterr().err
 
 
+def test_privatize_seed_is_reproducible_and_recorded(tmp_path, investment_npz, capsys):
+    base = ["privatize", "--mdp", str(investment_npz), "--horizon", "1", "--support", "nonzero"]
+    base += ["--k", "10", "--eta", "0.1"]
+    a, b, c = (tmp_path / f"{x}.npz" for x in "abc")
+    assert main([*base, "--seed", "3", "--out", str(a)]) == 0
+    assert "--seed 3: reproducible noise, for tests only; not private" in capsys.readouterr().err
+    assert main([*base, "--seed", "3", "--out", str(b)]) == 0
+    assert main([*base, "--out", str(c)]) == 0  # the default: OS entropy, no seed
+    first, again, secure = np.load(a), np.load(b), np.load(c)
+    np.testing.assert_array_equal(first["transitions"], again["transitions"])
+    assert int(first["seed"]) == 3 and "seed" not in secure.files
+    assert not np.array_equal(first["transitions"], secure["transitions"])
+    assert isinstance(jp.load_mdp(a), jp.TabularMDP)  # the seed is metadata, not a model field
+    assert main(["synthesize", "--mdp", str(a), "--out", str(tmp_path / "s")]) == 0
+    assert json.loads((tmp_path / "s" / "synthesize.json").read_text())["release"]["seed"] == 3
+
+
 def test_privatize_writes_only_private_data(tmp_path, investment_npz, capsys):
     out = tmp_path / "private.npz"
     base = ["privatize", "--mdp", str(investment_npz), "--horizon", "1", "--support", "nonzero"]
@@ -244,6 +261,27 @@ def test_out_is_checked_before_any_computation(tmp_path, investment_npz, capsys,
     assert "is not writable" in _one_line_error(capsys, "reproduce")
 
 
+def test_an_out_folder_in_proc_is_refused_with_the_reason(capsys):
+    try:
+        proc = " /proc proc " in Path("/proc/self/mounts").read_text()
+    except OSError:
+        proc = False
+    if not proc:
+        pytest.skip("no /proc file system here")
+    out = "/proc/jaxprivmdp-results"
+    assert main(["privacy", "--k", "1", "--n", "2", "--eta", "0.1", "--out", out]) == 2
+    err = _one_line_error(capsys, "privacy")
+    assert f"so {out!r} cannot be made" in err  # the path given, not only /proc
+    assert "kernel's proc file system" in err and "No such file" not in err
+
+
+def test_version(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == f"jaxprivmdp {jp.__version__}\n"
+
+
 def _privacy_args(out):
     return ["privacy", "--k", "1", "10", "--n", "2", "--eta", "0.1", "--out", str(out)]
 
@@ -281,7 +319,8 @@ def test_a_failed_figure_leaves_no_partial_sweep_files(tmp_path, investment_npz,
         mp.setattr(matplotlib.figure.Figure, "savefig", disk_full)
         rc = main(args + ["--out", str(out), "--trials", "2", "--ks", "5"])
     assert rc == 2 and "No space left" in _one_line_error(capsys, "sweep")
-    assert list(out.iterdir()) == []  # the PNG was complete, but not without the rest
+    # The PNG was complete, but not without the rest; nor is the --out folder left empty.
+    assert not out.exists()
 
 
 # --------------------------------------------------------------------------- arguments

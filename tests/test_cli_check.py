@@ -119,3 +119,46 @@ def test_synthesize_a_release_with_a_property(game, tmp_path):
     assert meta["private_value"] == pytest.approx(want, abs=1e-6)
     r = meta["robust"]
     assert r["robust_policy_pessimistic"] <= r["private_policy_pessimistic"] + 1e-9
+
+
+@pytest.fixture
+def sink(tmp_path):
+    """State 0 reaches the goal 1 or the sink 2 (never the goal) with 1/2 each: the expected
+    steps to the goal are infinite in 0 and 2 (PRISM's rule), 0 in 1."""
+    (tmp_path / "sink.tra").write_text("3 3 4\n0 0 1 0.5\n0 0 2 0.5\n1 0 1 1\n2 0 2 1\n")
+    (tmp_path / "sink.lab").write_text('0="init" 1="goal"\n0: 0\n1: 1\n')
+    (tmp_path / "sink.srew").write_text("3 2\n0 1\n2 1\n")
+    return tmp_path / "sink.tra"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_check_an_infinite_value_prints_inf_and_writes_null(sink, tmp_path, capsys, dtype):
+    out = tmp_path / "out"
+    prop = 'Rmin=? [F "goal"]'
+    argv = ["check", "--mdp", str(sink), "--property", prop, "--out", str(out)]
+    assert main([*argv, "--dtype", dtype]) == 0
+    assert f"{prop} at s0 = 0: inf (± 0)" in capsys.readouterr().out
+    meta = json.loads((out / "check.json").read_text())  # plain JSON: no "inf", no Infinity
+    assert meta["value_at_initial_state"] is None and meta["value_at_initial_state_infinite"]
+    assert meta["values"] == [None, 0.0, None]
+    assert meta["values_infinite"] == [True, False, True]
+    assert meta["error_bound_at_initial_state"] == 0.0
+    assert meta["error_bound_at_initial_state_infinite"] is False
+    assert meta["error_bound_infinite"] == [False] * 3
+    assert all(isinstance(v, float) for v in meta["error_bound"])
+
+
+def test_a_failed_check_leaves_no_out_folder(game, tmp_path, capsys, monkeypatch):
+    import pathlib
+
+    def disk_full(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pathlib.Path, "write_text", disk_full)
+    out = tmp_path / "new" / "out"
+    assert (
+        main(["check", "--mdp", str(game), "--property", 'Pmax=? [F "goal"]', "--out", str(out)])
+        == 2
+    )
+    assert "No space left" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()

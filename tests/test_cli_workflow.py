@@ -522,6 +522,7 @@ def _sweep_rows(ks, robust: bool):
 def test_sweep_figures_say_what_they_show(tmp_path):
     import matplotlib.pyplot as plt
 
+    from jaxprivmdp.cli._parser import build_parser
     from jaxprivmdp.cli._sweep_commands import set_settings
     from jaxprivmdp.experiments import _report
 
@@ -536,14 +537,22 @@ def test_sweep_figures_say_what_they_show(tmp_path):
     assert settings in fig._suptitle.get_text()
     labels = value.get_legend().get_texts()
     assert {"Robust policy: true value"} <= {t.get_text() for t in labels}
-    assert value.get_xscale() == "log" and cost.get_xscale() == "log"  # 10 .. 200
+    assert value.get_xscale() == "linear" and cost.get_xscale() == "linear"  # the paper's
+    # The optimistic and pessimistic curves: each its own colour and line style.
+    lines = {bars.get_label(): bars.lines[0] for bars in value.containers}  # errorbar's
+    opt, pess = lines[_report.LABELS["optimistic"]], lines[_report.LABELS["pessimistic"]]
+    assert opt.get_color() != pess.get_color()
+    assert opt.get_linestyle() != pess.get_linestyle()
     lo, hi = cost.get_ylim()
     for r in wide["ex"]:  # every error bar inside the panel
         assert lo <= r["cost_mean"] - r["cost_std"] and r["cost_mean"] + r["cost_std"] <= hi
     plt.close(fig)
     narrow = {"ex": _sweep_rows([1, 5], robust=False)}
-    fig = _report.sweep_figure(narrow, beta=0.1, trials=2)
-    assert fig.axes[0].get_xscale() == "linear"
+    parse = build_parser().parse_args
+    assert parse(["reproduce"]).k_axis == "linear"
+    assert parse(["reproduce", "--k-axis", "log"]).k_axis == "log"  # passed to sweep_figure
+    fig = _report.sweep_figure(narrow, beta=0.1, trials=2, k_axis="log")
+    assert fig.axes[0].get_xscale() == "log" and fig.axes[1].get_xscale() == "log"
     assert "Robust" not in " ".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
     plt.close(fig)
 
@@ -588,7 +597,9 @@ def test_progress_shows_rate_and_eta_every_few_seconds(monkeypatch, capsys):
     lines = capsys.readouterr().err.splitlines()
     # First chunk, then >= 2 s later, then the last: 32 and 48 came too soon.
     assert [line.split()[1] for line in lines] == ["16/96", "80/96", "96/96"]
-    assert "10.0 s" in lines[0] and "ETA" in lines[0]
+    # The first chunk's time is mostly compiling: no rate, no ETA from it.
+    assert lines[0].endswith("10.0 s  (first chunk, with compilation: no ETA yet)")
+    assert "runs/s" not in lines[0]
     # The rate leaves out the compiling chunk: 64 runs in 3 s after it.
     assert "21.3 runs/s" in lines[1] and "ETA 0.8 s" in lines[1]
     assert lines[2].endswith("ETA 0.0 s")

@@ -331,3 +331,17 @@ def test_the_object_forms_compute_what_the_refusals_name():
     assert sigma == pytest.approx(jp.Gaussian.calibrate(1.0, 1e-5, ADJ).sigma)
     rows = privacy.compose_rows(jp.Gaussian(sigma), ADJ, num_rows=4, delta=1e-5)
     assert rows.rdp_epsilon <= rows.basic_epsilon
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: jp.Dirichlet(10.0).guarantee(ADJ, delta=1e-3),
+        lambda: jp.Dirichlet(10.0).epsilon(ADJ, delta=1e-3),
+        lambda: jp.Dirichlet.calibrate(8.0, 1e-3, ADJ),
+    ],
+)
+def test_a_dirichlet_guarantee_without_n_says_what_n_is(call):
+    with pytest.raises(ValueError, match="n, the number of entries of a row") as refused:
+        call()
+    assert "jp.privacy.mdp_guarantee" in str(refused.value)  # which takes n from a model

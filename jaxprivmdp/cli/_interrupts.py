@@ -5,8 +5,11 @@ asynchronously) leaves XLA's threads working while the interpreter shuts down, w
 ``jaxprivmdp reproduce`` with a segmentation fault. So inside :func:`guarded` a first Ctrl-C
 only records the interrupt; it is raised at the next safe point: :func:`checkpoint` (the
 progress callbacks call it between a sweep's chunks, after the chunk is ready) or the end of
-the guarded call, after its results are ready. Outside a guarded call, and at a second
-Ctrl-C, the interrupt is raised at once, as Python's own handler does.
+the guarded call, after its results are ready. Outputs are written under :func:`writing`: a
+Ctrl-C that lands inside matplotlib's or NumPy's C code can come back as another error (seen:
+matplotlib's "Invalid bounding box"), so it is held until the files are written and raised
+before they are moved into place. Elsewhere, and at a second Ctrl-C, the interrupt is raised
+at once, as Python's own handler does.
 """
 
 from __future__ import annotations
@@ -45,6 +48,18 @@ def checkpoint() -> None:
     if _state["pending"]:
         _state["pending"] = False
         raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def writing():
+    """Ctrl-C deferred while the block writes outputs, raised when it ends. Use it inside
+    :func:`jaxprivmdp.io.core.atomic_outputs`, so an interrupt leaves no file behind."""
+    _state["depth"] += 1
+    try:
+        yield
+    finally:
+        _state["depth"] -= 1
+    checkpoint()
 
 
 def guarded(fn, *args, **kwargs):

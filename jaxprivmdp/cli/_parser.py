@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from .._version import __version__
+
 PAPER_KS = (1, 5, 10, 15, 20, 25, 30, 35, 40)
 # The flag that gives each mechanism's parameter in `privatize`.
 PARAMETER_FLAGS = {"dirichlet": "--k", "gaussian": "--sigma", "laplace": "--scale"}
@@ -41,6 +43,7 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
         help="grid of the mechanism's parameter > 0: k (dirichlet), σ (gaussian), λ (laplace)",
     )
     p.add_argument("--beta", type=float, default=0.1, help="β of Lemma 1, in (0, 1)")
+    p.add_argument("--k-axis", choices=("linear", "log"), default="linear", help="figure's k axis")
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
     p.add_argument("--sampler", choices=("fast", "jax"), default="fast", help="gamma sampler")
     p.add_argument(
@@ -226,6 +229,8 @@ def _release_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--delta", type=float, default=1e-3, help="target delta in (0, 1)")
     p.add_argument("--adjacency", choices=("row", "all"), default="row", help="rows that differ")
+    seed = "a key from this integer, for tests and CI; NOT for real releases (guessable noise)"
+    p.add_argument("--seed", type=int, default=None, help=seed + " (default: OS entropy)")
 
 
 def _frontier_options(p: argparse.ArgumentParser) -> None:
@@ -275,6 +280,15 @@ def _smoothing_option(p: argparse.ArgumentParser) -> None:
     )
 
 
+CHECK_JSON = (
+    "check.json: an infinite value or error bound (an expected reward whose goal is not "
+    "reached surely, printed 'inf' as PRISM does) is null in its field, and true in the "
+    "field of the same name ending in '_infinite' (a list beside a list): values_infinite, "
+    "error_bound_infinite, value_at_initial_state_infinite, "
+    "error_bound_at_initial_state_infinite."
+)
+
+
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     """Shows every option's default: its value, ``off`` for a switch, ``required``; an
     option without a value (None) says its default in its own words."""
@@ -302,6 +316,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="jaxprivmdp", description="Privacy-preserving policy synthesis in MDPs (JAX).", **fmt
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)  # of the same _Parser class
     p = sub.add_parser("reproduce", help="reproduce the paper's Figure 1 into --out", **fmt)
     _sweep_options(p)
@@ -318,7 +333,10 @@ def build_parser() -> argparse.ArgumentParser:
     _frontier_options(p)
     _property_options(p, required=False)
     p = sub.add_parser(
-        "check", help="a PRISM property's value in every state, as PRISM and Storm answer", **fmt
+        "check",
+        help="a PRISM property's value in every state, as PRISM and Storm answer",
+        epilog=CHECK_JSON,
+        **fmt,
     )
     _mdp_options(p, use="property", privatizes=False)
     _property_options(p, required=True)

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from ..io.core import atomic_outputs
-from ._interrupts import guarded
+from ._interrupts import guarded, writing
 from ._mdp_files import load_user_mdp, model_fields
 from ._policy_files import read_policy, write_chain, write_policy
 from ._property_commands import property_problem
@@ -23,10 +23,13 @@ def _release_record(arrays: dict | None) -> dict:
     if not arrays:
         return {}
     out = {}
-    for name in ("mechanism", "k", "sigma", "scale", "epsilon", "delta", "b", "adjacency", "eta"):
+    names = ("mechanism", "k", "sigma", "scale", "epsilon", "delta", "b", "adjacency", "eta")
+    for name in (*names, "seed"):  # a seed: a test's release, not a private one
         if name in arrays:
             value = arrays[name]
             out[name] = str(value) if value.dtype.kind == "U" else float(value)
+    if "seed" in out:
+        out["seed"] = int(out["seed"])
     if "mechanism" not in out and "k" in out:  # a release of 0.2 was Dirichlet's
         out["mechanism"] = "dirichlet"
     return out
@@ -122,7 +125,7 @@ def cmd_synthesize(args) -> list[Path]:
         meta["robust"], robust_policy = _robust_part(args, problem, record, solution.policy)
         policies["robust_policy"] = np.asarray(robust_policy)
     files = []
-    with atomic_outputs() as stage:
+    with atomic_outputs() as stage, writing():
         for name, policy in policies.items():
             path = args.out / f"{name}.csv"
             write_policy(stage(path), policy)
@@ -175,7 +178,7 @@ def cmd_evaluate(args) -> list[Path]:
         "values": [float(v) for v in first],
     }
     path = args.out / "evaluate.json"
-    with atomic_outputs() as stage:
+    with atomic_outputs() as stage, writing():
         stage(path).write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n")
     print(f"value of --policy on --mdp at s0 = {s0}: {meta['value_at_initial_state']:.6g}")
     return [path]

@@ -10,6 +10,7 @@ from pathlib import Path
 from ..io.core import atomic_outputs
 from ._accounting import accounting, command_guarantee
 from ._args import ONE_OVER_N_RTOL
+from ._interrupts import writing
 from ._mdp_files import load_user_mdp
 from ._terminal import format_table, note
 
@@ -77,7 +78,7 @@ def cmd_privacy(args) -> list[Path]:
     meta["mdp"] = None if args.mdp is None else str(args.mdp)
     json_path = args.out / "privacy.json"
     plot_path = args.out / "privacy_epsilon.png"
-    with atomic_outputs() as stage:
+    with atomic_outputs() as stage, writing():
         text = json.dumps({**meta, **extra, "guarantees": rows}, indent=2, allow_nan=False)
         stage(json_path).write_text(text + "\n")
         _plot_epsilon(rows, stage(plot_path), what)

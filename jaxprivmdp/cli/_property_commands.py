@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ..io.core import atomic_outputs
-from ._interrupts import guarded
+from ._interrupts import guarded, writing
 from ._mdp_files import load_user_mdp, model_fields
 
 
@@ -96,11 +96,8 @@ def cmd_check(args) -> list[Path]:
     except ValueError as e:
         raise ValueError(f"--property: {e}") from None
     values = np.asarray(res.values, np.float64)
+    error = np.asarray(res.error_bound, np.float64)
     s0 = mdp.initial_state
-
-    def numbers(x):  # JSON has no inf: PRISM's "Infinity" as a string
-        return [float(v) if np.isfinite(v) else str(float(v)) for v in np.ravel(x)]
-
     model = model_fields(mdp)
     del model["horizon"], model["discount"]  # not used: properties are undiscounted
     meta = {
@@ -109,17 +106,32 @@ def cmd_check(args) -> list[Path]:
         "property": args.property,
         "horizon": horizon,
         "model": model,
-        "value_at_initial_state": numbers(values[s0])[0],
-        "error_bound_at_initial_state": numbers(np.asarray(res.error_bound)[s0])[0],
+        **_numbers("value_at_initial_state", values[s0]),
+        **_numbers("error_bound_at_initial_state", error[s0]),
         "converged": bool(res.converged),
         "iterations": int(res.iterations),
-        "values": numbers(values),
-        "error_bound": numbers(np.asarray(res.error_bound, np.float64)),
+        **_numbers("values", values),
+        **_numbers("error_bound", error),
         "policy": np.asarray(res.policy).tolist(),
     }
     path = args.out / "check.json"
-    with atomic_outputs() as stage:
+    with atomic_outputs() as stage, writing():
         stage(path).write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n")
-    bound = meta["error_bound_at_initial_state"]
-    print(f"{args.property} at s0 = {s0}: {meta['value_at_initial_state']:.10g} (± {bound:.3g})")
+    # PRISM's own rendering: an infinite expected reward prints as "inf"
+    print(f"{args.property} at s0 = {s0}: {values[s0]:.10g} (± {error[s0]:.3g})")
     return [path]
+
+
+def _numbers(name: str, x) -> dict:
+    """``name`` and ``name_infinite`` for ``check.json``: JSON has no infinity, so an infinite
+    entry (only +inf: a value or error bound is never -inf or NaN) is ``null`` in ``name``
+    and ``true`` in ``name_infinite``; a scalar stays a scalar, an array a list."""
+    import numpy as np
+
+    x = np.asarray(x, np.float64)
+    inf = np.isinf(x)
+    if x.ndim:
+        numbers = [None if i else float(v) for v, i in zip(x, inf, strict=True)]
+    else:
+        numbers = None if inf else float(x)
+    return {name: numbers, f"{name}_infinite": inf.tolist()}

@@ -10,6 +10,7 @@ from ..io.core import atomic_path
 from ._accounting import release_guarantee, release_mechanism
 from ._interrupts import guarded
 from ._mdp_files import load_user_mdp
+from ._terminal import note
 
 
 def _public_fields(user, mdp) -> dict:
@@ -33,28 +34,37 @@ def _public_fields(user, mdp) -> dict:
     return public
 
 
+def _key(args):
+    """An OS-entropy key; from ``--seed`` a guessable one, for tests and CI only."""
+    import jax
+
+    from ..mechanisms import secure_key
+
+    return secure_key() if args.seed is None else jax.random.key(args.seed)
+
+
 def _private_rows(args, mdp, mech) -> dict:
-    """The privatized rows (OS-entropy key) and the public support they were privatized over."""
+    """The privatized rows (OS-entropy key unless ``--seed``) and the public support they
+    were privatized over."""
     import numpy as np
 
-    from ..mechanisms import privatize, secure_key
+    from ..mechanisms import privatize
     from ..models import RaggedMDP, SparseMDP
     from ..models.core import transition_lists
 
+    key = _key(args)
     if isinstance(mdp, RaggedMDP):  # its transition lists, as save_mdp writes them
-        rid, nxt, p = transition_lists(guarded(privatize, secure_key(), mdp, mech))
+        rid, nxt, p = transition_lists(guarded(privatize, key, mdp, mech))
         return {"row_ids": rid, "next_states": nxt, "probs": p, "support": np.ones(rid.size, bool)}
     if isinstance(mdp, SparseMDP):
-        private = guarded(privatize, secure_key(), mdp, mech)
+        private = guarded(privatize, key, mdp, mech)
         return {
             "next_states": np.asarray(mdp.next_states),
             "probs": np.asarray(private.probs),
             # The lists are the public support: a listed entry the noise set to 0 stays.
             "support": np.asarray(mdp.next_states) >= 0,
         }
-    private = guarded(
-        privatize, secure_key(), mdp, mech, support=args.support, smoothing=args.smoothing
-    )
+    private = guarded(privatize, key, mdp, mech, support=args.support, smoothing=args.smoothing)
     # The support it was privatized over is public structure: the support-aware sets need it.
     return {"transitions": np.asarray(private.transitions), "support": np.asarray(private.support)}
 
@@ -86,6 +96,8 @@ def _write_release(args, g, mech, rows: dict, public: dict) -> list[Path]:
         meta["eta"] = eta
     if args.epsilon is not None:
         meta["target_epsilon"] = args.epsilon
+    if args.seed is not None:  # recorded: this release's noise is reproducible, not private
+        meta["seed"] = args.seed
     with atomic_path(args.out) as tmp, tmp.open("wb") as f:
         np.savez(f, **rows, **public, **meta)
     print(
@@ -93,4 +105,6 @@ def _write_release(args, g, mech, rows: dict, public: dict) -> list[Path]:
         f"{mech.parameter_name()} = {float(mech.parameter):.6g}: ({g.epsilon:.6g}, "
         f"{g.delta:.3g})-DP for {args.adjacency} adjacency, b = {args.b}"
     )
+    if args.seed is not None:
+        note(f"warning: --seed {args.seed}: reproducible noise, for tests only; not private")
     return [args.out]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..io.core import atomic_outputs
 from ._accounting import sweep_guarantees
-from ._interrupts import guarded
+from ._interrupts import guarded, writing
 from ._mdp_files import model_fields
 from ._property_commands import load_problem, property_problem
 from ._terminal import frontier_progress, note, print_frontier, print_sweep_tables, progress
@@ -31,7 +31,6 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
     grid = cls.grid(args.ks, **static)
     bound = set_named(args.bound, args.beta, args.support_aware)
     start = time.perf_counter()
-    key = jax.random.key(args.seed)
     tables, timings = {}, {}
     for i, (name, problem) in enumerate(mdps.items()):
         t0 = time.perf_counter()
@@ -39,7 +38,7 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
         note(f"{name}: S={mdp.num_states}, A={mdp.num_actions}, horizon={mdp.horizon}")
         result = guarded(
             sweep,
-            jax.random.fold_in(key, i),
+            jax.random.fold_in(jax.random.key(args.seed), i),
             problem,
             grid,
             bound,
@@ -82,7 +81,7 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
         note(f"process {jax.process_index()}: done (process 0 writes the outputs)")
         return []
     # All four files are staged and renamed together: never a figure without its table.
-    with atomic_outputs() as stage:
+    with atomic_outputs() as stage, writing():
         figs = _report.plot_sweeps(
             tables,
             stem_path,
@@ -91,6 +90,7 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
             stage=stage,
             mechanism=args.mechanism,
             settings=set_settings(args),
+            k_axis=args.k_axis,
         )
         meta["wall_time_s"] = round(time.perf_counter() - start, 3)
         files = _report.write_tables(stem_path, tables, meta, stage=stage) + figs
@@ -211,7 +211,7 @@ def cmd_frontier(args) -> list[Path]:
         "wall_time_s": round(time.perf_counter() - start, 3),
     }
     stem = args.out / "frontier"
-    with atomic_outputs() as stage:
+    with atomic_outputs() as stage, writing():
         files = _report.write_frontier(result, stem, meta, stage=stage)
         files += _report.plot_frontier(
             result, stem, title=name, stage=stage, settings=set_settings(args)

@@ -25,7 +25,7 @@ def _seconds(s: float) -> str:
 def progress(label: str, *, every: float = PROGRESS_EVERY_S):
     """A ``report(done, total)`` callback: every ``every`` seconds at most, the runs done,
     the time so far, the rate and the time left. The rate leaves out the first chunk, which
-    pays for compiling."""
+    pays for compiling: its line has no rate and no ETA."""
     start = time.perf_counter()
     state = {"first": None, "shown": -math.inf}
 
@@ -36,12 +36,14 @@ def progress(label: str, *, every: float = PROGRESS_EVERY_S):
         if done >= total or now - state["shown"] >= every:
             state["shown"] = now
             t1, d1 = state["first"]
-            rate = (done - d1) / (now - t1) if done > d1 and now > t1 else done / (now - start)
-            left = _seconds((total - done) / rate) if rate > 0 else "?"
-            note(
-                f"  [{label}] {done}/{total} runs ({100 * done / total:.0f}%)  "
-                f"{_seconds(now - start)}  {rate:.3g} runs/s  ETA {left}"
-            )
+            line = f"  [{label}] {done}/{total} runs ({100 * done / total:.0f}%)  "
+            line += _seconds(now - start)
+            if done > d1 and now > t1:  # a rate and an ETA from a compiled chunk only
+                rate = (done - d1) / (now - t1)
+                line += f"  {rate:.3g} runs/s  ETA {_seconds((total - done) / rate)}"
+            elif done < total:
+                line += "  (first chunk, with compilation: no ETA yet)"
+            note(line)
         checkpoint()  # between chunks nothing runs: a deferred Ctrl-C stops here
 
     return report

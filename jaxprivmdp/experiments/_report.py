@@ -136,12 +136,12 @@ PARAMETER_LABELS = {
 }
 
 
-def _k_axis(ax, ks, xlabel: str) -> None:
-    """The grid's axis: logarithmic when the grid spans more than a factor of 10."""
-    ks = np.asarray(ks, float)
+def _k_axis(ax, xlabel: str, scale: str = "linear") -> None:
+    """The grid's axis: ``"linear"`` (the paper's) or ``"log"``."""
+    if scale not in ("linear", "log"):
+        raise ValueError(f"k_axis must be 'linear' or 'log', got {scale!r}")
     ax.set_xlabel(xlabel)
-    if ks.size and ks.min() > 0 and ks.max() > 10 * ks.min():
-        ax.set_xscale("log")
+    ax.set_xscale(scale)
 
 
 ROBUST_STYLES = {
@@ -150,11 +150,13 @@ ROBUST_STYLES = {
 }
 
 
-def _value_panel(ax, rows: Sequence[dict], title: str, xlabel: str = K_LABEL) -> None:
+def _value_panel(
+    ax, rows: Sequence[dict], title: str, xlabel: str = K_LABEL, k_axis: str = "linear"
+) -> None:
     ks = np.array([r["k"] for r in rows])
-    styles = {
+    styles = {  # the two bounds: each its own colour and line, told apart also in grey
         "optimistic": dict(color="#5fa8d3", marker="v"),
-        "pessimistic": dict(color="#5fa8d3", marker="^"),
+        "pessimistic": dict(color="#7b2cbf", marker="^", linestyle=":"),
         "private_value": dict(color="#1b4965", marker="o"),
         "true_value": dict(color="#2a9d8f", marker="s", linestyle="--"),
     }
@@ -170,13 +172,13 @@ def _value_panel(ax, rows: Sequence[dict], title: str, xlabel: str = K_LABEL) ->
     ax.axhline(
         rows[0]["optimal_value"], color="#e63946", linestyle=":", label=LABELS["optimal_value"]
     )
-    _k_axis(ax, ks, xlabel)
+    _k_axis(ax, xlabel, k_axis)
     ax.set_ylabel("value at $s_0$")
     ax.set_title(title)
     ax.grid(alpha=0.3)
 
 
-def _cost_panel(ax, tables: Mapping[str, list[dict]], xlabel: str) -> None:
+def _cost_panel(ax, tables: Mapping[str, list[dict]], xlabel: str, k_axis: str) -> None:
     """Mean ± std of the cost per sweep; the limits hold every error bar (never clipped)."""
     ends = []
     for name, rows in tables.items():
@@ -188,7 +190,7 @@ def _cost_panel(ax, tables: Mapping[str, list[dict]], xlabel: str) -> None:
     lo, hi = min(0.0, float(ends.min())), float(ends.max())
     pad = 0.08 * (hi - lo) if hi > lo else 1.0
     ax.set_ylim(lo - pad if lo < 0 else 0.0, hi + pad)
-    _k_axis(ax, [r["k"] for rows in tables.values() for r in rows], xlabel)
+    _k_axis(ax, xlabel, k_axis)
     ax.set_ylabel(r"cost of privacy $\bar v_0(s_0) - \underline{v}_0(s_0)$")
     ax.set_title("Cost of privacy")
     ax.grid(alpha=0.3)
@@ -202,6 +204,7 @@ def sweep_figure(
     trials: int,
     mechanism: str = "dirichlet",
     settings: str = "",
+    k_axis: str = "linear",
 ):
     """The figure of :func:`plot_sweeps` (a ``matplotlib.figure.Figure``)."""
     import matplotlib
@@ -214,9 +217,9 @@ def sweep_figure(
     fig, axes = plt.subplots(1, n + 1, figsize=(5.2 * (n + 1), 4.4), constrained_layout=True)
     xlabel = PARAMETER_LABELS.get(mechanism, "parameter")
     for ax, (name, rows) in zip(axes, tables.items(), strict=False):
-        _value_panel(ax, rows, name, xlabel)
+        _value_panel(ax, rows, name, xlabel, k_axis)
     axes[0].legend(fontsize=7, loc="lower right")
-    _cost_panel(axes[-1], tables, xlabel)
+    _cost_panel(axes[-1], tables, xlabel, k_axis)
     what = f"; {settings}" if settings else ""
     fig.suptitle(f"mean ± std over {trials} trials, β = {beta}{what}", fontsize=9)
     return fig
@@ -231,13 +234,14 @@ def plot_sweeps(
     stage: Stage | None = None,
     mechanism: str = "dirichlet",
     settings: str = "",
+    k_axis: str = "linear",
 ) -> list[Path]:
     """A value panel per sweep and a cost-of-privacy panel for all; PNG and PDF.
 
     Each value panel shows mean ± std over trials of the optimistic and pessimistic bounds,
     the private value, the true value of the private policy (not in the paper), for a
     robust sweep the robust policy's pessimistic and true values, and the non-private
-    optimum, against increasing ``k`` (a log axis when the grid spans more than 10×). The
+    optimum, against increasing ``k`` (a linear axis, as the paper's, or ``k_axis="log"``). The
     cost panel labels each curve with its own example (the paper's Figure 1c swaps the two
     labels) and holds every error bar.
 
@@ -249,13 +253,16 @@ def plot_sweeps(
       stage: as in :func:`write_tables`.
       mechanism: the mechanism whose parameter the x axis shows.
       settings: what else the title states (the command line's set options).
+      k_axis: ``"linear"`` (the paper's Figure 1) or ``"log"``, for both panels.
 
     Returns:
       The PNG and PDF paths.
     """
     import matplotlib.pyplot as plt
 
-    fig = sweep_figure(tables, beta=beta, trials=trials, mechanism=mechanism, settings=settings)
+    fig = sweep_figure(
+        tables, beta=beta, trials=trials, mechanism=mechanism, settings=settings, k_axis=k_axis
+    )
     out = [path_stem.with_suffix(".png"), path_stem.with_suffix(".pdf")]
     try:
         for p in out:

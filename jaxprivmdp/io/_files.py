@@ -210,18 +210,22 @@ def atomic_outputs() -> Iterator[Callable[[Path], Path]]:
     it, with the same suffix (matplotlib picks the format from it); write there. On a clean
     exit every temporary file is ``os.replace``d onto its path; on any exception, Ctrl-C
     included, they are deleted and no path is touched, so an interrupted or failed command
-    never leaves a partial file (nor half of a command's outputs).
+    never leaves a partial file (nor half of a command's outputs), nor an empty folder that
+    ``stage`` made.
 
     Yields:
       ``stage``, a function from a final path to the temporary path to write.
     """
     staged: list[tuple[Path, Path]] = []
+    made: list[Path] = []  # folders made here, removed again (if empty) on failure
     umask = os.umask(0)
     os.umask(umask)
 
     def stage(path: Path) -> Path:
         path = Path(path)
+        missing = [p for p in (path.parent, *path.parent.parents) if not p.exists()]
         path.parent.mkdir(parents=True, exist_ok=True)
+        made.extend(missing)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=path.suffix)
         staged.append((Path(tmp), path))
         os.close(fd)
@@ -237,9 +241,13 @@ def atomic_outputs() -> Iterator[Callable[[Path], Path]]:
             tmp, path = staged[0]
             os.replace(tmp, path)
             staged.pop(0)
+        made.clear()
     finally:
         for tmp, _ in staged:
             tmp.unlink(missing_ok=True)
+        for folder in sorted(made, key=lambda p: len(p.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 @contextlib.contextmanager
@@ -280,13 +288,39 @@ def _check_writable_folder(folder: Path, flag: str, shown: Path) -> None:
         existing = existing.parent
     if existing.exists() and not existing.is_dir():
         raise ValueError(f"{flag}: {str(existing)!r} is a file, so {str(shown)!r} cannot be made")
+    so = "" if existing == shown else f", so {str(shown)!r} cannot be made"
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise ValueError(f"{flag}: {str(existing)!r} is not writable")
+        raise ValueError(f"{flag}: {str(existing)!r} is not writable{so}")
     try:
         _probe(existing, make_folder=existing != folder)
     except OSError as e:
-        why = e.strerror or _reason(e)
-        raise ValueError(f"{flag}: {str(existing)!r} is not writable ({why})") from None
+        why = _kernel_file_system(existing) or e.strerror or _reason(e)
+        raise ValueError(f"{flag}: {str(existing)!r} is not writable{so} ({why})") from None
+
+
+# File systems the kernel makes up: creating a file there fails with an errno (ENOENT in
+# /proc) that says nothing of the reason.
+_KERNEL_FILE_SYSTEMS = {"proc", "sysfs", "devpts", "cgroup", "cgroup2", "debugfs", "securityfs"}
+
+
+def _kernel_file_system(folder: Path) -> str | None:
+    """Why ``folder`` takes no files, where it lies on a kernel file system (Linux)."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text().splitlines()
+    except OSError:
+        return None
+    path, best = str(folder.resolve()), ("", "")
+    for line in mounts:
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        mount, kind = fields[1], fields[2]
+        inside = path == mount or path.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) > len(best[0]):
+            best = (mount, kind)
+    if best[1] not in _KERNEL_FILE_SYSTEMS:
+        return None
+    return f"{best[0]!r} is the kernel's {best[1]} file system, which holds no user files"
 
 
 def check_output_file(

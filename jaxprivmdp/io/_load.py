@@ -80,6 +80,7 @@ RELEASE_METADATA = (
     "adjacency",
     "eta",
     "target_epsilon",
+    "seed",  # a test's release, from a known seed: not private
 )
 DENSE = ("transitions",)
 SPARSE = ("next_states", "probs")

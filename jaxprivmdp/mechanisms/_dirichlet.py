@@ -59,6 +59,12 @@ def _loggamma(key: jax.Array, a: jax.Array, support: jax.Array, sampler: Sampler
 # stays in cache and runs its rejection loop to its own (smaller) maximum: 2^21 entries
 # take 1.0 s of CPU in chunks of 2^14–2^16, 3.0 s in chunks of 2^20 (2-core CPU).
 JAX_CHUNK = 1 << 16
+_NEEDS_N = (
+    "the Dirichlet mechanism's {what} needs n, the number of entries of a row (its "
+    "support's size: the number of states S for a dense model): pass n=..., or use "
+    "jp.privacy.mdp_guarantee(k, model, adjacency, target_delta=...), which takes it from "
+    "the model"
+)
 
 
 def _chunkable(key: jax.Array) -> bool:
@@ -198,7 +204,7 @@ class Dirichlet(Mechanism):
     @refuses("b", "eta")
     def guarantee(self, adjacency: Adjacency, *, delta, n=None) -> RowGuarantee:
         if n is None:
-            raise ValueError("the Dirichlet mechanism's guarantee needs the row dimension n")
+            raise ValueError(_NEEDS_N.format(what="guarantee"))
         g = row_guarantee(float(self.k), adjacency, n=n, target_delta=delta)
         return RowGuarantee(g.epsilon, g.delta, adjacency.b, g)
 
@@ -209,8 +215,10 @@ class Dirichlet(Mechanism):
     @classmethod
     @refuses("b", "eta")
     def calibrate(cls, epsilon, delta, adjacency: Adjacency, *, n=None, sampler: Sampler = "jax"):
-        if adjacency.eta is None or n is None:
-            raise ValueError("calibrating the Dirichlet mechanism needs Adjacency(b, eta) and n")
+        if adjacency.eta is None:
+            raise ValueError("calibrating the Dirichlet mechanism needs Adjacency(b, eta)")
+        if n is None:
+            raise ValueError(_NEEDS_N.format(what="calibration"))
         return cls(calibrate_k(epsilon, delta, adjacency, n=n), sampler)
 
     @classmethod
