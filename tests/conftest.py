@@ -32,8 +32,9 @@ def pytest_configure(config):
     Tests compile with XLA's backend optimization level 0 (``XLA_FLAGS``): compilation
     dominates every tier, the slow one included (about 30 % less CPU time on the unit tier,
     23 % on the slow tests). ``JAXPRIVMDP_TEST_FULL_OPT=1`` keeps XLA's default build (CI's
-    float64 pass). Set before any test module creates an array, so the backend starts with
-    it; subprocesses inherit it; an optimization level already in ``XLA_FLAGS`` is kept.
+    numerical-core passes, float32 and float64). Set before any test module creates an
+    array, so the backend starts with it; subprocesses inherit it; an optimization level
+    already in ``XLA_FLAGS`` is kept.
     """
     given_m = any(a == "-m" or a.startswith("-m") for a in config.invocation_params.args)
     if not config.option.markexpr and not given_m:  # `-m ""` selects everything
