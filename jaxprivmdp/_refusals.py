@@ -37,7 +37,8 @@ KEYWORDS: dict[str, str] = {
     "action_mask": "the model's own mask: jp.make_mdp(P, R, action_mask=...)",
 }
 
-_MECHANISM_NAMES = {
+# A mechanism's name -> its object form (also the refusals of jaxprivmdp.privacy).
+MECHANISM_FORMS = {
     "dirichlet": "jp.Dirichlet(k)",
     "gaussian": "jp.Gaussian(sigma)",
     "laplace": "jp.Laplace(scale)",
@@ -47,6 +48,15 @@ _SET_NAMES = {
     "exact": "jp.ExactSet(beta)",
     "certified": "jp.CertifiedSet(beta)",
 }
+
+
+def mechanism_form(name, *, instance: bool = True) -> str:
+    """The object form for a mechanism's name (``"jp.Gaussian(sigma)"``; with ``instance``
+    False the class, ``"jp.Gaussian"``); the Dirichlet mechanism's for anything else."""
+    form = MECHANISM_FORMS[
+        name if isinstance(name, str) and name in MECHANISM_FORMS else "dirichlet"
+    ]
+    return form if instance else form.split("(")[0]
 
 
 def refuses(*keywords: str) -> Callable:
@@ -84,8 +94,8 @@ def message(function: str, old: list[str], given: dict | None = None) -> str:
     lines = [f"{function}() no longer takes {keywords} (the 0.2 keyword form); pass instead"]
     for k in old:
         value = (given or {}).get(k)
-        if k == "mechanism" and isinstance(value, str) and value in _MECHANISM_NAMES:
-            form = f"the mechanism object {_MECHANISM_NAMES[value]}"
+        if k == "mechanism" and isinstance(value, str) and value in MECHANISM_FORMS:
+            form = f"the mechanism object {MECHANISM_FORMS[value]}"
         elif k == "bound" and isinstance(value, str) and value in _SET_NAMES:
             form = f"the set object {_SET_NAMES[value]}"
         else:
@@ -99,10 +109,10 @@ def mechanism_object(function: str, value, base: type, argument: str = "mechanis
     a name (``"gaussian"``) or a bare number (a 0.2 ``k``) is refused."""
     if isinstance(value, base):
         return value
-    if isinstance(value, str) and value in _MECHANISM_NAMES:
-        form = _MECHANISM_NAMES[value]
+    if isinstance(value, str) and value in MECHANISM_FORMS:
+        form = MECHANISM_FORMS[value]
     elif isinstance(value, str):
-        form = ", ".join(_MECHANISM_NAMES.values())
+        form = ", ".join(MECHANISM_FORMS.values())
     elif base.__name__ == "Dirichlet":
         form = f"jp.Dirichlet({value!r})"
     else:

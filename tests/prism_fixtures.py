@@ -501,3 +501,31 @@ def leader_program(n: int = 4) -> str:
     lines += ['rewards "rounds"', "  [cnt_1_2] true : 1;", "endrewards"]
     elected = " | ".join(f"ph{i}=4" for i in range(1, n + 1))
     return "\n".join([*lines, f'label "elected" = {elected};', ""])
+
+
+# The gamble model of gamble() as a PRISM source (actions named, two reward structures),
+# for the tests that build it with Storm.
+GAMBLE_PRISM = """mdp
+module gamble
+  s : [0..4] init 0;
+  [safe] s=0 -> (s'=4);
+  [risky] s=0 -> 1/3:(s'=1) + 2/3:(s'=2);
+  [collect] s=1 -> (s'=4);
+  [stay] s=1 -> (s'=1);
+  [retry] s=2 -> 1/2:(s'=0) + 1/2:(s'=3);
+  [quit] s=2 -> (s'=4);
+  [wait] s=3 -> 1/4:(s'=0) + 3/4:(s'=3);
+  [loop] s=4 -> (s'=4);
+endmodule
+rewards "gain"
+  s=0 : 1/2;
+  [safe] true : 1;
+  [collect] true : 4;
+  [retry] true : 1/5;
+endrewards
+rewards "cost"
+  s=2 | s=3 : 1;
+endrewards
+label "won" = s=1;
+label "end" = s=4;
+"""

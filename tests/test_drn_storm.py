@@ -9,6 +9,7 @@ Storm, with the same values. Skipped without stormpy (``pip install stormpy``).
 
 import jax
 import numpy as np
+import prism_fixtures as pf
 import pytest
 
 import jaxprivmdp as jp
@@ -38,31 +39,6 @@ rewards "flips"
 endrewards
 label "done" = s=7;
 label "six" = s=7 & d=6;
-"""
-
-GAMBLE = """mdp
-module gamble
-  s : [0..4] init 0;
-  [safe] s=0 -> (s'=4);
-  [risky] s=0 -> 1/3 : (s'=1) + 2/3 : (s'=2);
-  [collect] s=1 -> (s'=4);
-  [stay] s=1 -> (s'=1);
-  [retry] s=2 -> 1/2 : (s'=0) + 1/2 : (s'=3);
-  [quit] s=2 -> (s'=4);
-  [wait] s=3 -> 1/4 : (s'=0) + 3/4 : (s'=3);
-  [loop] s=4 -> (s'=4);
-endmodule
-rewards "gain"
-  s=0 : 1/2;
-  [safe] true : 1;
-  [collect] true : 4;
-  [retry] true : 1/5;
-endrewards
-rewards "cost"
-  s=2 | s=3 : 1;
-endrewards
-label "won" = s=1;
-label "end" = s=4;
 """
 
 # An unnamed reward structure, and a chain that reaches "goal" only with probability 2/3.
@@ -134,7 +110,7 @@ MODELS = {
         ['P=? [F "six"]', 'P=? [F<=4 "done"]', 'R{"flips"}=? [F "done"]', "R=? [C<=5]"],
     ),
     "gamble": (
-        GAMBLE,
+        pf.GAMBLE_PRISM,
         "cost",
         [
             'Pmax=? [F "won"]',
@@ -144,7 +120,7 @@ MODELS = {
         ],
     ),
     "gamble-gain": (
-        GAMBLE,
+        pf.GAMBLE_PRISM,
         "gain",
         ['R{"gain"}max=? [C<=8]', 'R{"gain"}min=? [F "end"]', 'R{"gain"}max=? [F "end"]'],
     ),
@@ -201,7 +177,7 @@ def test_values_on_the_drn_stormpy_writes(tmp_path, name):
 
 
 def test_storm_reads_the_drn_save_mdp_writes(tmp_path):
-    model = storm_model(GAMBLE, tmp_path)
+    model = storm_model(pf.GAMBLE_PRISM, tmp_path)
     drn = tmp_path / "storm.drn"
     stormpy_io.export_to_drn(model, str(drn))
     with jax.enable_x64(True):
@@ -214,7 +190,7 @@ def test_storm_reads_the_drn_save_mdp_writes(tmp_path):
 
 def test_storm_reads_a_privatized_release(tmp_path):
     """A release (``jp.privatize``) written as DRN is checked by Storm as we check it."""
-    model = storm_model(GAMBLE, tmp_path)
+    model = storm_model(pf.GAMBLE_PRISM, tmp_path)
     drn = tmp_path / "storm.drn"
     stormpy_io.export_to_drn(model, str(drn))
     with jax.enable_x64(True):

@@ -81,37 +81,11 @@ def test_storm_reads_the_files_as_the_loader_does(tmp_path, make):
         np.testing.assert_array_equal(np.flatnonzero(labels[name]), states)
 
 
-GAMBLE_PRISM = """mdp
-module gamble
-  s : [0..4] init 0;
-  [safe] s=0 -> (s'=4);
-  [risky] s=0 -> 1/3:(s'=1) + 2/3:(s'=2);
-  [collect] s=1 -> (s'=4);
-  [stay] s=1 -> (s'=1);
-  [retry] s=2 -> 1/2:(s'=0) + 1/2:(s'=3);
-  [quit] s=2 -> (s'=4);
-  [wait] s=3 -> 1/4:(s'=0) + 3/4:(s'=3);
-  [loop] s=4 -> (s'=4);
-endmodule
-rewards "gain"
-  s=0 : 1/2;
-  [safe] true : 1;
-  [collect] true : 4;
-  [retry] true : 1/5;
-endrewards
-rewards "cost"
-  s=2 | s=3 : 1;
-endrewards
-label "won" = s=1;
-label "end" = s=4;
-"""
-
-
 def test_prism_files_match_storm_on_the_prism_language_model(tmp_path):
     """The fixture's PRISM export of `gamble` has the semantics of its PRISM-language source
     (as Storm builds it): the same optimal values for every reward structure."""
     source = tmp_path / "gamble.nm"
-    source.write_text(GAMBLE_PRISM)
+    source.write_text(pf.GAMBLE_PRISM)
     program = stormpy.parse_prism_program(str(source))
     storm = stormpy.build_model(program, options=stormpy.BuilderOptions(build_full=True))
     path = pf.write_prism(pf.gamble(), tmp_path / "export", exact=True)

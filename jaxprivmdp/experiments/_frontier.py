@@ -23,7 +23,7 @@ import jax
 import numpy as np
 
 from .._checks import check_count, check_probability, check_range
-from .._refusals import refuses
+from .._refusals import mechanism_form, refuses
 from ..mechanisms import Dirichlet, Gaussian, Laplace, Mechanism
 from ..models.core import Model, RaggedMDP, transition_rows
 from ..planning.core import evaluate_core, solve_core
@@ -140,11 +140,9 @@ def _mechanism_class(m) -> type[Mechanism]:
     """A mechanism class, or a TypeError with the class form (for a name or an object)."""
     if isinstance(m, type) and issubclass(m, Mechanism):
         return m
-    form = {"dirichlet": "jp.Dirichlet", "gaussian": "jp.Gaussian", "laplace": "jp.Laplace"}
     name = m if isinstance(m, str) else getattr(m, "name", None)
-    raise TypeError(
-        f"frontier() takes mechanism classes, got {m!r}: pass {form.get(name, 'jp.Dirichlet')}"
-    )
+    form = mechanism_form(name, instance=False)
+    raise TypeError(f"frontier() takes mechanism classes, got {m!r}: pass {form}")
 
 
 def _calibrate(cls, eps, delta, adjacency: Adjacency, n, num_rows):

@@ -12,19 +12,13 @@ from typing import Literal
 
 from numpy.typing import ArrayLike
 
-from .._refusals import refuses
+from .._refusals import mechanism_form, refuses
 from ..models import RaggedMDP, SparseMDP, TabularMDP
 from . import _additive, _calibrate, _mdp, _rdp, _row
 from ._adjacency import Adjacency, as_adjacency, needs_eta
 from ._mdp import MDPGuarantee
 from ._rdp import DEFAULT_ORDERS, RowComposition
 from ._row import Guarantee
-
-_MECHANISM_FORMS = {
-    "dirichlet": "jp.Dirichlet",
-    "gaussian": "jp.Gaussian",
-    "laplace": "jp.Laplace",
-}
 
 
 def _mechanism(function: str, mechanism, *, instance: bool):
@@ -33,10 +27,7 @@ def _mechanism(function: str, mechanism, *, instance: bool):
     ok = hasattr(mechanism, "calibrate") and hasattr(mechanism, "name")
     if ok and (isinstance(mechanism, type) != instance):
         return mechanism
-    form = _MECHANISM_FORMS.get(mechanism) if isinstance(mechanism, str) else None
-    form = form or "jp.Dirichlet"
-    parameter = {"jp.Dirichlet": "k", "jp.Gaussian": "sigma", "jp.Laplace": "scale"}[form]
-    example = f"{form}({parameter})" if instance else form
+    example = mechanism_form(mechanism, instance=instance)
     what = "a mechanism object" if instance else "a mechanism class"
     raise TypeError(f"{function}() takes {what}, got {mechanism!r}: pass {example}")
 
