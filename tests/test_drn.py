@@ -116,7 +116,7 @@ def test_a_dtmc(tmp_path):
     assert isinstance(m, jp.SparseMDP) and (m.num_states, m.num_actions) == (4, 1)
     with jax.enable_x64(True):
         m64 = jp.load_mdp(path, dtype=np.float64)
-    P = np.asarray(to_dense(m64).transitions)[:, 0]
+        P = np.asarray(to_dense(m64).transitions)[:, 0]
     assert P[0, 1] == 0.1 and P[0, 2] == 0.9  # decimals correctly rounded
     assert P[1, 0] == float(F(1, 3)) and P[1, 3] == float(F(2, 3))  # rationals exactly
     np.testing.assert_array_equal(np.asarray(m64.rewards)[:, 0], [1.5, 2, 0, 0])
@@ -136,10 +136,10 @@ def test_an_mdp_with_two_reward_models_and_choice_labels(tmp_path):
     with jax.enable_x64(True):
         cost = jp.load_mdp(path, reward_structure="cost", dtype=np.float64)
         gain = jp.load_mdp(path, reward_structure=1, dtype=np.float64)
+        P = np.asarray(to_dense(cost).transitions)
     np.testing.assert_array_equal(cost.rewards, [[1, 4], [0, 1], [0, 0], [0, 0], [5, 0]])
     np.testing.assert_array_equal(gain.rewards, [[2, 0], [0.5, 1.5], [0, 0], [0, 0], [5, 0]])
     np.testing.assert_array_equal(cost.action_mask, [[1, 1], [1, 1], [1, 0], [1, 0], [1, 0]])
-    P = np.asarray(to_dense(cost).transitions)
     assert P[1, 0, 3] == 0.5 and P[1, 1, 0] == 1 and P[4, 0, 0] == 1
     assert read_drn(path).choice_labels == [
         "north",
@@ -153,7 +153,8 @@ def test_an_mdp_with_two_reward_models_and_choice_labels(tmp_path):
     labels = jp.load_labels(path)
     np.testing.assert_array_equal(np.flatnonzero(labels["far"]), [1, 4])
     # The unreachable state 4 changes nothing from the initial state.
-    res = jp.check(cost, 'Pmax=? [F "goal"]', labels=labels)
+    with jax.enable_x64(True):
+        res = jp.check(cost, 'Pmax=? [F "goal"]', labels=labels)
     np.testing.assert_allclose(res.value_at_initial, 0.25, rtol=1e-4)
     with pytest.raises(ValueError, match="no reward model 'time'; available: 0: 'cost'; 1: 'gain'"):
         jp.load_mdp(path, reward_structure="time")
