@@ -323,8 +323,8 @@ def test_old_argsort_version(benchmark, dtype, quick, S):
     ref = core(private, policy, params, kw)
     low, high = bounds_argsort_old(private, policy, a, b, width=width)
     diff = max(
-        float(jnp.max(jnp.abs(low - ref.pessimistic[:-1]))),
-        float(jnp.max(jnp.abs(high - ref.optimistic[:-1]))),
+        float(jnp.max(jnp.abs(low - ref.lower[:-1]))),
+        float(jnp.max(jnp.abs(high - ref.upper[:-1]))),
     )
     calls = {
         "library": lambda: core(private, policy, params, kw),

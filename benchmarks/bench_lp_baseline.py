@@ -304,9 +304,9 @@ def per_trial(mdp, k, trial_key, *, quick, tol, lp_repeats):
     lp_s, (low, high, n_lps) = time_lp_bounds(
         lp_repeats, private.transitions, R, RT, policy, alpha, BETA, gamma
     )
-    diffs = [max_abs_diff(bounds.pessimistic, low), max_abs_diff(bounds.optimistic, high)]
+    diffs = [max_abs_diff(bounds.lower, low), max_abs_diff(bounds.upper, high)]
     if syn is not None:
-        diffs += [max_abs_diff(syn.pessimistic, low), max_abs_diff(syn.optimistic, high)]
+        diffs += [max_abs_diff(syn.lower, low), max_abs_diff(syn.upper, high)]
     return dict(
         k=k,
         alpha=alpha,
@@ -514,8 +514,8 @@ def baseline_sweep_subset(mdp, res, ks, key, k_indices, trials, tol, bound="pape
                 max(
                     abs(float(res.private_value[i, j]) - V[0, s0]),
                     abs(float(res.true_value[i, j]) - true_v[0, s0]),
-                    abs(float(res.pessimistic[i, j]) - low[0, s0]),
-                    abs(float(res.optimistic[i, j]) - high[0, s0]),
+                    abs(float(res.lower[i, j]) - low[0, s0]),
+                    abs(float(res.upper[i, j]) - high[0, s0]),
                 )
             )
     return dict(trial_s=trial_s, sampling_s=sample_s, max_abs_diff=max(diffs))

@@ -672,9 +672,9 @@ def x64_check(base: tuple[Any, Any], k: float, bound: str) -> dict[str, Any]:
     priv32, policy = base
     mech, uset = jp.Dirichlet(k), uncertainty_set(bound)
     r32 = jax.device_get(jp.cost_of_privacy(priv32, policy, mech, uset))
-    p32 = np.asarray(r32.pessimistic, np.float64)
-    o32 = np.asarray(r32.optimistic, np.float64)
-    dtype32 = str(np.asarray(r32.pessimistic).dtype)
+    p32 = np.asarray(r32.lower, np.float64)
+    o32 = np.asarray(r32.upper, np.float64)
+    dtype32 = str(np.asarray(r32.lower).dtype)
 
     def f64(x):
         return None if x is None else np.asarray(x, np.float64)
@@ -696,9 +696,9 @@ def x64_check(base: tuple[Any, Any], k: float, bound: str) -> dict[str, Any]:
             dtype="float64",
         )
         r64 = jax.device_get(jp.cost_of_privacy(priv64, policy, mech, uset))
-        p64 = np.asarray(r64.pessimistic, np.float64)
-        o64 = np.asarray(r64.optimistic, np.float64)
-        dtype64 = str(np.asarray(r64.pessimistic).dtype)
+        p64 = np.asarray(r64.lower, np.float64)
+        o64 = np.asarray(r64.upper, np.float64)
+        dtype64 = str(np.asarray(r64.lower).dtype)
     finite = bool(np.all(np.isfinite(p32)) and np.all(np.isfinite(o32)))
     finite = finite and bool(np.all(np.isfinite(p64)) and np.all(np.isfinite(o64)))
     viol_p = float(np.max(p32 - p64))  # > 0: float32 pessimistic above float64's
@@ -717,8 +717,8 @@ def x64_check(base: tuple[Any, Any], k: float, bound: str) -> dict[str, Any]:
         ok=ok,
         result=result,
         max_violation=violation,
-        violation_pessimistic=viol_p,
-        violation_optimistic=viol_o,
+        violation_lower=viol_p,
+        violation_upper=viol_o,
         max_slack=slack,
         dtypes=[dtype32, dtype64],
         shape=list(p64.shape),

@@ -39,7 +39,7 @@ def main() -> None:
     mech = jp.Dirichlet(50.0)
     bs = jp.cost_of_privacy(p_sparse, out.policy, mech)
     bd = jp.cost_of_privacy(jp.to_dense(p_sparse), out.policy, mech)
-    for f in ("pessimistic", "optimistic"):
+    for f in ("lower", "upper"):
         diff = np.abs(np.asarray(getattr(bs, f)) - np.asarray(getattr(bd, f))).max()
         print(f"max |dense - sparse| {f}: {float(diff):.3g}")
 

@@ -42,23 +42,23 @@ MODELS = [  # name, model, grid of k, support-aware sets, sweep options
 
 def summarize(r: jp.SweepResult) -> dict:
     """Per-k statistics (lists over k) of one sweep."""
-    a = {f: np.asarray(getattr(r, f), np.float64) for f in ("true_value", "pessimistic")}
-    a |= {f: np.asarray(getattr(r, f), np.float64) for f in ("optimistic", "cost")}
+    a = {f: np.asarray(getattr(r, f), np.float64) for f in ("true_value", "lower")}
+    a |= {f: np.asarray(getattr(r, f), np.float64) for f in ("upper", "cost")}
     rob = {f: np.asarray(getattr(r.robust, f), np.float64) for f in r.robust._fields}
-    cover = (a["pessimistic"] <= a["true_value"]) & (a["true_value"] <= a["optimistic"])
-    rcover = (rob["pessimistic"] <= rob["true_value"]) & (rob["true_value"] <= rob["optimistic"])
+    cover = (a["lower"] <= a["true_value"]) & (a["true_value"] <= a["upper"])
+    rcover = (rob["lower"] <= rob["true_value"]) & (rob["true_value"] <= rob["upper"])
     p = cover.mean(axis=1)
     out = {
         "k": np.asarray(r.ks).tolist(),
         "width_mean": a["cost"].mean(axis=1),
         "width_std": a["cost"].std(axis=1, ddof=1),
-        "pessimistic_mean": a["pessimistic"].mean(axis=1),
-        "optimistic_mean": a["optimistic"].mean(axis=1),
+        "lower_mean": a["lower"].mean(axis=1),
+        "upper_mean": a["upper"].mean(axis=1),
         "true_value_mean": a["true_value"].mean(axis=1),
         "coverage": p,
         "coverage_se": np.sqrt(p * (1 - p) / cover.shape[1]),
         "robust_true_value_mean": rob["true_value"].mean(axis=1),
-        "robust_pessimistic_mean": rob["pessimistic"].mean(axis=1),
+        "robust_lower_mean": rob["lower"].mean(axis=1),
         "robust_coverage": rcover.mean(axis=1),
         "all_converged": bool(np.asarray(r.converged).all()),
         "optimal_value": float(r.optimal_value),
@@ -89,8 +89,8 @@ def main() -> None:
         for bound, s in per_bound.items():
             for i, k in enumerate(s["k"]):
                 cov = f"{s['coverage'][i]:.3f}±{s['coverage_se'][i]:.3f}"
-                vals = [s[f][i] for f in ("pessimistic_mean", "true_value_mean")]
-                vals += [s[f][i] for f in ("robust_pessimistic_mean", "robust_true_value_mean")]
+                vals = [s[f][i] for f in ("lower_mean", "true_value_mean")]
+                vals += [s[f][i] for f in ("robust_lower_mean", "robust_true_value_mean")]
                 print(
                     f"{name:<16} {bound:<9} {k:>5g} {s['width_mean'][i]:>8.3f} {cov:>13} "
                     + " ".join(f"{v:>9.3f}" for v in vals)

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 KS = [10.0, 40.0, 200.0, 1000.0]
 TRIALS = 50
-FIELDS = ("pessimistic", "true_value", "private_value", "optimistic", "cost")
+FIELDS = ("lower", "true_value", "private_value", "upper", "cost")
 
 
 def main() -> None:
@@ -48,10 +48,10 @@ def main() -> None:
             row = " | ".join(f"{mean[f][i]:.2f}" for f in FIELDS)
             print(f"| {k:g} | {name} | {row} |")
         print(f"({name}: {len(KS) * TRIALS} runs in {took:.1f} s including compilation)")
-        ax.fill_between(KS, mean["pessimistic"], mean["optimistic"], color="#cae9ff", alpha=0.6)
+        ax.fill_between(KS, mean["lower"], mean["upper"], color="#cae9ff", alpha=0.6)
         for f, style in (
-            ("optimistic", dict(color="#5fa8d3", marker="v")),
-            ("pessimistic", dict(color="#5fa8d3", marker="^")),
+            ("upper", dict(color="#5fa8d3", marker="v")),
+            ("lower", dict(color="#5fa8d3", marker="^")),
             ("private_value", dict(color="#1b4965", marker="o")),
             ("true_value", dict(color="#2a9d8f", marker="s", linestyle="--")),
         ):

@@ -21,7 +21,7 @@ for name, mdp, support in [
         num_trials=TRIALS,
         support=support,
     )
-    tv, lo, hi = map(np.asarray, (r.true_value, r.pessimistic, r.optimistic))
+    tv, lo, hi = map(np.asarray, (r.true_value, r.lower, r.upper))
     outside = ((tv < lo) | (tv > hi)).sum(axis=1)
     per_k = dict(zip(KS, outside.tolist(), strict=True))
     print(f"{name}: runs outside [v_low, v_high] per k {per_k} of {TRIALS} each")

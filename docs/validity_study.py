@@ -76,7 +76,7 @@ def run_cell(model, true_model, mech, k, aware, keys, support):
             jp.CertifiedSet(BETA, support_aware=aware),
             support=support,
         )
-        return out.policy, out.pessimistic, out.optimistic, out.cost
+        return out.policy, out.lower, out.upper, out.cost
 
     # Chunks of CHUNK releases: jaxlib 0.10.2's batched LU (the discounted evaluation) splits
     # larger batches over XLA:CPU's thread pool and blocks on them, which can deadlock it.

@@ -70,6 +70,8 @@ if TYPE_CHECKING:
     from .io import load_labels as load_labels
     from .io import load_mdp as load_mdp
     from .io import load_prism as load_prism
+    from .io import load_properties as load_properties
+    from .io import load_variables as load_variables
     from .io import save_mdp as save_mdp
     from .mechanisms import Dirichlet as Dirichlet
     from .mechanisms import Gaussian as Gaussian
@@ -99,8 +101,12 @@ if TYPE_CHECKING:
     from .planning import robust_solve as robust_solve
     from .planning import solve as solve
     from .properties import CheckResult as CheckResult
+    from .properties import FilterResult as FilterResult
     from .properties import PropertyModel as PropertyModel
+    from .properties import QueryResult as QueryResult
     from .properties import check as check
+    from .properties import check_all as check_all
+    from .properties import minimizing as minimizing
     from .properties import property_model as property_model
     from .sets import CertifiedSet as CertifiedSet
     from .sets import ExactSet as ExactSet

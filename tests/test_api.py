@@ -53,8 +53,8 @@ def test_synthesize_under_jit_and_vmap_over_keys_k_beta_and_model(mdp, imdp):
         one = run(keys[i], float(KS[i]), float(betas[i]), P[i])
         np.testing.assert_array_equal(batched.private_transitions[i], one.private_transitions)
         np.testing.assert_array_equal(batched.policy[i], one.policy)
-        _close(batched.pessimistic[i], one.pessimistic, atol=1e-5)
-        _close(batched.optimistic[i], one.optimistic, atol=1e-5)
+        _close(batched.lower[i], one.lower, atol=1e-5)
+        _close(batched.upper[i], one.upper, atol=1e-5)
     eager = jp.synthesize(KEY, imdp, jp.Dirichlet(5.0))
     _close(
         jax.jit(lambda m: jp.synthesize(KEY, m, jp.Dirichlet(5.0)).cost)(imdp),
@@ -106,8 +106,8 @@ def test_cost_of_privacy_under_jit_and_vmap(mdp, imdp):
             lambda k, b: jp.cost_of_privacy(m, policy, jp.Dirichlet(k), jp.PaperSet(b))  # noqa: B023
         )(KS[1], 0.2)
         for i, one in enumerate(eager):
-            _close(batched.pessimistic[i], one.pessimistic, atol=1e-4)
-            _close(batched.optimistic[i], one.optimistic, atol=1e-4)
+            _close(batched.lower[i], one.lower, atol=1e-4)
+            _close(batched.upper[i], one.upper, atol=1e-4)
         _close(jitted.cost, eager[1].cost, atol=1e-4)
         # Over the model's arrays: a batch of reward tables.
         rewards = jnp.stack([m.rewards, 2 * m.rewards])
@@ -121,7 +121,7 @@ def test_cost_of_privacy_under_jit_and_vmap(mdp, imdp):
         one = jp.cost_of_privacy(
             dataclasses.replace(m, rewards=rewards[1]), policy, jp.Dirichlet(5.0)
         )
-        _close(by_model.optimistic[1], one.optimistic, atol=1e-4)
+        _close(by_model.upper[1], one.upper, atol=1e-4)
 
 
 def test_max_iterations_does_not_recompile(imdp):
@@ -167,7 +167,7 @@ def test_grad_of_a_bound_matches_finite_differences(horizon):
             b = jp.cost_of_privacy(
                 m2, policy, jp.Dirichlet(k), jp.PaperSet(0.1), options=jp.SolverOptions(tol=1e-12)
             )
-            return b.pessimistic[s0] + 0.5 * b.optimistic[s0]
+            return b.lower[s0] + 0.5 * b.upper[s0]
 
         k0 = 5.0
         g_r, g_k = jax.grad(bound, argnums=(0, 1))(m.rewards, k0)
@@ -343,6 +343,6 @@ def test_float32_infinite_horizon_bounds_bracket_the_float64_fixed_points(seed):
             b64 = jp.cost_of_privacy(
                 m64, policy, jp.Dirichlet(k), jp.PaperSet(0.1), options=jp.SolverOptions(tol=1e-13)
             )
-            low, high = np.asarray(b64.pessimistic), np.asarray(b64.optimistic)
-        assert np.all(np.asarray(b32.pessimistic, np.float64) <= low)
-        assert np.all(np.asarray(b32.optimistic, np.float64) >= high)
+            low, high = np.asarray(b64.lower), np.asarray(b64.upper)
+        assert np.all(np.asarray(b32.lower, np.float64) <= low)
+        assert np.all(np.asarray(b32.upper, np.float64) >= high)

@@ -78,14 +78,14 @@ def test_object_form_equals_keyword_form(mechanism, name, parameter, bound):
     mdp = _model()
     sets = {"paper": jp.PaperSet, "exact": jp.ExactSet, "certified": jp.CertifiedSet}
     new = jp.synthesize(KEY, mdp, mechanism, sets[bound](0.2))
-    assert np.all(np.asarray(new.pessimistic) <= np.asarray(new.optimistic) + 1e-6)
+    assert np.all(np.asarray(new.lower) <= np.asarray(new.upper) + 1e-6)
     with pytest.raises(TypeError, match=r"jp\.") as refused:
         jp.synthesize(KEY, mdp, k=parameter, mechanism=name, bound=bound, beta=0.2)
     assert type(mechanism).__name__ in str(refused.value)
     private = jp.privatize(KEY, mdp, mechanism)
     policy = jp.solve(private).policy
     bounds = jp.cost_of_privacy(private, policy, mechanism, sets[bound](0.2))
-    np.testing.assert_array_equal(bounds.pessimistic[0], new.pessimistic[0])
+    np.testing.assert_array_equal(bounds.lower[0], new.lower[0])
     with pytest.raises(TypeError, match=sets[bound].__name__):
         jp.cost_of_privacy(private, policy, mechanism, bound)
 
@@ -138,17 +138,17 @@ def test_a_new_mechanism_is_one_class():
     private = jp.privatize(KEY, mdp, mech)
     np.testing.assert_array_equal(private.transitions, p_bar)
     b = jp.cost_of_privacy(private, out.policy, mech, jp.CertifiedSet(0.1))
-    np.testing.assert_array_equal(b.pessimistic, out.pessimistic)
+    np.testing.assert_array_equal(b.lower, out.lower)
     robust = jp.robust_solve(private, mech, jp.PaperSet(0.1))
     assert robust.values.shape == out.private_values.shape
     res = jp.sweep(KEY, mdp, Uniform.grid([0.01, 0.05]), jp.CertifiedSet(0.1), num_trials=4)
     assert res.cost.shape == (2, 4) and np.all(np.isfinite(res.cost))
     # The radius is deterministic, so every release's certified bounds hold the true value.
     true = np.asarray(jp.evaluate(mdp, out.policy), np.float64)
-    assert np.all(np.asarray(out.pessimistic) <= true + 1e-5)
-    assert np.all(true <= np.asarray(out.optimistic) + 1e-5)
-    assert np.all(np.asarray(res.pessimistic) <= np.asarray(res.true_value) + 1e-5)
-    assert np.all(np.asarray(res.true_value) <= np.asarray(res.optimistic) + 1e-5)
+    assert np.all(np.asarray(out.lower) <= true + 1e-5)
+    assert np.all(true <= np.asarray(out.upper) + 1e-5)
+    assert np.all(np.asarray(res.lower) <= np.asarray(res.true_value) + 1e-5)
+    assert np.all(np.asarray(res.true_value) <= np.asarray(res.upper) + 1e-5)
     with pytest.raises(NotImplementedError, match="Uniform states no privacy guarantee"):
         mech.guarantee(jp.privacy.Adjacency(0.1), delta=0.001)
 

@@ -50,8 +50,8 @@ def policies(mdp, seed=0):
 def assert_outward(b, low, high, eps=None):
     """The bounds bracket the exact LP recursion (float64) and are rounded outward by no
     more than one rounding margin per stage (``rounding_margin``: ~20 ulps of the values)."""
-    pess, opt = np.asarray(b.pessimistic, np.float64), np.asarray(b.optimistic, np.float64)
-    eps = np.finfo(b.pessimistic.dtype).eps if eps is None else eps
+    pess, opt = np.asarray(b.lower, np.float64), np.asarray(b.upper, np.float64)
+    eps = np.finfo(b.lower.dtype).eps if eps is None else eps
     scale = np.max(np.abs(np.concatenate([low, high]))) + 1
     stages = low.shape[0]
     assert np.all(pess <= low), np.max(pess - low)
@@ -115,11 +115,11 @@ def test_bounds_bracket_private_value(any_mdp, kind):
     value = np.asarray(jp.evaluate(any_mdp, policy))
     for k in (1.0, K, 200.0):
         b = cost_of_privacy(any_mdp, policy, jp.Dirichlet(k), jp.PaperSet(BETA))
-        assert b.pessimistic.shape == b.optimistic.shape == value.shape
+        assert b.lower.shape == b.upper.shape == value.shape
         slack = 1e-5 * (1 + np.abs(value).max())
-        assert np.all(np.asarray(b.pessimistic) <= value + slack)
-        assert np.all(value <= np.asarray(b.optimistic) + slack)
-        assert np.all(np.isfinite(b.pessimistic)) and np.all(np.isfinite(b.optimistic))
+        assert np.all(np.asarray(b.lower) <= value + slack)
+        assert np.all(value <= np.asarray(b.upper) + slack)
+        assert np.all(np.isfinite(b.lower)) and np.all(np.isfinite(b.upper))
 
 
 @pytest.mark.parametrize("kind", ["deterministic", "stochastic"])
@@ -130,8 +130,8 @@ def test_finite_bounds_equal_lp_recursion(name, kind, request):
     b = cost_of_privacy(mdp, policy, jp.Dirichlet(K), jp.PaperSet(BETA))
     low, high = lp_bounds_finite(to_numpy(mdp), policy, radius(K, BETA), BETA)
     assert_outward(b, low, high)
-    np.testing.assert_array_equal(b.pessimistic[T], mdp.terminal_reward)
-    np.testing.assert_array_equal(b.optimistic[T], mdp.terminal_reward)
+    np.testing.assert_array_equal(b.lower[T], mdp.terminal_reward)
+    np.testing.assert_array_equal(b.upper[T], mdp.terminal_reward)
     assert int(b.iterations) == T and bool(b.converged)
 
 
@@ -140,7 +140,7 @@ def test_finite_bounds_float64():
         mdp = build_mdp(2, masked=True, dtype=np.float64)
         policy = policies(mdp, seed=1)["stochastic"]
         b = cost_of_privacy(mdp, policy, jp.Dirichlet(K), jp.PaperSet(BETA))
-        assert b.pessimistic.dtype == jnp.float64
+        assert b.lower.dtype == jnp.float64
         low, high = lp_bounds_finite(to_numpy(mdp), policy, radius(K, BETA), BETA)
         assert_outward(b, low, high)
 
@@ -157,7 +157,7 @@ def test_infinite_bounds_contain_fixed_points(name, kind, request):
     low_star, high_star = robust_fixed_points(o, policy, radius(K, BETA), BETA)
     b = cost_of_privacy(mdp, policy, jp.Dirichlet(K), jp.PaperSet(BETA))
     assert bool(b.converged) and 0 < int(b.iterations) < 10_000
-    low, high = np.asarray(b.pessimistic), np.asarray(b.optimistic)
+    low, high = np.asarray(b.lower), np.asarray(b.upper)
     # float32 rounding of values ~ 1 / (1 − γ) = 10
     slack = 1e-5 / (1 - GAMMA)
     assert np.all(low <= low_star + slack) and np.all(high >= high_star - slack)
@@ -183,16 +183,16 @@ def test_infinite_bounds_valid_without_convergence(infinite_mdp):
         options=jp.SolverOptions(max_iterations=3),
     )
     assert not bool(b.converged) and int(b.iterations) == 3
-    assert np.all(np.asarray(b.pessimistic) <= low_star + 1e-5)
-    assert np.all(np.asarray(b.optimistic) >= high_star - 1e-5)
+    assert np.all(np.asarray(b.lower) <= low_star + 1e-5)
+    assert np.all(np.asarray(b.upper) >= high_star - 1e-5)
     loose = cost_of_privacy(
         infinite_mdp, policy, jp.Dirichlet(K), jp.PaperSet(BETA), options=jp.SolverOptions(tol=0.5)
     )
     assert bool(loose.converged)
-    assert np.all(np.asarray(loose.pessimistic) <= low_star + 1e-5)
-    assert np.all(np.asarray(loose.optimistic) >= high_star - 1e-5)
-    assert np.all(np.asarray(loose.pessimistic) >= low_star - 2 * 0.5 - 1e-5)
-    assert np.all(np.asarray(loose.optimistic) <= high_star + 2 * 0.5 + 1e-5)
+    assert np.all(np.asarray(loose.lower) <= low_star + 1e-5)
+    assert np.all(np.asarray(loose.upper) >= high_star - 1e-5)
+    assert np.all(np.asarray(loose.lower) >= low_star - 2 * 0.5 - 1e-5)
+    assert np.all(np.asarray(loose.upper) <= high_star + 2 * 0.5 + 1e-5)
 
 
 def test_infinite_bounds_float64():
@@ -201,7 +201,7 @@ def test_infinite_bounds_float64():
         policy = policies(mdp, seed=2)["stochastic"]
         low_star, high_star = robust_fixed_points(to_numpy(mdp), policy, radius(K, BETA), BETA)
         b = cost_of_privacy(mdp, policy, jp.Dirichlet(K), jp.PaperSet(BETA))
-        low, high = np.asarray(b.pessimistic), np.asarray(b.optimistic)
+        low, high = np.asarray(b.lower), np.asarray(b.upper)
         tol = float(default_tolerance(mdp))
     assert bool(b.converged) and tol < 1e-6
     assert np.all(low <= low_star + 1e-9) and np.all(high >= high_star - 1e-9)
@@ -218,7 +218,7 @@ def test_cost_at_initial_state(horizon):
     b = cost_of_privacy(mdp, policies(mdp)["deterministic"], jp.Dirichlet(K), jp.PaperSet(BETA))
     at = (0, 2) if horizon else (2,)
     assert b.cost.shape == ()
-    assert float(b.cost) == pytest.approx(float(b.optimistic[at] - b.pessimistic[at]), abs=1e-6)
+    assert float(b.cost) == pytest.approx(float(b.upper[at] - b.lower[at]), abs=1e-6)
     assert float(b.cost) > 0
 
 
@@ -233,8 +233,8 @@ def test_larger_k_gives_smaller_cost(horizon):
     assert np.all(np.diff(costs) < 0), costs
     tol = 0.0 if horizon else float(default_tolerance(mdp))  # infinite: iteration error
     for lo, hi in zip(out[:-1], out[1:], strict=True):
-        assert np.all(np.asarray(lo.pessimistic) <= np.asarray(hi.pessimistic) + tol + 1e-5)
-        assert np.all(np.asarray(lo.optimistic) >= np.asarray(hi.optimistic) - tol - 1e-5)
+        assert np.all(np.asarray(lo.lower) <= np.asarray(hi.lower) + tol + 1e-5)
+        assert np.all(np.asarray(lo.upper) >= np.asarray(hi.upper) - tol - 1e-5)
     # A smaller beta gives a larger alpha too, but also less weight on the free P1: no
     # monotonicity claim there; only that a valid beta works.
     assert np.isfinite(float(cost_of_privacy(mdp, policy, jp.Dirichlet(K), jp.PaperSet(0.01)).cost))
@@ -302,8 +302,8 @@ def test_privatized_mdp_with_structural_zeros():
     policy = np.asarray(jp.solve(private).policy)
     b = cost_of_privacy(private, policy, jp.Dirichlet(3.0), jp.PaperSet(BETA))
     value = np.asarray(jp.evaluate(private, policy))
-    assert np.all(np.asarray(b.pessimistic) <= value)
-    assert np.all(value <= np.asarray(b.optimistic))
+    assert np.all(np.asarray(b.lower) <= value)
+    assert np.all(value <= np.asarray(b.upper))
     low, high = lp_bounds_finite(to_numpy(private), policy, radius(3.0, BETA), BETA)
     assert_outward(b, low, high)
 
@@ -371,7 +371,7 @@ def test_stochastic_bounds_ignore_huge_junk_in_masked_rows(horizon):
         mdp = jp.make_mdp(P, R, terminal_reward=RT, horizon=T, action_mask=mask)
     policy = policies(mdp)["stochastic"]
     b = cost_of_privacy(mdp, policy, jp.Dirichlet(K), jp.PaperSet(BETA))
-    assert np.all(np.isfinite(b.pessimistic)) and np.all(np.isfinite(b.optimistic))
+    assert np.all(np.isfinite(b.lower)) and np.all(np.isfinite(b.upper))
 
 
 def test_scalar_k_beta_and_finite_tol_are_required(finite_mdp, infinite_mdp):

@@ -416,7 +416,7 @@ ERRORS = [
     ('Pmax=? [F "goal"', "expected ']'.* at the end"),
     ('Pmax>=0.5 [F "goal"]', "only numerical queries.* at position 4"),
     ('Pmax=? [F "goal" U "x"]', "expected ']'.* at position 17"),
-    ("Pmax=? [F goal]", "unsupported atom 'goal'.* at position 10"),
+    ("Pmax=? [F 3]", "unsupported atom '3'.* at position 10"),
     ('Pmax=? [F "goal]', "unterminated label.* at position 10"),
     ('Pmax=? [F>=3 "goal"]', "only upper step bounds.* at position 9"),
     ('Pmax=? [F<=k "goal"]', "unknown constant 'k'.* at position 11"),

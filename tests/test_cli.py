@@ -54,7 +54,7 @@ def test_reproduce_small(tmp_path, capsys):
     assert [r["k"] for r in ex1] == [1.0, 40.0]
     assert all(r["optimal_value"] == pytest.approx(0.9) for r in ex1)
     for r in ex1:
-        assert r["pessimistic_mean"] <= r["private_value_mean"] <= r["optimistic_mean"]
+        assert r["lower_mean"] <= r["private_value_mean"] <= r["upper_mean"]
     guarantees = meta["privacy"]["Example 1 (investment)"]["per_k"]
     assert guarantees[0]["epsilon"] < guarantees[1]["epsilon"]  # larger k, weaker privacy
     assert "Example 1" in capsys.readouterr().out
@@ -85,7 +85,7 @@ def test_sweep_on_a_user_file(tmp_path, investment_npz):
     meta = json.loads((cert / "sweep.json").read_text())
     assert meta["bound"] == "certified" and meta["robust"] is True
     (row,) = meta["results"]["investment"]
-    assert row["robust_pessimistic_mean"] >= row["pessimistic_mean"] - 1e-6
+    assert row["robust_lower_mean"] >= row["lower_mean"] - 1e-6
     assert 0 <= row["covered_fraction"] <= 1
     assert "robust_true_value" in (cert / "sweep.csv").read_text().splitlines()[0]
     with pytest.raises(SystemExit) as exc:
@@ -291,11 +291,11 @@ def test_ctrl_c_exits_130_and_leaves_the_old_outputs(tmp_path, capsys, monkeypat
     old = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
     capsys.readouterr()
 
-    def interrupted_plot(rows, path, title):
+    def interrupted_plot(x, y, path, *, labels):
         path.write_bytes(b"\x89PNG half")  # a partial image, then Ctrl-C
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_privacy_commands, "_plot_epsilon", interrupted_plot)
+    monkeypatch.setattr(_privacy_commands, "plot_epsilon", interrupted_plot)
     assert main([*_privacy_args(tmp_path), "--force"]) == 130
     assert capsys.readouterr().err == "jaxprivmdp privacy: interrupted\n"
     # privacy.json was complete, but it is not renamed without its plot; no temporaries.
@@ -541,8 +541,8 @@ def test_report_sorts_an_unsorted_sweep_by_k(tmp_path):
     result = SweepResult(
         private_value=1 - cost,
         true_value=1 - cost,
-        pessimistic=1 - 2 * cost,
-        optimistic=np.ones_like(cost),
+        lower=1 - 2 * cost,
+        upper=np.ones_like(cost),
         cost=cost,
         optimal_value=np.float64(1.0),
         ks=ks,

@@ -118,7 +118,11 @@ def test_synthesize_a_release_with_a_property(game, tmp_path):
         want = float(pm.values(jp.solve(pm.model).values[0, 0]))
     assert meta["private_value"] == pytest.approx(want, abs=1e-6)
     r = meta["robust"]
-    assert r["robust_policy_pessimistic"] <= r["private_policy_pessimistic"] + 1e-9
+    assert meta["objective"] == {"direction": "minimize", "of": prop}
+    assert r["worst_case_is"] == "upper"  # a min property: the worst case is the larger value
+    for policy in (r["private_policy"], r["robust_policy"]):
+        assert policy["lower"] <= policy["upper"] == policy["worst_case"]
+    assert r["robust_policy"]["worst_case"] <= r["private_policy"]["worst_case"] + 1e-9
 
 
 @pytest.fixture
@@ -146,6 +150,22 @@ def test_check_an_infinite_value_prints_inf_and_writes_null(sink, tmp_path, caps
     assert meta["error_bound_at_initial_state_infinite"] is False
     assert meta["error_bound_infinite"] == [False] * 3
     assert all(isinstance(v, float) for v in meta["error_bound"])
+    # the interval fields follow the same rule; the one entry is also in "properties"
+    assert meta["upper"] == [None, 0.0, None] and meta["upper_infinite"] == [True, False, True]
+    assert meta["lower"] == [None, 0.0, None] and meta["precision"] == 0.0
+    assert meta["properties"][0]["values"] == meta["values"]
+
+
+def test_json_numbers_one_rule():
+    """JSON has neither infinity nor NaN: every file writes null (check.json adds a flag)."""
+    from jaxprivmdp.cli._check_output import numbers
+    from jaxprivmdp.io.core import json_number
+
+    assert json_number(np.float32(1.5)) == 1.5 and isinstance(json_number(np.float32(1)), float)
+    assert json_number(np.inf) is None and json_number(float("nan")) is None
+    got = numbers("v", np.array([1.0, np.inf]))
+    assert got == {"v": [1.0, None], "v_infinite": [False, True]}
+    assert numbers("v", np.inf) == {"v": None, "v_infinite": True}
 
 
 def test_a_failed_check_leaves_no_out_folder(game, tmp_path, capsys, monkeypatch):

@@ -48,7 +48,7 @@ def test_a_dense_release_keeps_its_support(tmp_path):
     b = jp.cost_of_privacy(
         rel, np.zeros((2, 3), np.int32), jp.Dirichlet(5.0), jp.PaperSet(0.1, support_aware=True)
     )
-    assert np.all(np.isfinite(b.pessimistic))
+    assert np.all(np.isfinite(b.lower))
 
 
 def test_reward_structure_and_deadlocks_flags(tmp_path, prism_model):

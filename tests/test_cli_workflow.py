@@ -249,7 +249,11 @@ def test_synthesize_writes_policies_and_chains_that_model_check(tmp_path, capsys
     assert meta["model"]["horizon"] == 2 and meta["release"]["mechanism"] == "dirichlet"
     assert meta["release"]["k"] == 20.0
     robust = meta["robust"]
-    assert robust["robust_policy_pessimistic"] >= robust["private_policy_pessimistic"] - 1e-6
+    assert meta["objective"] == {"direction": "maximize", "of": "reward"}
+    assert robust["worst_case_is"] == "lower"
+    private, robust_policy = robust["private_policy"], robust["robust_policy"]
+    assert private["worst_case"] == private["lower"] <= private["upper"] == private["best_case"]
+    assert robust_policy["worst_case"] >= private["worst_case"] - 1e-6
     release = jp.load_mdp(rel)
     policy = np.asarray(jp.solve(release).policy)
     for name in ("policy", "robust_policy"):
@@ -506,7 +510,7 @@ def _sweep_rows(ks, robust: bool):
 
     ks = np.asarray(ks, float)
     cost = np.array([[0.9, 0.1], [0.5, 0.45], [0.2, 0.3]])[: ks.size]  # a large spread
-    r = dict(true_value=0.5 - cost / 4, pessimistic=-cost, optimistic=cost, cost=2 * cost)
+    r = dict(true_value=0.5 - cost / 4, lower=-cost, upper=cost, cost=2 * cost)
     return _report.summarize(
         SweepResult(
             private_value=0.5 - cost / 5,
@@ -538,9 +542,9 @@ def test_sweep_figures_say_what_they_show(tmp_path):
     labels = value.get_legend().get_texts()
     assert {"Robust policy: true value"} <= {t.get_text() for t in labels}
     assert value.get_xscale() == "linear" and cost.get_xscale() == "linear"  # the paper's
-    # The optimistic and pessimistic curves: each its own colour and line style.
+    # The upper and lower bounds' curves: each its own colour and line style.
     lines = {bars.get_label(): bars.lines[0] for bars in value.containers}  # errorbar's
-    opt, pess = lines[_report.LABELS["optimistic"]], lines[_report.LABELS["pessimistic"]]
+    opt, pess = lines[_report.LABELS["upper"]], lines[_report.LABELS["lower"]]
     assert opt.get_color() != pess.get_color()
     assert opt.get_linestyle() != pess.get_linestyle()
     lo, hi = cost.get_ylim()
@@ -573,9 +577,9 @@ def test_frontier_legend_names_the_dashed_bound_and_tables_have_headers(capsys):
     )
     fig, ax = plt.subplots()
     _report.frontier_panel(ax, result, "t")
-    assert "mean pessimistic bound" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "mean worst-case bound" in [t.get_text() for t in ax.get_legend().get_texts()]
     dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
-    assert any(line.get_label() == "mean pessimistic bound" for line in dashed)
+    assert any(line.get_label() == "mean worst-case bound" for line in dashed)
     plt.close(fig)
     _terminal.print_sweep_tables({"ex": _sweep_rows([1, 5], robust=True)})
     header, first = capsys.readouterr().out.splitlines()[2:4]

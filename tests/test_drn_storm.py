@@ -147,11 +147,15 @@ def storm_value(model, formula: str) -> float:
 
 
 def our_value(path, formula: str, structure) -> float:
-    with jax.enable_x64(True):
-        mdp = jp.load_mdp(path, reward_structure=structure, dtype=np.float64)
-        labels = jp.load_labels(path)
-        result = jp.check(mdp, formula, labels=labels, tol=1e-9)
-        return float(result.value_at_initial)
+    """The default mode (float32, x64 off) and the default precision (1e-6 relative); the
+    interval reached is checked too."""
+    mdp = jp.load_mdp(path, reward_structure=structure)
+    assert mdp.rewards.dtype == np.float32
+    result = jp.check(mdp, formula, labels=jp.load_labels(path))
+    assert bool(result.converged) and float(result.precision) <= RTOL, formula
+    s = mdp.initial_state
+    assert float(result.lower[s]) <= float(result.value_at_initial) <= float(result.upper[s])
+    return float(result.value_at_initial)
 
 
 def assert_same(storm, ours, formula):
@@ -235,3 +239,31 @@ def test_a_deadlock_as_storm_writes_it(tmp_path):
         for formula in ('Pmax=? [F "goal"]', 'Pmin=? [F "goal"]'):
             ours = jp.check(mdp, formula, labels=labels, tol=1e-9).value_at_initial
             assert_same(storm_value(model, formula), float(ours), formula)
+
+
+# A symmetric walk on 0..600 absorbed at both ends: 300 · 300 = 90000 expected steps from the
+# middle, a chain that mixes slowly (interval iteration alone needs millions of steps).
+SLOW_WALK = """dtmc
+module walk
+  x : [0..600] init 300;
+  [] x>0 & x<600 -> 0.5 : (x'=x-1) + 0.5 : (x'=x+1);
+  [] x=0 | x=600 -> (x'=x);
+endmodule
+rewards "steps"
+  x>0 & x<600 : 1;
+endrewards
+label "ends" = x=0 | x=600;
+"""
+
+
+def test_a_slowly_mixing_chain_in_the_default_mode(tmp_path):
+    model = storm_model(SLOW_WALK, tmp_path)
+    path = tmp_path / "walk.drn"
+    stormpy_io.export_to_drn(model, str(path))
+    formula = 'R{"steps"}=? [F "ends"]'
+    storm, ours = storm_value(model, formula), our_value(path, formula, "steps")
+    np.testing.assert_allclose(storm, 90_000, rtol=RTOL)
+    assert_same(storm, ours, formula)
+    mdp = jp.load_mdp(path, reward_structure="steps")
+    res = jp.check(mdp, formula, labels=jp.load_labels(path))
+    assert float(res.lower[mdp.initial_state]) <= 90_000 <= float(res.upper[mdp.initial_state])

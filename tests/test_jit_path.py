@@ -217,7 +217,7 @@ def lp_bounds(mdp, policy, alpha, beta, aware=False):
 
 def assert_brackets_lp(b, low, high):
     """Outward of the LP recursion, by no more than the rounding margins (float32)."""
-    pess, opt = np.asarray(b.pessimistic, np.float64), np.asarray(b.optimistic, np.float64)
+    pess, opt = np.asarray(b.lower, np.float64), np.asarray(b.upper, np.float64)
     tol = 64 * (T + 1) * np.finfo(np.float32).eps * (np.abs(high).max() + 1)
     assert np.all(pess <= low + 1e-12) and np.all(opt >= high - 1e-12)
     assert np.max(low - pess) <= tol and np.max(opt - high) <= tol
@@ -246,7 +246,7 @@ def test_traced_k_with_a_hint_is_exact(hint):
     params, width = set_up(release, jp.Dirichlet(k), uset)
     assert width == 4
     narrow = bounds_core(release, policy, params, None, 10, width=hint)
-    assert (hint < 3) == (not np.allclose(narrow.pessimistic, want.pessimistic, rtol=1e-6))
+    assert (hint < 3) == (not np.allclose(narrow.lower, want.lower, rtol=1e-6))
 
 
 def test_traced_support_falls_back_where_rows_miss_entries():
@@ -261,7 +261,7 @@ def test_traced_support_falls_back_where_rows_miss_entries():
     eager = jp.cost_of_privacy(release, policy, mech, uset)
     jitted = jax.jit(lambda m, p: jp.cost_of_privacy(m, p, mech, uset))(release, policy)
     narrow = bounds_core(release, policy, params, None, 10, width=3, support_aware=True)
-    assert not np.allclose(narrow.pessimistic, eager.pessimistic, rtol=1e-6)
+    assert not np.allclose(narrow.lower, eager.lower, rtol=1e-6)
     assert_same(jitted, eager, rtol=1e-6)
     alpha = float(jp.concentration_radius(K, 0.1))
     assert_brackets_lp(jitted, *lp_bounds(release, np.asarray(policy), alpha, 0.1, aware=True))
@@ -279,9 +279,9 @@ def test_a_traced_model_is_counted_from_its_shapes_and_a_closed_over_one_is_not(
     traced = jax.jit(lambda m, p: jp.cost_of_privacy(m, p, mech, uset))(release, policy)
     closed = jax.jit(lambda p: jp.cost_of_privacy(release, p, mech, uset))(policy)
     assert_same(closed, eager)
-    low, high = np.asarray(traced.pessimistic), np.asarray(traced.optimistic)
-    assert np.all(low <= np.asarray(eager.pessimistic))
-    assert np.all(high >= np.asarray(eager.optimistic))
+    low, high = np.asarray(traced.lower), np.asarray(traced.upper)
+    assert np.all(low <= np.asarray(eager.lower))
+    assert np.all(high >= np.asarray(eager.upper))
     assert float(traced.cost) > float(eager.cost)
 
 

@@ -3,6 +3,7 @@
 Subpackages and their layers (a module may import its own subpackage and lower layers):
 
     0  _checks, _version, _refusals  validation, the version, the refused 0.2 keywords
+       _statements                   PRISM text split at ';' (the .props reader, the parser)
     1  models                        dense and sparse MDPs, their public structure
     2  io, privacy, sets, properties files; (ε, δ) accounting; uncertainty sets and boxes;
                                      PRISM properties (checking, and the reward problem)
@@ -39,6 +40,7 @@ LAYERS = {
     "_checks": 0,
     "_version": 0,
     "_refusals": 0,
+    "_statements": 0,
     "models": 1,
     "io": 2,
     "privacy": 2,

@@ -279,7 +279,7 @@ def test_tiny_concentrations_stay_finite(x64):
                 sol = jp.solve(private)
                 assert np.all(np.isfinite(sol.values))
                 b = jp.cost_of_privacy(private, sol.policy, jp.Dirichlet(1.0), jp.PaperSet(0.1))
-                for x in (b.pessimistic, b.optimistic, b.cost):
+                for x in (b.lower, b.upper, b.cost):
                     assert np.all(np.isfinite(np.asarray(x)))
                 assert float(b.cost) >= 0
         if not x64:

@@ -132,8 +132,8 @@ def test_additive_mechanisms_in_synthesize_and_sweep(mechanism):
     out = jp.synthesize(KEY, mdp, cls(0.05), jp.CertifiedSet(0.1))
     p_bar = np.asarray(out.private_transitions)
     np.testing.assert_allclose(p_bar.sum(-1), 1, atol=1e-5)
-    assert np.all(out.pessimistic <= out.private_values + 1e-5)
-    assert np.all(out.private_values <= out.optimistic + 1e-5)
+    assert np.all(out.lower <= out.private_values + 1e-5)
+    assert np.all(out.private_values <= out.upper + 1e-5)
     res = jp.sweep(KEY, mdp, cls.grid([0.05]), num_trials=2)
     assert res.cost.shape == (1, 2)
 

@@ -274,13 +274,13 @@ def check_synthesis_brackets(data, mdp):
     out = jp.synthesize(
         jax.random.key(seed), mdp, jp.Dirichlet(k), jp.PaperSet(beta), support="nonzero"
     )
-    assert_brackets(out.pessimistic, out.private_values, out.optimistic, "synthesize")
+    assert_brackets(out.lower, out.private_values, out.upper, "synthesize")
     assert float(out.cost) >= 0
     # On the privatized MDP the bounds bracket the value of any policy, not only π̄.
     private = dataclasses.replace(mdp, transitions=out.private_transitions)
     policy = data.draw(policies(private), "policy")
     b = jp.cost_of_privacy(private, policy, jp.Dirichlet(k), jp.PaperSet(beta))
-    assert_brackets(b.pessimistic, jp.evaluate(private, policy), b.optimistic, "any policy")
+    assert_brackets(b.lower, jp.evaluate(private, policy), b.upper, "any policy")
     assert float(b.cost) >= 0
 
 
@@ -316,12 +316,12 @@ def test_bounds_monotone_in_alpha(mdp, data):
     policy = data.draw(policies(mdp), "policy")
     wide = jp.cost_of_privacy(mdp, policy, jp.Dirichlet(k_small), jp.PaperSet(beta))
     tight = jp.cost_of_privacy(mdp, policy, jp.Dirichlet(k_large), jp.PaperSet(beta))
-    scale = 1 + scale_of(wide.pessimistic, wide.optimistic)
+    scale = 1 + scale_of(wide.lower, wide.upper)
     slack = 1e-5 * scale
-    target(float(np.max(wide.pessimistic - tight.pessimistic)) / scale, label="v̲ rises")
-    target(float(np.max(tight.optimistic - wide.optimistic)) / scale, label="v̄ falls")
-    assert np.all(np.asarray(wide.pessimistic) <= np.asarray(tight.pessimistic) + slack)
-    assert np.all(np.asarray(wide.optimistic) >= np.asarray(tight.optimistic) - slack)
+    target(float(np.max(wide.lower - tight.lower)) / scale, label="v̲ rises")
+    target(float(np.max(tight.upper - wide.upper)) / scale, label="v̄ falls")
+    assert np.all(np.asarray(wide.lower) <= np.asarray(tight.lower) + slack)
+    assert np.all(np.asarray(wide.upper) >= np.asarray(tight.upper) - slack)
     assert float(wide.cost) >= float(tight.cost) - 2 * slack
 
 

@@ -128,12 +128,12 @@ def test_private_policy_and_bounds_against_oracles(sparse, prop, set_name):
         checked = jp.check(on_release, prop, labels=LABELS).values
         np.testing.assert_allclose(checked, private, atol=1e-12)
         # v̲ <= V̄ <= v̄ everywhere; the true value of π̄ inside the bounds at s0.
-        assert np.all(res.pessimistic <= res.optimistic)
-        assert np.all(res.pessimistic[0] <= private + 1e-12)
-        assert np.all(private <= res.optimistic[0] + 1e-12)
+        assert np.all(res.lower <= res.upper)
+        assert np.all(res.lower[0] <= private + 1e-12)
+        assert np.all(private <= res.upper[0] + 1e-12)
         true = _until_value(_dense_rows(mdp), policy, target, fail)[0]
-        assert res.pessimistic[0, 0] <= true <= res.optimistic[0, 0]
-        assert float(res.cost) == pytest.approx(res.optimistic[0, 0] - res.pessimistic[0, 0])
+        assert res.lower[0, 0] <= true <= res.upper[0, 0]
+        assert float(res.cost) == pytest.approx(res.upper[0, 0] - res.lower[0, 0])
 
 
 @pytest.mark.slow
@@ -157,8 +157,8 @@ def test_true_value_by_monte_carlo_and_sweep():
         n = 40_000
         mc = _monte_carlo(_dense_rows(mdp), policy, target, fail, n)
         assert abs(mc - true) < 5 * np.sqrt(true * (1 - true) / n)
-        assert np.all(res.pessimistic <= res.private_value)
-        assert np.all(res.private_value <= res.optimistic)
+        assert np.all(res.lower <= res.private_value)
+        assert np.all(res.private_value <= res.upper)
 
 
 def test_min_property_reports_in_its_own_scale():
@@ -182,12 +182,12 @@ def test_min_property_reports_in_its_own_scale():
             labels=LABELS,
         )
         b = jp.cost_of_privacy(private, res.policy, mech, uset)
-        np.testing.assert_allclose(b.pessimistic, res.pessimistic, atol=1e-12)
-        np.testing.assert_allclose(b.optimistic, res.optimistic, atol=1e-12)
+        np.testing.assert_allclose(b.lower, res.lower, atol=1e-12)
+        np.testing.assert_allclose(b.upper, res.upper, atol=1e-12)
         robust = jp.robust_solve(private, mech, uset)
         # The robust policy of a minimization minimizes the upper bound.
-        np.testing.assert_allclose(robust.values[0], res.robust.optimistic[0], atol=1e-12)
-        assert res.robust.optimistic[0, 0] <= res.optimistic[0, 0] + 1e-12
+        np.testing.assert_allclose(robust.values[0], res.robust.upper[0], atol=1e-12)
+        assert res.robust.upper[0, 0] <= res.upper[0, 0] + 1e-12
         assert 0 <= float(res.private_values[0, 0]) <= 1
 
 
@@ -202,7 +202,7 @@ def test_frontier_counts_only_the_undecided_rows():
         assert out.optimal_value == pytest.approx(
             float(jp.check(mdp, 'Pmax=? [F<=T "goal"]', labels=LABELS).value_at_initial)
         )
-        assert np.all(out.pessimistic["laplace"] <= out.optimistic["laplace"])
+        assert np.all(out.lower["laplace"] <= out.upper["laplace"])
 
 
 @pytest.mark.slow
@@ -211,7 +211,7 @@ def test_under_jit():
     pm = jp.property_model(mdp, 'Pmax=? [F<=T "goal"]', labels=LABELS)
     eager = jp.synthesize(jax.random.key(1), pm, jp.Dirichlet(30.0))
     jitted = jax.jit(lambda p: jp.synthesize(jax.random.key(1), p, jp.Dirichlet(30.0)))(pm)
-    np.testing.assert_allclose(jitted.pessimistic, eager.pessimistic, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(jitted.lower, eager.lower, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(jitted.policy, eager.policy)
 
 
@@ -231,7 +231,7 @@ def test_dtmc_property_privatized():
     labels = {"done": np.array([0, 0, 1], bool)}
     pm = jp.property_model(dtmc, 'P=? [F<=3 "done"]', labels=labels)
     res = jp.synthesize(jax.random.key(0), pm, jp.Dirichlet(40.0), support="nonzero")
-    assert res.pessimistic[0, 0] <= res.private_values[0, 0] <= res.optimistic[0, 0]
+    assert res.lower[0, 0] <= res.private_values[0, 0] <= res.upper[0, 0]
 
 
 @pytest.mark.parametrize(

@@ -237,8 +237,8 @@ def _check_costs_agree(mdp):
     policy = jp.solve(release).policy
     a = jp.cost_of_privacy(release, policy, jp.Dirichlet(100.0), jp.PaperSet(0.1))
     b = jp.cost_of_privacy(jp.to_padded(release), policy, jp.Dirichlet(100.0), jp.PaperSet(0.1))
-    np.testing.assert_allclose(a.pessimistic, b.pessimistic, atol=1e-12)
-    np.testing.assert_allclose(a.optimistic, b.optimistic, atol=1e-12)
+    np.testing.assert_allclose(a.lower, b.lower, atol=1e-12)
+    np.testing.assert_allclose(a.upper, b.upper, atol=1e-12)
 
 
 @pytest.mark.integration
@@ -262,8 +262,8 @@ def test_synthesize_and_bounds_equal_the_padded_layouts(mechanism, k, bound, awa
     release = with_probs(mdp, out.private_transitions)
     padded = jp.to_padded(release)
     cost = jp.cost_of_privacy(padded, out.policy, mechanism, bound)
-    np.testing.assert_allclose(out.pessimistic, cost.pessimistic, atol=1e-12)
-    np.testing.assert_allclose(out.optimistic, cost.optimistic, atol=1e-12)
+    np.testing.assert_allclose(out.lower, cost.lower, atol=1e-12)
+    np.testing.assert_allclose(out.upper, cost.upper, atol=1e-12)
     np.testing.assert_array_equal(out.policy, jp.solve(padded).policy)
     robust = jp.robust_solve(padded, mechanism, bound)
     np.testing.assert_array_equal(out.robust.policy, robust.policy)
@@ -284,7 +284,7 @@ def test_finite_horizon_bounds_and_sweep():
     )
     assert res.cost.shape == (2, 3) and bool(jnp.all(res.converged))
     assert np.all(np.asarray(res.true_value) <= float(res.optimal_value) + 1e-9)
-    assert np.all(np.asarray(res.pessimistic) <= np.asarray(res.private_value) + 1e-9)
+    assert np.all(np.asarray(res.lower) <= np.asarray(res.private_value) + 1e-9)
 
 
 MECHANISMS = [(jp.Dirichlet, 30.0), (jp.Gaussian, 0.05), (jp.Laplace, 0.05)]

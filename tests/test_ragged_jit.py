@@ -49,8 +49,8 @@ def _true_value(mdp, policy):
 
 
 def _check_bracket(bounds, true):
-    assert np.all(np.asarray(bounds.pessimistic) <= true + 1e-9)
-    assert np.all(true <= np.asarray(bounds.optimistic) + 1e-9)
+    assert np.all(np.asarray(bounds.lower) <= true + 1e-9)
+    assert np.all(true <= np.asarray(bounds.upper) + 1e-9)
 
 
 SETS = [
@@ -75,22 +75,22 @@ def test_cost_of_privacy_under_jit(case, bound, aware):
     eager, jitted = user(release, policy), jax.jit(user)(release, policy)
     _check_bracket(eager, true)
     _check_bracket(jitted, true)
-    lo, hi = np.asarray(jitted.pessimistic), np.asarray(jitted.optimistic)
+    lo, hi = np.asarray(jitted.lower), np.asarray(jitted.upper)
     if bound == "certified" and aware:  # the union bound counts the buckets' slots: wider
         _check_wider(jitted, eager)
     else:  # (atol: the goal state's value is 0 to within the stopping rule's ~1e-9)
-        np.testing.assert_allclose(lo, eager.pessimistic, rtol=1e-5, atol=1e-7)
-        np.testing.assert_allclose(hi, eager.optimistic, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(lo, eager.lower, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(hi, eager.upper, rtol=1e-5, atol=1e-7)
 
 
 def _check_wider(jitted, eager):
     """Wider boxes: lower pessimistic and higher optimistic values (to the stopping rule's
     residual, ~1e-9 here, which the two runs reach after different numbers of sweeps), and
     wider overall."""
-    lo, hi = np.asarray(jitted.pessimistic), np.asarray(jitted.optimistic)
-    assert np.all(lo <= np.asarray(eager.pessimistic) + 1e-7)
-    assert np.all(hi >= np.asarray(eager.optimistic) - 1e-7)
-    assert np.sum(hi - lo) > np.sum(np.asarray(eager.optimistic) - eager.pessimistic)
+    lo, hi = np.asarray(jitted.lower), np.asarray(jitted.upper)
+    assert np.all(lo <= np.asarray(eager.lower) + 1e-7)
+    assert np.all(hi >= np.asarray(eager.upper) - 1e-7)
+    assert np.sum(hi - lo) > np.sum(np.asarray(eager.upper) - eager.lower)
 
 
 @pytest.mark.parametrize(
@@ -124,8 +124,8 @@ def test_synthesize_under_jit(bound, robust):
     if robust:
         np.testing.assert_array_equal(jitted.robust.policy, eager.robust.policy)
     if bound == "paper":
-        np.testing.assert_allclose(jitted.pessimistic, eager.pessimistic, rtol=1e-5, atol=1e-7)
-        np.testing.assert_allclose(jitted.optimistic, eager.optimistic, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(jitted.lower, eager.lower, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(jitted.upper, eager.upper, rtol=1e-5, atol=1e-7)
     else:  # certified, support-aware: wider under jit (see the module)
         _check_wider(jitted, eager)
     _check_bracket(jitted, _true_value(mdp, eager.policy))

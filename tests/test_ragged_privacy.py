@@ -223,7 +223,7 @@ def test_frontier_equals_the_padded_layouts():
             np.testing.assert_array_equal(getattr(a, field)[m], getattr(b, field)[m])
     for m in ("dirichlet", "laplace"):
         ok = a.reachable[m]
-        assert np.all(a.pessimistic[m][ok] <= a.optimistic[m][ok])
+        assert np.all(a.lower[m][ok] <= a.upper[m][ok])
         assert np.all(a.true_value[m][ok] <= a.optimal_value + 1e-9)
 
 

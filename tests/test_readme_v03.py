@@ -77,13 +77,13 @@ def test_prism_example_privatized(game):
     # README (float32): "about 6.2 8.4 7.25 (the non-private optimum is 7.25)".
     printed = (5.77, 8.55, 7.2) if X64 else (6.2, 8.4, 7.25)
     for value, number, digits in zip(
-        (out.pessimistic[0, 0], out.optimistic[0, 0], true), printed, (1, 1, 2), strict=True
+        (out.lower[0, 0], out.upper[0, 0], true), printed, (1, 1, 2), strict=True
     ):
         _close(value, number, digits)
     # The 0.3 README called 7.25 "the non-private optimum"; it is the private policy's true
     # value. The optimum is 7.3 (risky, back, safe: 0.5·9 + 0.5·0.8·7).
     _close(jp.solve(game10).values[0, 0], 7.3, 6)
-    assert out.pessimistic[0, 0] <= out.private_values[0, 0] <= out.optimistic[0, 0]
+    assert out.lower[0, 0] <= out.private_values[0, 0] <= out.upper[0, 0]
 
     steps = jp.load_mdp(game / "game.tra", reward_structure="steps")
     problem = jp.property_model(steps, 'Pmax=? [F<=5 "goal"]', labels=labels)
@@ -91,7 +91,7 @@ def test_prism_example_privatized(game):
     true = problem.values(jp.evaluate(problem.model, out.policy))[0, 0]
     # README (float32): "about 0.85 0.97 1.0 0.95: v̲ <= value on the release <= v̄, Pmax = 0.95".
     printed = (0.75, 0.92, 0.99, 0.95) if X64 else (0.85, 0.97, 1.0, 0.95)
-    values = (out.pessimistic[0, 0], out.private_values[0, 0], out.optimistic[0, 0], true)
+    values = (out.lower[0, 0], out.private_values[0, 0], out.upper[0, 0], true)
     for value, number in zip(values, printed, strict=True):
         _close(value, number, 2)
 
@@ -135,10 +135,10 @@ def test_figure1_example1():
     mdp = jp.examples.investment()
     grid = jp.Dirichlet.grid(KS, sampler="fast")
     res = jp.sweep(KEY, mdp, grid, jp.PaperSet(0.1), num_trials=50, support="nonzero")
-    pessimistic = np.asarray(res.pessimistic).mean(axis=1)
+    lower = np.asarray(res.lower).mean(axis=1)
     private = np.asarray(res.private_value).mean(axis=1)
-    _close(pessimistic[0], 0.20, 2)
-    _close(pessimistic[-1], 0.67, 2)
+    _close(lower[0], 0.20, 2)
+    _close(lower[-1], 0.67, 2)
     _close(private[0], 0.98 if X64 else 0.97, 2)
     _close(private[-1], 0.91, 2)
 
@@ -160,8 +160,8 @@ def test_gridworld_bounds_table():
     }
     true = (-42.16, -42.04, -41.76, -41.62)
     for name, res in (("paper", paper), ("aware", aware)):
-        low = np.asarray(res.pessimistic).mean(axis=1)
-        high = np.asarray(res.optimistic).mean(axis=1)
+        low = np.asarray(res.lower).mean(axis=1)
+        high = np.asarray(res.upper).mean(axis=1)
         np.testing.assert_allclose(low, [row[0] for row in table[name]], atol=0.05)
         np.testing.assert_allclose(high, [row[1] for row in table[name]], atol=0.05)
         np.testing.assert_allclose(np.asarray(res.true_value).mean(axis=1), true, atol=0.05)

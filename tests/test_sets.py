@@ -264,7 +264,7 @@ def test_certified_covers_the_true_value_by_monte_carlo(horizon):
         jp.CertifiedSet(beta),
         num_trials=trials,
     )
-    covered = (res.pessimistic <= res.true_value + 1e-5) & (res.true_value <= res.optimistic + 1e-5)
+    covered = (res.lower <= res.true_value + 1e-5) & (res.true_value <= res.upper + 1e-5)
     assert 1 - float(covered.mean()) <= beta + 3 * np.sqrt(beta * (1 - beta) / trials)
     # Every stage and state at once (the statement), release by release.
     run = jax.jit(
@@ -275,7 +275,7 @@ def test_certified_covers_the_true_value_by_monte_carlo(horizon):
     outs = run(jax.random.split(KEY, trials))
     true = jax.vmap(lambda pol: jp.evaluate(mdp, pol))(outs.policy)
     tol = 1e-5
-    held = (outs.pessimistic <= true + tol) & (true <= outs.optimistic + tol)
+    held = (outs.lower <= true + tol) & (true <= outs.upper + tol)
     all_ok = jnp.all(held.reshape(trials, -1), axis=1)
     assert 1 - float(all_ok.mean()) <= beta + 3 * np.sqrt(beta * (1 - beta) / trials)
 
@@ -292,21 +292,21 @@ def test_robust_policy_maximizes_the_pessimistic_value():
         for actions in itertools.product(range(2), repeat=6):
             policy = np.asarray(actions, np.int32).reshape(2, 3)
             b = jp.cost_of_privacy(private, policy, jp.Dirichlet(8.0), uset)
-            best = np.maximum(best, np.asarray(b.pessimistic[0]))
-        np.testing.assert_allclose(out.robust.pessimistic[0], best, atol=1e-5)
-        assert np.all(out.robust.pessimistic >= out.pessimistic - 1e-5)
+            best = np.maximum(best, np.asarray(b.lower[0]))
+        np.testing.assert_allclose(out.robust.lower[0], best, atol=1e-5)
+        assert np.all(out.robust.lower >= out.lower - 1e-5)
 
 
 @pytest.mark.integration
 @pytest.mark.parametrize(("horizon", "bound"), [(4, "certified"), (None, "exact")])
-def test_robust_pessimistic_never_below_the_private_policy(horizon, bound):
+def test_robust_lower_bound_never_below_the_private_policy(horizon, bound):
     """Masked actions, both horizons (the enumeration test covers every set, finite T)."""
     mdp = build_mdp(6, horizon=horizon, masked=True)
     uset = SET[bound](0.1)
     out = jp.synthesize(KEY, mdp, jp.Dirichlet(15.0), uset, robust=True, support="nonzero")
     # Infinite horizon: both are within the value iteration's tolerance of optimal.
     tol = 1e-5 if horizon else 1e-3
-    assert np.all(out.robust.pessimistic >= out.pessimistic - tol)
+    assert np.all(out.robust.lower >= out.lower - tol)
     solo = jp.robust_solve(
         jp.make_mdp(
             out.private_transitions,
@@ -403,5 +403,5 @@ def test_beta_box_fill_width_is_exact(bound):
     assert width < S
     got = bounds_core(mdp, policy, params, None, 10, width=width)
     full = bounds_core(mdp, policy, params, None, 10, width=S)
-    np.testing.assert_allclose(got.pessimistic, full.pessimistic, atol=1e-6)
-    np.testing.assert_allclose(got.optimistic, full.optimistic, atol=1e-6)
+    np.testing.assert_allclose(got.lower, full.lower, atol=1e-6)
+    np.testing.assert_allclose(got.upper, full.upper, atol=1e-6)

@@ -139,11 +139,11 @@ def test_bounds_agree(horizon, support_aware):
         bs = jp.cost_of_privacy(
             p_sparse, policy, jp.Dirichlet(k), jp.PaperSet(0.1, support_aware=support_aware)
         )
-        _close(bd.pessimistic, bs.pessimistic, atol=2e-5)
-        _close(bd.optimistic, bs.optimistic, atol=2e-5)
+        _close(bd.lower, bs.lower, atol=2e-5)
+        _close(bd.upper, bs.upper, atol=2e-5)
         values = jp.evaluate(p_sparse, policy)
-        assert np.all(np.asarray(bs.pessimistic) <= np.asarray(values) + 1e-4)
-        assert np.all(np.asarray(values) <= np.asarray(bs.optimistic) + 1e-4)
+        assert np.all(np.asarray(bs.lower) <= np.asarray(values) + 1e-4)
+        assert np.all(np.asarray(values) <= np.asarray(bs.upper) + 1e-4)
 
 
 def test_support_aware_is_tighter_and_default_is_the_papers():
@@ -156,7 +156,7 @@ def test_support_aware_is_tighter_and_default_is_the_papers():
     )
     _close(paper.cost, out.cost)  # synthesize's default is the paper's set
     assert float(aware.cost) < float(paper.cost)
-    assert np.all(np.asarray(aware.pessimistic) >= np.asarray(paper.pessimistic) - 1e-5)
+    assert np.all(np.asarray(aware.lower) >= np.asarray(paper.lower) - 1e-5)
 
 
 @pytest.mark.parametrize("pairwise", [True, False])
@@ -224,7 +224,7 @@ def test_sweep_on_a_sparse_model_equals_synthesize():
         jp.PaperSet(0.1, support_aware=True),
     )
     assert float(res.cost[1, 1]) == pytest.approx(float(one.cost), abs=1e-5)
-    assert np.all(np.asarray(res.pessimistic) <= np.asarray(res.private_value) + 1e-5)
+    assert np.all(np.asarray(res.lower) <= np.asarray(res.private_value) + 1e-5)
 
 
 # ----------------------------------------------------------------------------- gridworld

@@ -26,7 +26,7 @@ from jaxprivmdp.planning._width import CheckedWidth
 
 pytestmark = pytest.mark.integration
 
-FIELDS = ("policy", "private_values", "pessimistic", "optimistic")
+FIELDS = ("policy", "private_values", "lower", "upper", "true_values")
 SETS = [("paper", False), ("exact", True), ("certified", False), ("certified", True)]
 DEFAULT = [("dense", SETS[0]), ("sparse", SETS[3])]  # the rest: -m slow
 
@@ -69,7 +69,7 @@ def test_stage_rows_are_the_full_rows(kind, bound, aware):
     compiled = _synthesize_jit._cache_size()
     for t in (0, T - 1):
         one = synth(key, mdp, bound, aware, robust=robust, stage=t)
-        assert one.policy.shape == one.pessimistic.shape == (mdp.num_states,)
+        assert one.policy.shape == one.lower.shape == (mdp.num_states,)
         assert_rows(full, one, t)
     assert _synthesize_jit._cache_size() <= compiled + 1  # the stage is a leaf, not static
 
@@ -83,7 +83,7 @@ def test_float64(kind, bound, aware):
         mdp, key = model(kind, jnp.float64), jax.random.key(2)
         full = synth(key, mdp, bound, aware)
         one = synth(key, mdp, bound, aware, stage=0)
-        assert one.pessimistic.dtype == jnp.float64
+        assert one.lower.dtype == jnp.float64
         assert_rows(full, one, 0)
 
 
@@ -96,8 +96,8 @@ def test_stage_zero_matches_a_numpy_backward_induction():
     policy, values, _ = np_backward_induction(P_bar, R, RT, float(mdp.discount), mask, T)
     np.testing.assert_array_equal(out.policy, policy[0])
     np.testing.assert_allclose(out.private_values, values[0], rtol=1e-5, atol=1e-5)
-    assert np.all(out.pessimistic <= out.private_values + 1e-6)
-    assert np.all(out.private_values <= out.optimistic + 1e-6)
+    assert np.all(out.lower <= out.private_values + 1e-6)
+    assert np.all(out.private_values <= out.upper + 1e-6)
 
 
 @pytest.mark.parametrize("robust", [False, pytest.param(True, marks=pytest.mark.slow)])
@@ -142,9 +142,9 @@ def test_checked_width_recomputes_the_whole_pass():
         return bounds(CheckedWidth(2)), bounds(mdp.num_states), bounds(2)
 
     checked, everything, cut = passes()
-    for f in ("pessimistic", "optimistic", "cost", "policy", "values"):
+    for f in ("lower", "upper", "cost", "policy", "values"):
         np.testing.assert_array_equal(getattr(checked, f), getattr(everything, f))
-    assert not np.array_equal(cut.pessimistic, everything.pessimistic)
+    assert not np.array_equal(cut.lower, everything.lower)
 
 
 @pytest.mark.slow
@@ -187,10 +187,10 @@ def test_the_sweep_run_equals_the_full_path():
     s0 = mdp.initial_state
     np.testing.assert_array_equal(got.private_value, out.private_values[0, s0])
     np.testing.assert_array_equal(got.true_value, true)
-    np.testing.assert_array_equal(got.pessimistic, out.pessimistic[0, s0])
+    np.testing.assert_array_equal(got.lower, out.lower[0, s0])
     np.testing.assert_array_equal(got.cost, out.cost)
     np.testing.assert_array_equal(got.robust.true_value, rob_true)
-    np.testing.assert_array_equal(got.robust.optimistic, out.robust.optimistic[0, s0])
+    np.testing.assert_array_equal(got.robust.upper, out.robust.upper[0, s0])
 
 
 def test_progress_reports_the_stages(monkeypatch):

@@ -50,7 +50,7 @@ def test_support_aware_bounds_refuse_a_dense_model_without_a_recorded_support():
     jp.cost_of_privacy(bare, policy, jp.Dirichlet(5.0))  # the whole simplex needs no support
     given = jp.make_mdp(p_bar, R, horizon=3, support=P > 0)
     b = jp.cost_of_privacy(given, policy, jp.Dirichlet(5.0), jp.PaperSet(0.1, support_aware=True))
-    assert np.all(np.isfinite(b.pessimistic))
+    assert np.all(np.isfinite(b.lower))
 
 
 def test_make_mdp_checks_the_support():
@@ -76,7 +76,7 @@ def test_gaussian_projection_zero_is_not_taken_out_of_the_support():
             jax.random.key(seed), mdp, jp.Gaussian(0.3), jp.CertifiedSet(0.1, support_aware=True)
         )
         zeroed += float(out.private_transitions[0, 0, 1]) == 0.0
-        assert float(out.pessimistic[0, 0]) <= 0.3 <= float(out.optimistic[0, 0]), seed
+        assert float(out.lower[0, 0]) <= 0.3 <= float(out.upper[0, 0]), seed
     assert zeroed >= 3  # the releases that fooled the old sets are among these
 
 

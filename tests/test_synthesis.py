@@ -30,7 +30,7 @@ pytestmark = pytest.mark.integration
 KS = [2.0, 4.0]
 GRID = jp.Dirichlet.grid(KS, sampler="fast")
 N = 3
-FIELDS = ("private_value", "true_value", "pessimistic", "optimistic", "cost")
+FIELDS = ("private_value", "true_value", "lower", "upper", "cost")
 
 
 @pytest.fixture(scope="module")
@@ -50,15 +50,13 @@ def test_synthesize_random_mdp(mdp):
     out = synthesize(key, mdp, jp.Dirichlet(KS[0]))
     assert out.private_transitions.shape == (S, A, S)
     assert out.policy.shape == (T, S) and jnp.issubdtype(out.policy.dtype, jnp.integer)
-    for x in (out.private_values, out.pessimistic, out.optimistic):
+    for x in (out.private_values, out.lower, out.upper):
         assert x.shape == (T + 1, S)
     assert out.cost.shape == ()
     s0 = mdp.initial_state
-    assert float(out.cost) == pytest.approx(
-        float(out.optimistic[0, s0] - out.pessimistic[0, s0]), abs=1e-6
-    )
-    assert np.all(np.asarray(out.pessimistic) <= np.asarray(out.private_values) + 1e-5)
-    assert np.all(np.asarray(out.private_values) <= np.asarray(out.optimistic) + 1e-5)
+    assert float(out.cost) == pytest.approx(float(out.upper[0, s0] - out.lower[0, s0]), abs=1e-6)
+    assert np.all(np.asarray(out.lower) <= np.asarray(out.private_values) + 1e-5)
+    assert np.all(np.asarray(out.private_values) <= np.asarray(out.upper) + 1e-5)
     # Each step is the public building block applied to the same noise.
     p_bar = jp.dirichlet_mechanism(key, mdp.transitions, jp.Dirichlet(KS[0]))
     np.testing.assert_allclose(out.private_transitions, p_bar, rtol=1e-5, atol=1e-7)
@@ -74,8 +72,8 @@ def test_synthesize_random_mdp(mdp):
     np.testing.assert_array_equal(out.policy, sol.policy)
     np.testing.assert_allclose(out.private_values, jp.evaluate(private, out.policy), atol=1e-5)
     b = jp.cost_of_privacy(private, out.policy, jp.Dirichlet(KS[0]), jp.PaperSet(0.1))
-    np.testing.assert_allclose(out.pessimistic, b.pessimistic, atol=1e-5)
-    np.testing.assert_allclose(out.optimistic, b.optimistic, atol=1e-5)
+    np.testing.assert_allclose(out.lower, b.lower, atol=1e-5)
+    np.testing.assert_allclose(out.upper, b.upper, atol=1e-5)
 
 
 def test_synthesize_investment():
@@ -93,10 +91,8 @@ def test_synthesize_investment():
     np.testing.assert_array_equal(p_bar[1, 0], [0, 1, 0])
     np.testing.assert_array_equal(p_bar[2, 0], [0, 0, 1])
     assert np.all(mask[np.arange(3), np.asarray(out.policy[0])])
-    assert float(out.cost) == pytest.approx(
-        float(out.optimistic[0, 0] - out.pessimistic[0, 0]), abs=1e-6
-    )
-    assert out.pessimistic[0, 0] <= out.private_values[0, 0] <= out.optimistic[0, 0]
+    assert float(out.cost) == pytest.approx(float(out.upper[0, 0] - out.lower[0, 0]), abs=1e-6)
+    assert out.lower[0, 0] <= out.private_values[0, 0] <= out.upper[0, 0]
     # Chosen startup's private hit probability is the private value (T = 1, R_T = Hit).
     a = int(out.policy[0, 0])
     assert float(out.private_values[0, 0]) == pytest.approx(float(p_bar[0, a, 1]), abs=1e-6)
@@ -141,8 +137,8 @@ def test_sweep_equals_synthesize_per_key(mdp):
             want = dict(
                 private_value=one.private_values[0, s0],
                 true_value=jp.evaluate(mdp, one.policy)[0, s0],
-                pessimistic=one.pessimistic[0, s0],
-                optimistic=one.optimistic[0, s0],
+                lower=one.lower[0, s0],
+                upper=one.upper[0, s0],
                 cost=one.cost,
             )
             for f in FIELDS:  # vmapped vs single: equal up to float32 rounding
@@ -161,9 +157,9 @@ def test_sweep_invariants(mdp):
             chunking=jp.Chunking(batch_size=3),
         )
     )
-    assert np.all(res["pessimistic"] <= res["private_value"] + 1e-5)
-    assert np.all(res["private_value"] <= res["optimistic"] + 1e-5)
-    np.testing.assert_allclose(res["cost"], res["optimistic"] - res["pessimistic"], atol=1e-6)
+    assert np.all(res["lower"] <= res["private_value"] + 1e-5)
+    assert np.all(res["private_value"] <= res["upper"] + 1e-5)
+    np.testing.assert_allclose(res["cost"], res["upper"] - res["lower"], atol=1e-6)
 
 
 def test_chunking_does_not_change_results(mdp):
@@ -323,15 +319,15 @@ def test_example1_figure_1a():
     )
     assert float(res.optimal_value) == pytest.approx(0.9, abs=1e-6)
     r = as_arrays(res)
-    paper = dict(pessimistic=(0.17, 0.66), private_value=(0.96, 0.905))
+    paper = dict(lower=(0.17, 0.66), private_value=(0.96, 0.905))
     for f, targets in paper.items():
         for i, target in enumerate(targets):
             x = r[f][i]
             se = x.std(ddof=1) / np.sqrt(x.size)
             assert abs(x.mean() - target) <= 4 * se + 0.03, (f, i, x.mean(), se)
     # Per trial: the bounds bracket the private value, and no policy beats the optimum.
-    assert np.all(r["pessimistic"] <= r["private_value"] + 1e-6)
-    assert np.all(r["private_value"] <= r["optimistic"] + 1e-6)
+    assert np.all(r["lower"] <= r["private_value"] + 1e-6)
+    assert np.all(r["private_value"] <= r["upper"] + 1e-6)
     assert np.all(r["true_value"] <= float(res.optimal_value) + 1e-6)
     # The true value of any policy is one of the four hit probabilities.
     hits = np.array(jp.examples.HIT_PROBABILITIES)
@@ -357,8 +353,8 @@ def test_infinite_horizon_sweep():
     for f in FIELDS:
         assert r[f].shape == (len(KS), N) and np.all(np.isfinite(r[f]))
     slack = 1e-5 / (1 - GAMMA)
-    assert np.all(r["pessimistic"] <= r["private_value"] + slack)
-    assert np.all(r["private_value"] <= r["optimistic"] + slack)
+    assert np.all(r["lower"] <= r["private_value"] + slack)
+    assert np.all(r["private_value"] <= r["upper"] + slack)
     o = to_numpy(mdp)
     V_star, _ = np_value_iteration(o["P"], o["R"], o["gamma"], o["mask"])
     tol = float(default_tolerance(mdp))

@@ -85,8 +85,8 @@ def test_a_traced_model_with_counts_gets_the_eager_sets(problem, mech, cls, awar
     close(got, eager, rtol=4 * np.finfo(np.float32).eps if aware else 0.0)
     if aware or cls is jp.CertifiedSet:  # the counts differ from the shapes'
         assert float(wide.cost) > float(eager.cost) * (1 + 1e-6)
-        assert np.all(np.asarray(wide.pessimistic) <= np.asarray(got.pessimistic))
-        assert np.all(np.asarray(wide.optimistic) >= np.asarray(got.optimistic))
+        assert np.all(np.asarray(wide.lower) <= np.asarray(got.lower))
+        assert np.all(np.asarray(wide.upper) >= np.asarray(got.upper))
 
 
 @pytest.mark.parametrize("cls", [jp.PaperSet, jp.CertifiedSet])

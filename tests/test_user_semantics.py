@@ -145,7 +145,7 @@ def _released(kind):
 
 def _bounds(private, policy, k, beta, cls, support_aware):
     out = jp.cost_of_privacy(private, policy, jp.Dirichlet(k), cls(beta, support_aware))
-    return jax.numpy.stack([out.pessimistic[0], out.optimistic[0]])
+    return jax.numpy.stack([out.lower[0], out.upper[0]])
 
 
 # Over the whole simplex (the paper's default) too, with the tests marked slow (a minute on
@@ -210,7 +210,7 @@ def test_additive_mechanisms_sets_under_vmap_over_beta(kind):
 
         def run(beta, cls=cls):
             out = jp.cost_of_privacy(private, policy, jp.Gaussian(0.05), cls(beta, True))
-            return out.pessimistic[0]
+            return out.lower[0]
 
         want = np.stack([run(b) for b in BETAS])
         np.testing.assert_allclose(jax.vmap(run)(BETAS), want, rtol=1e-5, atol=1e-5)
@@ -265,7 +265,7 @@ def test_sweep_gives_the_same_numbers_for_both_kinds():
     grid = jp.Dirichlet.grid([2.0, 20.0], sampler="fast")
     a = jp.sweep(KEY, dense, grid, num_trials=4, support="nonzero")
     b = jp.sweep(KEY, jp.to_sparse(dense), grid, num_trials=4)
-    for field in ("true_value", "pessimistic", "optimistic", "cost"):
+    for field in ("true_value", "lower", "upper", "cost"):
         np.testing.assert_allclose(getattr(b, field), getattr(a, field), rtol=1e-5, atol=1e-6)
 
 

@@ -263,8 +263,8 @@ def run_group(dtype, horizon, n, parameters=None, *, seed=0, fast_compile=False,
 
     ``bounds``: the sets to compute (each costs a third of the compilation).
 
-    Returns ``{name: {field: array}}`` with the fields ``policy``, ``pessimistic``,
-    ``optimistic``, ``private_values``, ``private_transitions`` and, for the Dirichlet's Beta
+    Returns ``{name: {field: array}}`` with the fields ``policy``, ``lower``,
+    ``upper``, ``private_values``, ``private_transitions`` and, for the Dirichlet's Beta
     boxes, ``box_holds``. The same keys serve every combination.
     """
     parameters = PARAMETERS if parameters is None else parameters
@@ -282,8 +282,8 @@ def run_group(dtype, horizon, n, parameters=None, *, seed=0, fast_compile=False,
         )
         fields = dict(
             policy=out.policy,
-            pessimistic=out.pessimistic,
-            optimistic=out.optimistic,
+            lower=out.lower,
+            upper=out.upper,
             private_values=out.private_values,
             private_transitions=out.private_transitions,
         )
@@ -465,7 +465,7 @@ def test_gaussian_projection_zero_reproduction():
     np.testing.assert_array_equal(out.private_transitions[0, 0], [0.0, 0.0, 1.0])
     true = float(jp.evaluate(mdp, out.policy)[0, 0])
     assert true == pytest.approx(0.3)
-    low, high = float(out.pessimistic[0, 0]), float(out.optimistic[0, 0])
+    low, high = float(out.lower[0, 0]), float(out.upper[0, 0])
     assert low <= 0.3 <= high, (low, high)
 
 
@@ -490,7 +490,7 @@ def small_entry_releases():
                     jp.CertifiedSet(0.1, support_aware=True),
                     support=support,
                 )
-                out[f"{mech}-{name}"] = (r.policy, r.pessimistic, r.optimistic)
+                out[f"{mech}-{name}"] = (r.policy, r.lower, r.upper)
         return out
 
     keys = jax.random.split(jax.random.key(0), 200)
@@ -532,7 +532,7 @@ def _chain_coverage(dtype, k, support):
     )
     zeros = float(np.mean(np.asarray(out.private_transitions) == 0))
     true = exact_values(*stored(mdp), mdp.horizon, out.policy)
-    return bracketed(out.pessimistic, out.optimistic, true), zeros
+    return bracketed(out.lower, out.upper, true), zeros
 
 
 @pytest.mark.parametrize("support", SUPPORTS)
@@ -602,15 +602,15 @@ def test_additive_radius_counts_the_public_support(mechanism, bound):
     low, high = _box_value(p_bar, r, v, mixture), -_box_value(p_bar, r, -v, mixture)
     wrong = _box_value(p_bar, _radius(mechanism, scale, 2, level), v, mixture)
     assert abs(low - wrong) > 1e-3  # the test tells the two radii apart
-    assert float(out.pessimistic[0, 0]) == pytest.approx(low, abs=2e-5)
-    assert float(out.optimistic[0, 0]) == pytest.approx(high, abs=2e-5)
+    assert float(out.lower[0, 0]) == pytest.approx(low, abs=2e-5)
+    assert float(out.upper[0, 0]) == pytest.approx(high, abs=2e-5)
 
     released = np.asarray(out.private_transitions, np.float64)
     kw = dict(horizon=1, terminal_reward=mdp.terminal_reward)
     rebuilt = jp.make_mdp(released, mdp.rewards, support=np.asarray(mdp.transitions) > 0, **kw)
     again = jp.cost_of_privacy(rebuilt, out.policy, mech, uset)
-    assert float(again.pessimistic[0, 0]) == pytest.approx(low, abs=2e-5)
-    assert float(again.optimistic[0, 0]) == pytest.approx(high, abs=2e-5)
+    assert float(again.lower[0, 0]) == pytest.approx(low, abs=2e-5)
+    assert float(again.upper[0, 0]) == pytest.approx(high, abs=2e-5)
     with pytest.raises(ValueError, match="support"):
         jp.cost_of_privacy(jp.make_mdp(released, mdp.rewards, **kw), out.policy, mech, uset)
 
@@ -650,7 +650,7 @@ def test_sparse_zero_slots_give_the_dense_numbers():
     for case, (a, b) in results.items():
         p_bar = dense_rows(sparse, a.private_transitions)
         np.testing.assert_array_equal(p_bar, b.private_transitions, err_msg=case)
-        for field in ("pessimistic", "optimistic"):
+        for field in ("lower", "upper"):
             np.testing.assert_allclose(
                 getattr(a, field), getattr(b, field), rtol=1e-5, atol=1e-5, err_msg=case
             )
@@ -664,7 +664,7 @@ def test_certified_coverage_of_the_true_value(grid, dtype, horizon, kind, mech, 
     """Joint coverage of ``V^π̄`` on the true MDP (all stages, states) is not below 1 − β."""
     case = _case(grid, dtype, horizon, kind, mech, aware, "certified")
     true = exact_values(*stored_validity_arrays(dtype, horizon), horizon, case["policy"])
-    held = bracketed(case["pessimistic"], case["optimistic"], true)
+    held = bracketed(case["lower"], case["upper"], true)
     assert_coverage(held, BETA, f"{dtype} {_name(horizon, kind, mech, aware, 'certified')}")
 
 
@@ -678,7 +678,7 @@ def test_every_bound_brackets_the_value_on_the_release(grid, dtype, horizon, kin
     failures = []
     for bound in BOUNDS:
         case = _case(grid, dtype, horizon, kind, mech, aware, bound)
-        low, high = case["pessimistic"], case["optimistic"]
+        low, high = case["lower"], case["upper"]
         p_bar = dense_rows(layout, case["private_transitions"])
         exact = exact_values(p_bar, R, RT, gamma, horizon, case["policy"])
         for what, values in [("exact value", exact), ("private_values", case["private_values"])]:
@@ -707,7 +707,7 @@ def test_certified_coverage_many_releases(parameters):
         for dtype, horizon, kind, mech, aware in GRID_CASES:
             case = _case(grid, dtype, horizon, kind, mech, aware, "certified")
             true = exact_values(*stored_validity_arrays(dtype, horizon), horizon, case["policy"])
-            held = bracketed(case["pessimistic"], case["optimistic"], true)
+            held = bracketed(case["lower"], case["upper"], true)
             if coverage_p_value(held, BETA) < P_VALUE:
                 name = _name(horizon, kind, mech, aware, "certified")
                 failures.append(f"{dtype} {name}: {held.mean():.3f}")

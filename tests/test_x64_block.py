@@ -48,7 +48,7 @@ def test_an_additive_radius_for_a_traced_beta_in_an_x64_block():
 
         def low(beta):
             bound = jp.CertifiedSet(beta, True)
-            return jp.cost_of_privacy(private, policy, jp.Gaussian(0.05), bound).pessimistic[0]
+            return jp.cost_of_privacy(private, policy, jp.Gaussian(0.05), bound).lower[0]
 
         betas = jnp.asarray([0.05, 0.2], jnp.float64)
         traced = jax.jit(jax.vmap(low))(betas)

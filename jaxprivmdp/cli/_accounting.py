@@ -107,6 +107,32 @@ def command_guarantee(args, mdp, k):
     )
 
 
+def plot_epsilon(x, y, path, *, labels: tuple[str, str, str]) -> object:
+    """The ε of each ``x`` (a grid of k, or the releases composed so far) as a PNG at
+    ``path``; ``labels``: the x axis's, the y axis's and the title. A None in ``y`` (no
+    finite ε) leaves a gap."""
+    import math
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3.6), constrained_layout=True)
+    ax.plot(x, [math.nan if v is None else v for v in y], marker="o")
+    if all(isinstance(v, int) for v in x):  # a count: integer ticks
+        ax.set_xticks(x)
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.set_title(labels[2], fontsize=8)
+    ax.grid(alpha=0.3)
+    try:
+        fig.savefig(path, dpi=150, format="png")
+    finally:
+        plt.close(fig)
+    return path
+
+
 # --------------------------------------------------------------------------- releases
 
 
@@ -118,23 +144,32 @@ class ReleaseGuarantee(NamedTuple):
     num_rows: int
 
 
-def _privatized_rows(args, mdp) -> tuple[int, list[int]]:
-    """``(R, dims)``: the rows the mechanism changes (the library's one count,
-    :func:`jaxprivmdp.models._support.private_rows`; a ragged model's bucket by bucket) and
-    their sizes."""
+def _row_sizes(args, mdp):
+    """`[R]` the support size of each row the mechanism changes: the rows the library's
+    accounting reads (:func:`jaxprivmdp.privacy.core.model_rows`), so that a release's
+    record and its :class:`~jaxprivmdp.privacy.Release` count the same rows."""
     import numpy as np
 
-    from ..models import RaggedMDP
-    from ..models.core import model_mechanism_input, private_rows
-    from ..privacy.core import ragged_rows
+    from ..privacy.core import model_rows
 
     support, smoothing = getattr(args, "support", None), getattr(args, "smoothing", None)
-    if isinstance(mdp, RaggedMDP):
-        sizes = ragged_rows(mdp, support, smoothing).sizes
-    else:
-        rows_in = model_mechanism_input(mdp, support, smoothing, interior=False)
-        sizes = np.asarray(rows_in.support).sum(-1)[private_rows(rows_in)]
+    return np.asarray(model_rows(mdp, support, smoothing).sizes)
+
+
+def _privatized_rows(args, mdp) -> tuple[int, list[int]]:
+    """``(R, dims)``: how many rows the mechanism changes and their distinct sizes."""
+    sizes = _row_sizes(args, mdp)
     return int(sizes.size), sorted({int(n) for n in sizes})
+
+
+def private_row_sizes(args, mdp) -> list[list[int]]:
+    """``[[n, count], ...]``: how many private rows hold ``n`` entries, ascending in ``n``:
+    the public structure a ledger needs to account a release later (its released rows'
+    zeros, which the noise can set, no longer show it)."""
+    import numpy as np
+
+    n, counts = np.unique(_row_sizes(args, mdp), return_counts=True)
+    return [[int(a), int(c)] for a, c in zip(n, counts, strict=True)]
 
 
 def release_mechanism(args, mdp):

@@ -12,8 +12,8 @@ import argparse
 import numpy as np
 
 from .._checks import check_int, check_range
-from ..io.core import check_output_file, check_output_folder
-from ._parser import PARAMETER_FLAGS
+from ..io.core import check_output_file, check_output_folder, sidecar_path
+from ._parser import PARAMETER_FLAGS, PRIVACY_DEFAULT_B
 from ._parser import build_parser as build_parser
 
 # Counts become int32 shapes and loop bounds inside JAX; beyond this they overflow.
@@ -168,6 +168,13 @@ def _check_combinations(args: argparse.Namespace) -> None:
             "that --support nonzero keeps"
         )
     if args.command == "privacy":
+        if args.releases:
+            _release_files(args)
+            return
+        args.b = PRIVACY_DEFAULT_B if args.b is None else args.b
+        args.adjacency = "row" if args.adjacency is None else args.adjacency
+        if args.k is None:
+            raise ValueError("give --k (the values of k to account), or release files")
         if args.mdp is not None and args.n is not None:
             raise ValueError("--n is for one row; with --mdp the rows come from the file")
         if args.mdp is None and (args.n is None or (args.eta is None and args.smoothing is None)):
@@ -188,6 +195,17 @@ def _check_combinations(args: argparse.Namespace) -> None:
         )
 
 
+def _release_files(args: argparse.Namespace) -> None:
+    """``privacy RELEASE ...``: the releases hold the rows, the mechanism and the setting."""
+    given = [f for f in ("k", "mdp", "n", "smoothing", "support") if vars(args).get(f) is not None]
+    if given:
+        flags = ", ".join(f"--{f}" for f in given)
+        raise ValueError(
+            f"{flags}: not with release files, which record their rows, mechanism and "
+            "smoothing (--b, --eta and --adjacency, when given, replace the recorded ones)"
+        )
+
+
 def _release_mechanism(args: argparse.Namespace) -> None:
     """Resolves ``privatize --mechanism`` (default: the one whose parameter flag is given,
     else the Dirichlet) and refuses a parameter flag of another mechanism."""
@@ -205,6 +223,12 @@ def _check_out(args: argparse.Namespace) -> None:
     mdp = vars(args).get("mdp")
     if args.command == "privatize":
         check_output_file(args.out, flag="--out", force=args.force, inputs=[mdp])
+        # An explicit release writes its companions and its metadata sidecar too.
+        companions = {".tra": (".lab", ".srew", ".trew")}.get(args.out.suffix, ())
+        if args.out.suffix in (".drn", ".tra"):
+            others = [args.out.with_suffix(s) for s in companions] + [sidecar_path(args.out)]
+            for other in others:
+                check_output_file(other, flag="--out", force=args.force, inputs=[mdp])
     else:
         check_output_folder(
             args.out,

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from ..io.core import model_from_arrays, read_model_npz, stored_scalars
 from ._args import ONE_OVER_N_RTOL
+from ._objective import structure_choice
 
 
 class UserModel(NamedTuple):
@@ -88,11 +89,6 @@ def load_npz_mdp(path: Path, *, horizon, discount, initial_state, dtype, arrays=
         raise ValueError(f"{e}{note}") from None
 
 
-def _structure(value: str | None) -> int | str | None:
-    """``--reward-structure``: an index when it is a number, else a name."""
-    return int(value) if value is not None and value.isdigit() else value
-
-
 def _load_explicit(args, horizon, discount, validation_only):
     """A PRISM/Storm ``.tra`` (its ``.lab``'s init is ``s0`` unless ``--initial-state``) or a
     Storm ``.drn`` (its ``init`` label)."""
@@ -104,7 +100,7 @@ def _load_explicit(args, horizon, discount, validation_only):
             horizon=horizon,
             discount=discount,
             initial_state=args.initial_state,
-            reward_structure=_structure(args.reward_structure),
+            reward_structure=structure_choice(args),
             deadlocks=args.deadlocks,
             dtype=getattr(args, "dtype", None),
         )

@@ -10,10 +10,13 @@ import argparse
 from pathlib import Path
 
 from .._version import __version__
+from ._check_options import check_options, labels_option
+from ._objective import direction_options
+from ._privacy_options import PARAMETER_FLAGS as PARAMETER_FLAGS
+from ._privacy_options import PRIVACY_DEFAULT_B as PRIVACY_DEFAULT_B
+from ._privacy_options import privacy_options, release_options
 
 PAPER_KS = (1, 5, 10, 15, 20, 25, 30, 35, 40)
-# The flag that gives each mechanism's parameter in `privatize`.
-PARAMETER_FLAGS = {"dirichlet": "--k", "gaussian": "--sigma", "laplace": "--scale"}
 
 _NOT_NEEDED = "only checked; not needed"
 
@@ -82,7 +85,7 @@ def _sweep_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--robust",
         action="store_true",
-        help="also synthesize the robust private policy (maximizes the pessimistic value)",
+        help="also synthesize the robust private policy (optimizes its worst-case bound)",
     )
 
 
@@ -121,13 +124,9 @@ def _property_options(p: argparse.ArgumentParser, *, required: bool) -> None:
         default=None,
         help="a PRISM property, e.g. 'Pmax=? [F<=10 \"goal\"]'" + objective,
     )
-    p.add_argument(
-        "--labels",
-        type=Path,
-        default=None,
-        help="labels file (.lab, PRISM or Storm; or a .drn) (default: a .drn --mdp's own "
-        "labels, or the .lab beside a .tra --mdp)",
-    )
+    labels_option(p)
+    if not required:  # synthesize, sweep, frontier: they plan on the model's rewards
+        direction_options(p)
 
 
 def _mdp_options(
@@ -183,54 +182,6 @@ def _mdp_options(
             help="privatize nonzero entries only (default: none, every entry; rows with zeros "
             "then need --smoothing)",
         )
-
-
-def _privacy_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--k", type=float, nargs="+", required=True, help="values of k > 0")
-    p.add_argument("--b", type=float, default=0.1, help="adjacency bound b in (0, 1]")
-    p.add_argument(
-        "--eta",
-        type=float,
-        default=None,
-        help="public lower bound on row entries (default: none; needed unless --smoothing)",
-    )
-    p.add_argument("--delta", type=float, default=1e-3, help="target delta in (0, 1)")
-    p.add_argument("--adjacency", choices=("row", "all"), default="row", help="rows that differ")
-
-
-def _release_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--mechanism",
-        choices=tuple(PARAMETER_FLAGS),
-        default=None,
-        help="the mechanism (default: the one whose parameter is given; dirichlet with --epsilon)",
-    )
-    which = p.add_mutually_exclusive_group(required=True)
-    one = " (default: none; one of --k, --sigma, --scale, --epsilon is required)"
-    which.add_argument("--k", type=float, default=None, help="dirichlet: k > 0 (less noise)" + one)
-    which.add_argument(
-        "--sigma", type=float, default=None, help="gaussian: σ > 0 (more noise)" + one
-    )
-    which.add_argument(
-        "--scale", type=float, default=None, help="laplace: λ > 0 (more noise)" + one
-    )
-    which.add_argument(
-        "--epsilon",
-        type=float,
-        default=None,
-        help="calibrate the mechanism's parameter to this target ε (with --delta)" + one,
-    )
-    p.add_argument("--b", type=float, default=0.1, help="adjacency bound b in (0, 1]")
-    p.add_argument(
-        "--eta",
-        type=float,
-        default=None,
-        help="public lower bound on row entries (default: none; dirichlet needs it or --smoothing)",
-    )
-    p.add_argument("--delta", type=float, default=1e-3, help="target delta in (0, 1)")
-    p.add_argument("--adjacency", choices=("row", "all"), default="row", help="rows that differ")
-    seed = "a key from this integer, for tests and CI; NOT for real releases (guessable noise)"
-    p.add_argument("--seed", type=int, default=None, help=seed + " (default: OS entropy)")
 
 
 def _frontier_options(p: argparse.ArgumentParser) -> None:
@@ -339,11 +290,14 @@ def build_parser() -> argparse.ArgumentParser:
         **fmt,
     )
     _mdp_options(p, use="property", privatizes=False)
-    _property_options(p, required=True)
-    p.add_argument("--dtype", choices=("float32", "float64"), default="float64", help="floats")
+    check_options(p)  # --property, --props, --labels, --variables, --dtype
     _out_folder(p)
-    p = sub.add_parser("privacy", help="(epsilon, delta) per k: table, plot, JSON", **fmt)
-    _privacy_options(p)
+    p = sub.add_parser(
+        "privacy",
+        help="(epsilon, delta) per k, or of release files composed: table, plot, JSON",
+        **fmt,
+    )
+    privacy_options(p)
     _smoothing_option(p)
     p.add_argument(
         "--n", type=int, default=None, help="row dimension (one row, no --mdp) (default: none)"
@@ -352,10 +306,16 @@ def build_parser() -> argparse.ArgumentParser:
     _out_folder(p)
     p = sub.add_parser("privatize", help="release a privatized MDP (OS-entropy randomness)", **fmt)
     _mdp_options(p, use="record")
-    _release_options(p)
+    release_options(p)
     _smoothing_option(p)
     p.add_argument("--dtype", choices=("float32", "float64"), default="float32", help="floats")
-    p.add_argument("--out", type=Path, required=True, help="output .npz (private data only)")
+    p.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        help="output .npz (private data only), or .drn / .tra (Storm's or PRISM's explicit "
+        "format) with the release's metadata in OUT.json",
+    )
     p.add_argument("--force", action="store_true", help="overwrite --out")
     _policy_parsers(sub, fmt)
     return parser

@@ -11,28 +11,29 @@ import time
 from pathlib import Path
 
 from ..io.core import atomic_outputs
+from ..properties.core import worst_end_name
 from ._interrupts import guarded, writing
 from ._mdp_files import load_user_mdp, model_fields
+from ._objective import directed, objective_lines, objective_record, worst_end
 from ._policy_files import read_policy, write_chain, write_policy
 from ._property_commands import property_problem
 from ._terminal import note
 
 
-def _release_record(arrays: dict | None) -> dict:
-    """The mechanism and guarantee a release of ``privatize`` records (empty if none)."""
-    if not arrays:
-        return {}
-    out = {}
-    names = ("mechanism", "k", "sigma", "scale", "epsilon", "delta", "b", "adjacency", "eta")
-    for name in (*names, "seed"):  # a seed: a test's release, not a private one
-        if name in arrays:
-            value = arrays[name]
-            out[name] = str(value) if value.dtype.kind == "U" else float(value)
-    if "seed" in out:
-        out["seed"] = int(out["seed"])
-    if "mechanism" not in out and "k" in out:  # a release of 0.2 was Dirichlet's
-        out["mechanism"] = "dirichlet"
-    return out
+def _release_record(args, arrays: dict | None = None) -> dict:
+    """The record of the release ``--mdp`` (empty if it is none: the one reader of release
+    records, :func:`jaxprivmdp.io.core.release_record`). A ``.drn``/``.tra`` release's
+    sidecar holds the horizon and discount its format cannot: they stand for
+    ``--horizon``/``--discount`` where those are not given (as an ``.npz``'s own do)."""
+    from ..io.core import release_record
+
+    record = release_record(args.mdp, arrays)
+    if args.mdp.suffix in (".drn", ".tra") and "mechanism" in record:
+        if args.horizon is None and record.get("horizon") is not None:
+            args.horizon = int(record["horizon"])
+        if args.discount is None and record.get("discount") is not None:
+            args.discount = float(record["discount"])
+    return record
 
 
 def _release_mechanism(args, record: dict):
@@ -50,8 +51,9 @@ def _release_mechanism(args, record: dict):
 
 
 def _robust_part(args, problem, record, policy) -> tuple[dict, object]:
-    """The robust policy and both policies' pessimistic values over the ``--bound`` set (for
-    a ``min`` property the pessimistic value is the upper bound)."""
+    """The robust policy and both policies' bounds at ``s0`` over the ``--bound`` set: each
+    ``lower``, ``upper`` and, relative to the direction, ``worst_case`` and ``best_case``
+    (``worst_case_is``: ``"upper"`` for a minimization, ``"lower"`` for a maximization)."""
     from ..planning import cost_of_privacy, robust_solve
     from ..sets.core import set_named
 
@@ -64,18 +66,32 @@ def _robust_part(args, problem, record, policy) -> tuple[dict, object]:
     def at_s0(values):
         return float(values[0, s0] if mdp.is_finite_horizon else values[s0])
 
-    private_bound = guarded(cost_of_privacy, problem, policy, mech, bound)
+    def ends(policy) -> dict:
+        b = guarded(cost_of_privacy, problem, policy, mech, bound)
+        names = ("lower", "upper", "worst_case", "best_case")
+        return {name: at_s0(getattr(b, name)) for name in names}
+
     minimize = getattr(problem, "minimize", False)
     return {
         "bound": args.bound,
         "beta": args.beta,
         "support_aware": args.support_aware,
-        "private_policy_pessimistic": at_s0(
-            private_bound.optimistic if minimize else private_bound.pessimistic
-        ),
-        "robust_policy_pessimistic": at_s0(robust.values),
+        "worst_case_is": worst_end_name(minimize),
+        "private_policy": ends(policy),
+        "robust_policy": ends(robust.policy),
         "robust_converged": bool(robust.converged),
     }, robust.policy
+
+
+def _chain_model(problem):
+    """The model whose chain a policy induces, with rewards in the problem's own scale (a
+    minimization's rewards negated back: the chain's ``R=?`` is the cost)."""
+    import dataclasses
+
+    mdp = getattr(problem, "model", problem)
+    if not getattr(problem, "minimize", False):
+        return mdp
+    return dataclasses.replace(mdp, rewards=-mdp.rewards, terminal_reward=-mdp.terminal_reward)
 
 
 def _long_run_progress(finite: bool, every: float = 5.0):
@@ -101,9 +117,12 @@ def cmd_synthesize(args) -> list[Path]:
 
     from ..planning import solve
 
+    explicit = args.mdp.suffix in (".drn", ".tra")
+    record = _release_record(args) if explicit else None  # before loading: T and γ
     user = load_user_mdp(args, metadata=True, validation_only=args.property is not None)
-    record = _release_record(user.arrays)
-    problem = property_problem(args, user.mdp, user.horizon)
+    if record is None:
+        record = _release_record(args, user.arrays)
+    problem = directed(args, property_problem(args, user.mdp, user.horizon))
     mdp = getattr(problem, "model", problem)  # with --property: the property's model
     solution = guarded(solve, mdp, progress=_long_run_progress(mdp.is_finite_horizon))
     s0 = mdp.initial_state
@@ -114,6 +133,7 @@ def cmd_synthesize(args) -> list[Path]:
         "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
         "mdp": str(args.mdp),
         "property": args.property,
+        **objective_record(args, problem),
         "model": model_fields(mdp),
         "release": record,
         "private_value": float(values[0, s0] if mdp.is_finite_horizon else values[s0]),
@@ -129,16 +149,22 @@ def cmd_synthesize(args) -> list[Path]:
         for name, policy in policies.items():
             path = args.out / f"{name}.csv"
             write_policy(stage(path), policy)
-            files += [path, *write_chain(args.out / name, mdp, policy, stage)]
+            files += [path, *write_chain(args.out / name, _chain_model(problem), policy, stage)]
         json_path = args.out / "synthesize.json"
         stage(json_path).write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n")
+    for line in objective_lines(meta):
+        print(line)
     print(f"value of the private policy on --mdp at s0 = {s0}: {meta['private_value']:.6g}")
     if args.robust:
+        r = meta["robust"]
         print(
-            f"pessimistic value at s0 ({args.bound} set, β = {args.beta}): private policy "
-            f"{meta['robust']['private_policy_pessimistic']:.6g}, robust policy "
-            f"{meta['robust']['robust_policy_pessimistic']:.6g}"
+            f"worst case at s0 (the {worst_end(meta)} bound; {args.bound} set, β = {args.beta}): "
+            f"private policy {r['private_policy']['worst_case']:.6g}, robust policy "
+            f"{r['robust_policy']['worst_case']:.6g}"
         )
+        for name in ("private_policy", "robust_policy"):
+            lo, hi = r[name]["lower"], r[name]["upper"]
+            print(f"  {name.replace('_', ' ')}: lower {lo:.6g}, upper {hi:.6g}")
     return files + [json_path]
 
 
@@ -156,6 +182,8 @@ def cmd_evaluate(args) -> list[Path]:
                 f"has {policy.shape[0]} stages"
             )
         args.horizon = policy.shape[0]
+    if args.mdp.suffix in (".drn", ".tra"):
+        _release_record(args)  # a release's sidecar: its horizon and discount
     user = load_user_mdp(args)
     mdp = user.mdp
     if (policy.ndim == 2) != mdp.is_finite_horizon or policy.shape[-1] != mdp.num_states:

@@ -1,5 +1,6 @@
-"""The ``privacy`` command: the (ε, δ) each k buys (a table, a plot, a JSON); the release
-command ``privatize`` lives in ``_release``.
+"""The ``privacy`` command: the (ε, δ) each k buys (a table, a plot, a JSON), or the
+composition of release files (``_ledger``); the release command ``privatize`` lives in
+``_release``.
 """
 
 from __future__ import annotations
@@ -8,9 +9,10 @@ import json
 from pathlib import Path
 
 from ..io.core import atomic_outputs
-from ._accounting import accounting, command_guarantee
+from ._accounting import accounting, command_guarantee, plot_epsilon
 from ._args import ONE_OVER_N_RTOL
 from ._interrupts import writing
+from ._ledger import cmd_privacy_releases
 from ._mdp_files import load_user_mdp
 from ._terminal import format_table, note
 
@@ -59,7 +61,10 @@ def _one_row(args) -> tuple[list[dict], str, dict]:
 
 
 def cmd_privacy(args) -> list[Path]:
-    """The (ε, δ) each k buys: a table on the terminal, a plot and a JSON in --out."""
+    """The (ε, δ) each k buys: a table on the terminal, a plot and a JSON in --out; or, given
+    release files, their composition (``_ledger``)."""
+    if args.releases:
+        return cmd_privacy_releases(args)
     extra = {}
     if args.mdp is not None:
         mdp = load_user_mdp(args, validation_only=True).mdp
@@ -74,31 +79,18 @@ def cmd_privacy(args) -> list[Path]:
     print(f"{'k':>10} {'epsilon':>14} {'delta':>12}")
     for r in rows:
         print(f"{r['k']:10g} {r['epsilon']:14.6g} {r['delta']:12.3g}")
-    meta = {k: v for k, v in vars(args).items() if k not in ("out", "mdp", "command")}
+    skip = ("out", "mdp", "command", "releases")
+    meta = {k: v for k, v in vars(args).items() if k not in skip}
     meta["mdp"] = None if args.mdp is None else str(args.mdp)
     json_path = args.out / "privacy.json"
     plot_path = args.out / "privacy_epsilon.png"
     with atomic_outputs() as stage, writing():
         text = json.dumps({**meta, **extra, "guarantees": rows}, indent=2, allow_nan=False)
         stage(json_path).write_text(text + "\n")
-        _plot_epsilon(rows, stage(plot_path), what)
+        plot_epsilon(
+            [r["k"] for r in rows],
+            [r["epsilon"] for r in rows],
+            stage(plot_path),
+            labels=("$k$ (larger = weaker privacy)", r"$\epsilon$ at the target $\delta$", what),
+        )
     return [json_path, plot_path]
-
-
-def _plot_epsilon(rows, path: Path, title: str) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3.6), constrained_layout=True)
-    ax.plot([r["k"] for r in rows], [r["epsilon"] for r in rows], marker="o")
-    ax.set_xlabel("$k$ (larger = weaker privacy)")
-    ax.set_ylabel(r"$\epsilon$ at the target $\delta$")
-    ax.set_title(title, fontsize=8)
-    ax.grid(alpha=0.3)
-    try:
-        fig.savefig(path, dpi=150, format="png")
-    finally:
-        plt.close(fig)
-    return path

@@ -11,8 +11,11 @@ import sys
 from pathlib import Path
 
 from ..io.core import atomic_outputs
+from ._check_options import constants
+from ._check_output import line, record
 from ._interrupts import guarded, writing
 from ._mdp_files import load_user_mdp, model_fields
+from ._objective import structure_choice
 
 
 def read_labels(args, num_states: int) -> dict | None:
@@ -47,8 +50,8 @@ def _horizon_for(args, prop: str, horizon: int | None) -> int | None:
 def _reward_name(args) -> str | None:
     """``--reward-structure`` given by name: ``R{"name"}`` must then name it (an index or no
     choice accepts any name, as :func:`jaxprivmdp.check` does without ``reward_name``)."""
-    value = getattr(args, "reward_structure", None)
-    return None if value is None or value.isdigit() else value
+    choice = structure_choice(args)
+    return choice if isinstance(choice, str) else None
 
 
 def property_problem(args, mdp, horizon: int | None):
@@ -80,58 +83,88 @@ def load_problem(args):
     return property_problem(args, user.mdp, user.horizon), user.mdp
 
 
-def cmd_check(args) -> list[Path]:
-    """A PRISM property's value in every state, its policy and error bound (``check.json``)."""
-    import numpy as np
+def read_variables(args, num_states: int) -> dict | None:
+    """``--variables``, else the ``.sta`` beside a ``.tra`` ``--mdp`` if there is one."""
+    from ..io import load_variables
 
-    from ..properties import check
-
-    user = load_user_mdp(args, validation_only=True)
-    mdp = user.mdp
-    labels = read_labels(args, mdp.num_states)
-    horizon = _horizon_for(args, args.property, user.horizon)
+    path = args.variables
+    if path is None and args.mdp is not None and args.mdp.suffix == ".tra":
+        path = args.mdp.with_suffix(".sta") if args.mdp.with_suffix(".sta").exists() else None
+    if path is None:
+        return None
     try:
-        name = _reward_name(args)
-        res = guarded(check, mdp, args.property, labels=labels, horizon=horizon, reward_name=name)
+        return load_variables(path, num_states=num_states)
     except ValueError as e:
-        raise ValueError(f"--property: {e}") from None
-    values = np.asarray(res.values, np.float64)
-    error = np.asarray(res.error_bound, np.float64)
-    s0 = mdp.initial_state
+        raise ValueError(f"--variables {str(path)!r}: {e}") from None
+
+
+def _check_properties(args) -> list[tuple[str, str]]:
+    """``(flag, property)`` of ``--props`` (in order), then of ``--property``."""
+    from ..io import load_properties
+    from ..properties.core import split_properties
+
+    out = []
+    given = constants(args.const)
+    if given is not None and args.props is None:
+        raise ValueError("--const gives values to the constants of a --props file: give --props")
+    if args.props is not None:
+        try:
+            props = load_properties(args.props, constants=given)
+        except ValueError as e:
+            raise ValueError(f"--props: {e}") from None
+        out += [(f"--props {str(args.props)!r}", p) for p in props]
+    if args.property is not None:
+        try:
+            out += [("--property", p) for p in split_properties(args.property)]
+        except ValueError as e:
+            raise ValueError(f"--property: {e}") from None
+    if not out:
+        raise ValueError("check needs a property: give --property or --props")
+    return out
+
+
+def _uses_t(query) -> bool:
+    body = query.body
+    inner = getattr(body, "inner", body)
+    return getattr(inner, "bound", None) == "T"
+
+
+def cmd_check(args) -> list[Path]:
+    """PRISM properties in every state: values, verdicts, filters (``check.json``)."""
+    from ..properties import check_all
+    from ..properties.core import parse_query
+
+    texts = _check_properties(args)
+    user = load_user_mdp(args, validation_only=True)
+    mdp, s0 = user.mdp, user.mdp.initial_state
+    labels = read_labels(args, mdp.num_states)
+    variables = read_variables(args, mdp.num_states)
+    options = {"labels": labels, "variables": variables, "reward_name": _reward_name(args)}
+    answers = []
+    for flag, text in texts:
+        try:
+            query = parse_query(text)
+            if user.horizon is None and _uses_t(query):
+                raise ValueError(f"{text!r} uses T: give --horizon T")
+            res = guarded(check_all, mdp, [text], horizon=user.horizon, **options)[0]
+        except ValueError as e:
+            raise ValueError(f"{flag}: {e}") from None
+        answers.append((query, res))
+    entries = [record(q, r, s0) for q, r in answers]
     model = model_fields(mdp)
     del model["horizon"], model["discount"]  # not used: properties are undiscounted
     meta = {
         "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
         "mdp": str(args.mdp),
-        "property": args.property,
-        "horizon": horizon,
+        "horizon": user.horizon,
         "model": model,
-        **_numbers("value_at_initial_state", values[s0]),
-        **_numbers("error_bound_at_initial_state", error[s0]),
-        "converged": bool(res.converged),
-        "iterations": int(res.iterations),
-        **_numbers("values", values),
-        **_numbers("error_bound", error),
-        "policy": np.asarray(res.policy).tolist(),
     }
+    if len(entries) == 1:  # one property: a copy of its entry at the top, for a quick read
+        meta.update(entries[0])
+    meta["properties"] = entries  # always: a reader needs one code path for 1 or n
     path = args.out / "check.json"
     with atomic_outputs() as stage, writing():
         stage(path).write_text(json.dumps(meta, indent=2, allow_nan=False) + "\n")
-    # PRISM's own rendering: an infinite expected reward prints as "inf"
-    print(f"{args.property} at s0 = {s0}: {values[s0]:.10g} (± {error[s0]:.3g})")
+    for q, r in answers:  # PRISM's words: "inf", "true"
+        print(line(q, r, s0))
     return [path]
-
-
-def _numbers(name: str, x) -> dict:
-    """``name`` and ``name_infinite`` for ``check.json``: JSON has no infinity, so an infinite
-    entry (only +inf: a value or error bound is never -inf or NaN) is ``null`` in ``name``
-    and ``true`` in ``name_infinite``; a scalar stays a scalar, an array a list."""
-    import numpy as np
-
-    x = np.asarray(x, np.float64)
-    inf = np.isinf(x)
-    if x.ndim:
-        numbers = [None if i else float(v) for v, i in zip(x, inf, strict=True)]
-    else:
-        numbers = None if inf else float(x)
-    return {name: numbers, f"{name}_infinite": inf.tolist()}

@@ -12,11 +12,14 @@ from ..io.core import atomic_outputs
 from ._accounting import sweep_guarantees
 from ._interrupts import guarded, writing
 from ._mdp_files import model_fields
+from ._objective import directed, objective_lines, objective_record
 from ._property_commands import load_problem, property_problem
 from ._terminal import frontier_progress, note, print_frontier, print_sweep_tables, progress
 
 
 def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) -> list[Path]:
+    """One sweep per problem of ``mdps``; ``extra_meta`` holds its ``objective`` (one for
+    every problem) beside the command's own fields."""
     import jax
     import numpy as np
 
@@ -35,7 +38,7 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
     for i, (name, problem) in enumerate(mdps.items()):
         t0 = time.perf_counter()
         mdp = _model(problem)
-        note(f"{name}: S={mdp.num_states}, A={mdp.num_actions}, horizon={mdp.horizon}")
+        _announce(name, mdp, extra_meta)
         result = guarded(
             sweep,
             jax.random.fold_in(jax.random.key(args.seed), i),
@@ -94,8 +97,15 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
         )
         meta["wall_time_s"] = round(time.perf_counter() - start, 3)
         files = _report.write_tables(stem_path, tables, meta, stage=stage) + figs
-    print_sweep_tables(tables)
+    print_sweep_tables(tables, "\n".join(objective_lines(extra_meta)))
     return files
+
+
+def _announce(name: str, mdp, objective: dict) -> None:
+    """The model's size and what is optimized (:func:`objective_record`), on stderr."""
+    note(f"{name}: S={mdp.num_states}, A={mdp.num_actions}, horizon={mdp.horizon}")
+    for line in objective_lines(objective):
+        note(f"  {line}")
 
 
 def _model(problem):
@@ -126,6 +136,7 @@ def cmd_reproduce(args) -> list[Path]:
     }
     options = {"Example 1 (investment)": {"support": "nonzero"}}
     meta = {
+        **objective_record(args, None),
         "examples": {"Example 2": "examples.random_mdp(jax.random.key(0))"},
         "privacy": {
             name: sweep_guarantees(mdp, args.ks, mechanism=args.mechanism, **options.get(name, {}))
@@ -137,10 +148,10 @@ def cmd_reproduce(args) -> list[Path]:
 
 def cmd_sweep(args) -> list[Path]:
     """The same sweep, figure and table on a user's MDP."""
-    problem, _ = load_problem(args)
+    problem = directed(args, load_problem(args)[0])
     name = args.mdp.stem
     options = {name: {"support": args.support, "smoothing": args.smoothing}}
-    meta = {"mdp": str(args.mdp), "property": args.property}
+    meta = {"mdp": str(args.mdp), "property": args.property, **objective_record(args, problem)}
     return _run_sweeps(args, {name: problem}, options, "sweep", meta)
 
 
@@ -179,8 +190,10 @@ def cmd_frontier(args) -> list[Path]:
 
     start = time.perf_counter()
     name, problem, support = _frontier_mdp(args)
+    problem = directed(args, problem)
+    objective = objective_record(args, problem)
     mdp = _model(problem)
-    note(f"{name}: S={mdp.num_states}, A={mdp.num_actions}, horizon={mdp.horizon}")
+    _announce(name, mdp, objective)
     result = guarded(
         frontier,
         jax.random.key(args.seed),
@@ -194,11 +207,12 @@ def cmd_frontier(args) -> list[Path]:
         support=support,
         progress=frontier_progress(),
     )
-    print_frontier(name, result, args.delta)
+    print_frontier(name, result, args.delta, "\n".join(objective_lines(objective)))
     meta = {
         "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
         "model": name,
         "property": args.property,
+        **objective,
         "models": {name: model_fields(mdp)},
         "seed": args.seed,
         "trials": args.trials,

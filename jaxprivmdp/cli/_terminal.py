@@ -95,13 +95,26 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def print_sweep_tables(tables: dict) -> None:
-    """Each sweep's means over trials per ``k`` (``tables``: name -> summary rows)."""
-    cols = ("pessimistic", "private_value", "true_value", "optimistic", "cost")
+def _worst_case_note(rows: list[dict]) -> str:
+    """Which bound is the worst case of the rows' objective (:func:`_report.summarize`)."""
+    from ..properties.core import worst_end_name
+
+    return f"worst_case = {worst_end_name(rows[0].get('objective') == 'minimize')}"
+
+
+def print_sweep_tables(tables: dict, objective: str | None = None) -> None:
+    """Each sweep's means over trials per ``k`` (``tables``: name -> summary rows);
+    ``objective``: what was optimized (``objective: maximizing reward``), shown first."""
+    cols = ("lower", "private_value", "true_value", "upper", "cost")
+    if objective is not None:
+        print(f"\n{objective}")
     for name, rows in tables.items():
-        print(f"\n{name}  (mean over trials; non-private optimum {rows[0]['optimal_value']:.4f})")
+        print(
+            f"\n{name}  (mean over trials; {_worst_case_note(rows)}; non-private optimum "
+            f"{rows[0]['optimal_value']:.4f})"
+        )
         robust = "robust_true_value_mean" in rows[0]
-        extra = ("robust_pessimistic", "robust_true_value") if robust else ()
+        extra = ("robust_worst_case", "robust_true_value") if robust else ()
         widths = [max(15, len(c) + 2) for c in cols + extra]
         header = "".join(f"{c:>{w}}" for c, w in zip(cols + extra, widths, strict=True))
         print(f"     k {header}{'covered_fraction':>18}")
@@ -112,8 +125,11 @@ def print_sweep_tables(tables: dict) -> None:
             print(f"{r['k']:6g} {cells}{r['covered_fraction']:18.3f}")
 
 
-def print_frontier(name: str, result, delta: float) -> None:
-    """A frontier's mean true values per target ε, its floors and its whole-MDP ε."""
+def print_frontier(name: str, result, delta: float, objective: str | None = None) -> None:
+    """A frontier's mean true values per target ε, its floors and its whole-MDP ε;
+    ``objective``: what was optimized (``objective: minimizing reward "steps"``)."""
+    if objective is not None:
+        print(f"\n{objective}")
     print(
         f"\n{name}: mean true value of the private policy (non-private optimum "
         f"{result.optimal_value:.4f}); '-' = the mechanism cannot reach that ε"

@@ -26,17 +26,23 @@ from .._checks import check_count
 from ..mechanisms.core import Mechanism
 from ..models.core import Model, device_memory, row_slots
 from ..planning.core import evaluate_core
+from ..properties.core import BEST_CASE, WORST_CASE
 from ..sets.core import SetParams
 from ._synthesis import private_model, stage_passes, synthesize_core
 
 
 class RobustSummary(NamedTuple):
-    """The robust private policy of each run, at ``s0``: its true value and its bounds."""
+    """The robust private policy of each run, at ``s0``: its true value and its bounds
+    (``minimize``: the direction, as :class:`SweepResult`'s; ``worst_case``, ``best_case``)."""
 
     true_value: jax.Array
-    pessimistic: jax.Array
-    optimistic: jax.Array
+    lower: jax.Array
+    upper: jax.Array
     cost: jax.Array
+    minimize: jax.Array | None = None
+
+    worst_case = WORST_CASE
+    best_case = BEST_CASE
 
 
 class RunSummary(NamedTuple):
@@ -44,8 +50,8 @@ class RunSummary(NamedTuple):
 
     private_value: jax.Array
     true_value: jax.Array
-    pessimistic: jax.Array
-    optimistic: jax.Array
+    lower: jax.Array
+    upper: jax.Array
     cost: jax.Array
     converged: jax.Array
     robust: RobustSummary | None = None
@@ -67,15 +73,15 @@ def run_one(key, mech, params, mdp, rows, support, max_iterations, **static):
     if out.robust is not None:
         robust = RobustSummary(
             true_value=at_s0(mdp, evaluate_core(mdp, out.robust.policy)),
-            pessimistic=at_s0(mdp, out.robust.pessimistic),
-            optimistic=at_s0(mdp, out.robust.optimistic),
+            lower=at_s0(mdp, out.robust.lower),
+            upper=at_s0(mdp, out.robust.upper),
             cost=out.robust.cost,
         )
     return RunSummary(
         private_value=at_s0(mdp, out.private_values),
         true_value=at_s0(mdp, evaluate_core(mdp, out.policy)),
-        pessimistic=at_s0(mdp, out.pessimistic),
-        optimistic=at_s0(mdp, out.optimistic),
+        lower=at_s0(mdp, out.lower),
+        upper=at_s0(mdp, out.upper),
         cost=out.cost,
         converged=out.converged,
         robust=robust,
@@ -88,9 +94,9 @@ def _run_stage0(key, mech, params, mdp, rows, support, **static) -> RunSummary:
     s0 = mdp.initial_state
     robust = None
     if robust_pass is not None:
-        at = (robust_pass.evaluations[1], robust_pass.pessimistic, robust_pass.optimistic)
+        at = (robust_pass.evaluations[1], robust_pass.lower, robust_pass.upper)
         robust = RobustSummary(*(x[s0] for x in at), cost=robust_pass.cost)
-    at = (main.values, main.evaluations[0], main.pessimistic, main.optimistic)
+    at = (main.values, main.evaluations[0], main.lower, main.upper)
     return RunSummary(
         *(x[s0] for x in at), cost=main.cost, converged=jnp.asarray(True), robust=robust
     )

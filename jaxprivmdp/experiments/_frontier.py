@@ -24,12 +24,20 @@ import numpy as np
 
 from .._checks import check_count, check_probability, check_range
 from .._refusals import mechanism_form, refuses
+from ..io.core import json_number
 from ..mechanisms import Dirichlet, Gaussian, Laplace, Mechanism
 from ..models.core import Model, RaggedMDP, transition_rows
 from ..planning.core import evaluate_core, solve_core
 from ..privacy import Adjacency, compose_rows
 from ..privacy.core import PrivateRows, as_adjacency, ragged_rows, rows_of_input, smallest_entry
-from ..properties.core import PropertyModel, as_problem, host_problem_input, in_property_scale
+from ..properties.core import (
+    BEST_CASE,
+    WORST_CASE,
+    PropertyModel,
+    as_problem,
+    host_problem_input,
+    in_property_scale,
+)
 from ..sets.core import PAPER_SET, UncertaintySet, as_set
 from ._chunks import Chunking
 from ._sweep import sweep
@@ -45,8 +53,9 @@ class FrontierResult(NamedTuple):
       reachable: ``{mechanism: [E]}`` bool.
       floor: ``{mechanism: float}`` the smallest ε the mechanism reaches (0 for the
         additive ones; for the Dirichlet mechanism its ε at the smallest ``k`` searched).
-      true_value, pessimistic, optimistic, cost: ``{mechanism: [E, N]}`` at ``s0``, as in
-        :class:`SweepResult` (NaN where unreachable).
+      true_value, lower, upper, cost: ``{mechanism: [E, N]}`` at ``s0``, as in
+        :class:`SweepResult` (NaN where unreachable); ``lower <= upper`` in the problem's own
+        scale.
       optimal_value: the non-private optimum ``V*(s0)``.
       n: the row dimension used for calibration; eta: the public lower bound used; b: the
         adjacency bound.
@@ -57,6 +66,11 @@ class FrontierResult(NamedTuple):
       num_rows: the private rows: allowed rows with at least two entries on the support the
         mechanism privatizes over (a deterministic row is returned unchanged and costs
         nothing), the count of ``privacy.mdp_guarantee(..., adjacency="all")``.
+      parameter_name: ``{mechanism: str}`` the name of its parameter (``k``, ``sigma``, ...).
+      minimize: the objective's direction (True: a cost, minimized).
+
+    Properties ``worst_case`` and ``best_case`` (``{mechanism: [E, N]}``): ``lower`` and
+    ``upper`` for a maximization, ``upper`` and ``lower`` for a minimization.
     """
 
     epsilons: np.ndarray
@@ -65,8 +79,8 @@ class FrontierResult(NamedTuple):
     reachable: dict
     floor: dict
     true_value: dict
-    pessimistic: dict
-    optimistic: dict
+    lower: dict
+    upper: dict
     cost: dict
     optimal_value: float
     n: int
@@ -75,11 +89,18 @@ class FrontierResult(NamedTuple):
     all_rows: dict
     num_rows: int
     parameter_name: dict
+    minimize: bool = False
+
+    worst_case = WORST_CASE
+    best_case = BEST_CASE
 
     def rows(self) -> list[dict]:
         """One flat row per (mechanism, ε): means and stds over trials, for CSV/JSON.
 
-        Unreachable targets have ``reachable: False`` and None for every number.
+        The bounds as ``lower``/``upper`` and ``worst_case``/``best_case`` (relative to
+        ``objective``, ``"maximize"`` or ``"minimize"``). Unreachable targets have
+        ``reachable: False`` and None for every number; a number that is not finite is None
+        (JSON's ``null``, the convention of every file jaxprivmdp writes).
         """
         out = []
         for m in self.parameter:
@@ -94,14 +115,14 @@ class FrontierResult(NamedTuple):
                     "all_rows_basic_epsilon": float(self.all_rows[m][i, 0]),
                     "all_rows_rdp_epsilon": float(self.all_rows[m][i, 1]),
                 }
-                for q in ("true_value", "pessimistic", "optimistic", "cost"):
+                for q in (*_QUANTITIES, "worst_case", "best_case"):
                     x = getattr(self, q)[m][i]
                     row[f"{q}_mean"] = float(np.mean(x))
                     row[f"{q}_std"] = float(np.std(x, ddof=1)) if x.size > 1 else 0.0
                 row["optimal_value"] = self.optimal_value
-                out.append(
-                    {k: None if isinstance(v, float) and v != v else v for k, v in row.items()}
-                )
+                row["objective"] = "minimize" if self.minimize else "maximize"
+                finite = {k: json_number(v) if isinstance(v, float) else v for k, v in row.items()}
+                out.append(finite)
         return out
 
 
@@ -188,7 +209,7 @@ def _values_at(key, mdp, cls, params, num_trials, sweep_options, progress) -> di
 
 _ALL_MECHANISMS = (Dirichlet, Gaussian, Laplace)
 _ADJACENCY = Adjacency(0.1)
-_QUANTITIES = ("true_value", "pessimistic", "optimistic", "cost")
+_QUANTITIES = ("true_value", "lower", "upper", "cost")
 
 
 def _optimal(model: Model) -> float:
@@ -217,7 +238,8 @@ def frontier(
     Args:
       key: PRNG key (one independent sub-key per mechanism).
       mdp: the true MDP (dense, sparse or ragged), or a :class:`PropertyModel` (values in the
-        property's scale; only the undecided states' rows are private and counted).
+        property's scale; only the undecided states' rows are private and counted), such as
+        :func:`minimizing` ``(mdp)`` (a cost).
       mechanisms: mechanism classes (``jp.Dirichlet``, ``jp.Gaussian``, ``jp.Laplace``, or
         any :class:`~jaxprivmdp.Mechanism` that can ``calibrate``). The Dirichlet's releases
         are drawn with its ``"fast"`` sampler.
@@ -275,5 +297,6 @@ def frontier(
         for q, v in values.items():
             out[q][cls.name] = v
     scalars = dict(epsilons=eps, delta=float(delta), n=n, eta=eta, b=float(b), num_rows=num_rows)
-    result = FrontierResult(optimal_value=_optimal(model), **scalars, **out)
+    minimize = prop is not None and prop.minimize
+    result = FrontierResult(optimal_value=_optimal(model), **scalars, **out, minimize=minimize)
     return in_property_scale(prop, result, ("optimal_value",), bounds=None)

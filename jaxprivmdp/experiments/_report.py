@@ -16,14 +16,15 @@ from .._version import __version__
 from ..io.core import atomic_path
 from ._sweep import SweepResult
 
-QUANTITIES = ("optimistic", "pessimistic", "private_value", "true_value", "cost")
+QUANTITIES = ("upper", "lower", "private_value", "true_value", "cost", "worst_case", "best_case")
+ROBUST_QUANTITIES = ("true_value", "lower", "upper", "cost", "worst_case", "best_case")
 LABELS = {
-    "optimistic": r"Optimistic $\bar v^{\bar\pi}_0(s_0)$",
-    "pessimistic": r"Pessimistic $\underline{v}^{\bar\pi}_0(s_0)$",
+    "upper": r"Upper bound $\bar v^{\bar\pi}_0(s_0)$",
+    "lower": r"Lower bound $\underline{v}^{\bar\pi}_0(s_0)$",
     "private_value": r"Private $\bar V^{\bar\pi}_0(s_0)$",
     "true_value": r"True value of $\bar\pi$: $V^{\bar\pi}_0(s_0)$",
     "optimal_value": r"Non-private optimum $V^*_0(s_0)$",
-    "robust_pessimistic": r"Robust policy: pessimistic $\underline{v}_0(s_0)$",
+    "robust_worst_case": "Robust policy: worst-case bound",
     "robust_true_value": "Robust policy: true value",
 }
 
@@ -31,7 +32,9 @@ LABELS = {
 def summarize(result: SweepResult) -> list[dict]:
     """One row per ``k``, in increasing ``k``: mean and sample std (ddof=1) over trials.
 
-    Also the fraction of trials whose bounds held the true value at ``s0``
+    The bounds as ``lower``/``upper`` and, relative to the objective's direction,
+    ``worst_case``/``best_case``; the direction itself (``objective``: ``"maximize"`` or
+    ``"minimize"``). Also the fraction of trials whose bounds held the true value at ``s0``
     (``covered_fraction``) and, for a robust sweep, the robust policy's columns
     (``robust_*``).
 
@@ -47,18 +50,18 @@ def summarize(result: SweepResult) -> list[dict]:
             row[f"{q}_mean"] = float(x.mean())
             row[f"{q}_std"] = float(x.std(ddof=1)) if x.size > 1 else 0.0
         if result.robust is not None:
-            for q, x in result.robust._asdict().items():
-                x = np.asarray(x[i], dtype=float)
+            for q in ROBUST_QUANTITIES:
+                x = np.asarray(getattr(result.robust, q)[i], dtype=float)
                 row[f"robust_{q}_mean"] = float(x.mean())
                 row[f"robust_{q}_std"] = float(x.std(ddof=1)) if x.size > 1 else 0.0
         row["optimal_value"] = float(result.optimal_value)
+        minimize = result.minimize is not None and bool(np.any(np.asarray(result.minimize)))
+        row["objective"] = "minimize" if minimize else "maximize"
         row["converged_fraction"] = float(np.mean(np.asarray(result.converged[i])))
         # How often the bounds held the true value at s0 (a "certified" bound promises
         # at least 1 − β; the paper's bounds are about another quantity).
         true = np.asarray(result.true_value[i])
-        held = (np.asarray(result.pessimistic[i]) <= true) & (
-            true <= np.asarray(result.optimistic[i])
-        )
+        held = (np.asarray(result.lower[i]) <= true) & (true <= np.asarray(result.upper[i]))
         row["covered_fraction"] = float(held.mean())
         rows.append(row)
     return rows
@@ -145,7 +148,7 @@ def _k_axis(ax, xlabel: str, scale: str = "linear") -> None:
 
 
 ROBUST_STYLES = {
-    "robust_pessimistic": dict(color="#f4a261", marker="^", linestyle="-."),
+    "robust_worst_case": dict(color="#f4a261", marker="^", linestyle="-."),
     "robust_true_value": dict(color="#e76f51", marker="D", linestyle="-."),
 }
 
@@ -155,15 +158,15 @@ def _value_panel(
 ) -> None:
     ks = np.array([r["k"] for r in rows])
     styles = {  # the two bounds: each its own colour and line, told apart also in grey
-        "optimistic": dict(color="#5fa8d3", marker="v"),
-        "pessimistic": dict(color="#7b2cbf", marker="^", linestyle=":"),
+        "upper": dict(color="#5fa8d3", marker="v"),
+        "lower": dict(color="#7b2cbf", marker="^", linestyle=":"),
         "private_value": dict(color="#1b4965", marker="o"),
         "true_value": dict(color="#2a9d8f", marker="s", linestyle="--"),
     }
-    if "robust_pessimistic_mean" in rows[0]:  # a --robust sweep: its policy too
+    if "robust_worst_case_mean" in rows[0]:  # a --robust sweep: its policy too
         styles.update(ROBUST_STYLES)
-    lo = np.array([r["pessimistic_mean"] for r in rows])
-    hi = np.array([r["optimistic_mean"] for r in rows])
+    lo = np.array([r["lower_mean"] for r in rows])
+    hi = np.array([r["upper_mean"] for r in rows])
     ax.fill_between(ks, lo, hi, color="#cae9ff", alpha=0.5, linewidth=0)
     for q, style in styles.items():
         mean = np.array([r[f"{q}_mean"] for r in rows])
@@ -238,9 +241,9 @@ def plot_sweeps(
 ) -> list[Path]:
     """A value panel per sweep and a cost-of-privacy panel for all; PNG and PDF.
 
-    Each value panel shows mean ± std over trials of the optimistic and pessimistic bounds,
+    Each value panel shows mean ± std over trials of the upper and lower bounds,
     the private value, the true value of the private policy (not in the paper), for a
-    robust sweep the robust policy's pessimistic and true values, and the non-private
+    robust sweep the robust policy's worst-case bound and true value, and the non-private
     optimum, against increasing ``k`` (a linear axis, as the paper's, or ``k_axis="log"``). The
     cost panel labels each curve with its own example (the paper's Figure 1c swaps the two
     labels) and holds every error bar.
@@ -283,20 +286,21 @@ MECHANISM_STYLES = {
 def frontier_panel(ax, result, title: str) -> None:
     """Value against ε per mechanism on ``ax`` (see :func:`plot_frontier`)."""
     eps = np.asarray(result.epsilons)
-    finite = [np.nanmin(v) for v in result.pessimistic.values() if np.isfinite(v).any()]
+    finite = [np.nanmin(v) for v in result.lower.values() if np.isfinite(v).any()]
     bottom = min(finite + [result.optimal_value])
     for name, ok in result.reachable.items():
         style = MECHANISM_STYLES.get(name, {})
         tv = np.where(ok[:, None], result.true_value[name], 0.0)
         mean = np.where(ok, tv.mean(axis=1), np.nan)
         std = np.where(ok, tv.std(axis=1, ddof=1) if tv.shape[1] > 1 else 0.0, np.nan)
-        pess = np.where(ok, np.where(ok[:, None], result.pessimistic[name], 0.0).mean(1), np.nan)
+        worst = np.where(ok[:, None], result.worst_case[name], 0.0)
+        pess = np.where(ok, worst.mean(1), np.nan)
         label = name if ok.all() else f"{name} (unreachable below ε ≈ {result.floor[name]:.3g})"
         ax.errorbar(eps, mean, yerr=std, capsize=3, markersize=5, label=label, **style)
         ax.plot(eps, pess, linestyle="--", color=style.get("color"), alpha=0.6)
         if not ok.all():
             ax.plot(eps[~ok], np.full((~ok).sum(), bottom), "x", color=style.get("color"), ms=9)
-    ax.plot([], [], linestyle="--", color="gray", alpha=0.6, label="mean pessimistic bound")
+    ax.plot([], [], linestyle="--", color="gray", alpha=0.6, label="mean worst-case bound")
     ax.axhline(result.optimal_value, color="#e63946", linestyle=":", label="non-private optimum")
     ax.set_xscale("log")
     ax.set_xlabel(f"target ε (δ = {result.delta:g}; Laplace: δ = 0)")
@@ -310,7 +314,8 @@ def plot_frontier(
     result, path_stem: Path, *, title: str, stage: Stage | None = None, settings: str = ""
 ):
     """Value against ε per mechanism: mean ± std of the private policy's true value (solid),
-    the mean pessimistic bound (dashed) and the non-private optimum (dotted).
+    the mean worst-case bound (dashed: the lower bound of a reward, the upper of a cost) and
+    the non-private optimum (dotted).
 
     A target a mechanism cannot reach is drawn as an ``x`` at the bottom, with the
     mechanism's floor in the legend, so it is never silently missing. ``settings`` (the

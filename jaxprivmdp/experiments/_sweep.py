@@ -69,7 +69,14 @@ from ..planning.core import (
     solver_options,
     stage_pass,
 )
-from ..properties.core import PropertyModel, as_problem, in_property_scale, problem_input
+from ..properties.core import (
+    BEST_CASE,
+    WORST_CASE,
+    PropertyModel,
+    as_problem,
+    in_property_scale,
+    problem_input,
+)
 from ..sets.core import PAPER_SET, UncertaintySet, as_set
 from ._chunks import Chunking, RobustSummary, at_s0, plan_chunks, run_chunks
 
@@ -81,8 +88,8 @@ class SweepResult(NamedTuple):
       private_value: `[K, N]` ``V̄^π̄(s0)``, the value on the privatized MDP.
       true_value: `[K, N]` ``V^π̄(s0)``, the private policy evaluated on the true MDP: what
         the agent really gets (needs the true MDP: simulation only).
-      pessimistic: `[K, N]` ``v̲(s0)``.
-      optimistic: `[K, N]` ``v̄(s0)``.
+      lower: `[K, N]` ``v̲(s0)``, the lower bound (in the problem's own scale).
+      upper: `[K, N]` ``v̄(s0)``, the upper bound.
       cost: `[K, N]` ``v̄(s0) − v̲(s0)``.
       optimal_value: scalar ``V*(s0)``, the non-private optimum (for an infinite horizon: the
         exact value of the ε-optimal policy that value iteration returns).
@@ -91,17 +98,25 @@ class SweepResult(NamedTuple):
         bound iterations met their tolerance; always True for a finite horizon.
       robust: with ``robust=True``, the robust private policy's :class:`RobustSummary`
         (`[K, N]` fields); None otherwise.
+      minimize: `[K, N]` bool, the objective's direction (True: a cost, minimized).
+
+    Properties ``worst_case`` and ``best_case`` (`[K, N]`): ``lower`` and ``upper`` for a
+    maximization, ``upper`` and ``lower`` for a minimization.
     """
 
     private_value: jax.Array
     true_value: jax.Array
-    pessimistic: jax.Array
-    optimistic: jax.Array
+    lower: jax.Array
+    upper: jax.Array
     cost: jax.Array
     optimal_value: jax.Array
     ks: jax.Array
     converged: jax.Array
     robust: RobustSummary | None = None
+    minimize: jax.Array | None = None
+
+    worst_case = WORST_CASE
+    best_case = BEST_CASE
 
 
 # Sweep keys start from fold_in(key, _SWEEP_TAG), so they cannot coincide with the keys a
@@ -190,8 +205,8 @@ def sweep(
 
     Args:
       key: PRNG key.
-      mdp: the true MDP, or a :class:`PropertyModel` (a step-bounded property's problem:
-        every field in the property's scale).
+      mdp: the true MDP, or a :class:`PropertyModel` (a step-bounded property's problem, or
+        :func:`minimizing` ``(mdp)``: every field in the property's scale).
       mechanisms: one object holding a 1-D grid of its parameter
         (``jp.Dirichlet.grid(ks, sampler="fast")``; the fast sampler is the one to sweep
         with) or a list of mechanisms of one class and options

@@ -324,6 +324,23 @@ def _reward_values(path: Path, brackets: list[list[str]], lines: list[int], R: i
     return _numbers(path, fields, np.repeat(lines, R), float).reshape(len(brackets), R)
 
 
+def reward_model_names(path: Path) -> list[str | None]:
+    """The names :func:`read_drn` gives the file's reward models (None: unnamed), read from
+    the header and the first reward bracket only (its number of fields tells how to split
+    ``@reward_models``: the same rule, without parsing the transitions)."""
+    lines = read_text(path).splitlines()
+    header, start = _read_header(path, lines)
+    count = None
+    for text in lines[start:]:
+        text = text.strip()
+        m = (_STATE if text.startswith("state") else _ACTION).fullmatch(text)
+        if m is not None and m.group(2) is not None:
+            inner = m.group(2)[1:-1].strip()
+            count = len(inner.split(",")) if inner else 0
+            break
+    return _reward_names(path, header.get("reward_models", ""), count)
+
+
 def _reward_names(path: Path, line: str, count: int | None) -> list[str | None]:
     """The reward models' names: ``@reward_models``' fields, or (where those disagree with
     the reward brackets) its single-space-separated names, as Storm writes them ("" for an

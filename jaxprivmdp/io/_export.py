@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..models.core import TabularMDP, check_model, transition_lists
-from ._files import atomic_outputs
+from ._files import atomic_outputs, sidecar_path
 
 _NAME = re.compile(r'[^\s"\[\],]+')  # a label or reward model name both formats can hold
 
@@ -203,9 +203,9 @@ def prism_files(mdp, labels=None, reward_name=None) -> dict[str, str]:
     return {suffix: "\n".join(lines) + "\n" for suffix, lines in texts.items()}
 
 
-def write_explicit(path: Path, mdp, labels=None, reward_name=None) -> Path:
-    """Writes ``mdp`` to ``path`` (``.drn``, or ``.tra`` with the files beside it), all
-    files or none."""
+def write_explicit(path: Path, mdp, labels=None, reward_name=None, sidecar=None) -> Path:
+    """Writes ``mdp`` to ``path`` (``.drn``, or ``.tra`` with the files beside it) and the
+    ``sidecar`` text (its metadata) to ``<path>.json`` when given, all files or none."""
     if path.suffix == ".drn":
         texts = {".drn": drn_text(mdp, labels, reward_name)}
     else:
@@ -213,4 +213,6 @@ def write_explicit(path: Path, mdp, labels=None, reward_name=None) -> Path:
     with atomic_outputs() as stage:
         for suffix, text in texts.items():
             stage(path.with_suffix(suffix)).write_text(text)
+        if sidecar is not None:
+            stage(sidecar_path(path)).write_text(sidecar)
     return path

@@ -199,6 +199,12 @@ def read_npz(
     return arrays
 
 
+def sidecar_path(path) -> Path:
+    """``<path>.json``: where a model file's metadata (a release's record) is written."""
+    path = Path(path)
+    return path.with_name(path.name + ".json")
+
+
 # --------------------------------------------------------------------------- writing
 
 

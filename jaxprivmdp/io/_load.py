@@ -56,6 +56,7 @@ from ._drn_model import drn_initial_state, drn_labels, drn_rewards
 from ._files import read_npz
 from ._labels import initial_state as labelled_initial_state
 from ._labels import label_arrays, read_labels
+from ._record import RELEASE_METADATA, read_sidecar, record_from_arrays
 from ._rewards import pick_structure, read_rewards
 from ._save import ragged_model
 from ._text import where
@@ -67,21 +68,6 @@ from ._transitions import (
     read_transitions,
 )
 
-# Arrays a release of `jaxprivmdp privatize` stores beside the model: its mechanism, the
-# mechanism's parameter (under its own name) and guarantee. Checked, never loaded.
-RELEASE_METADATA = (
-    "mechanism",
-    "k",
-    "sigma",
-    "scale",
-    "epsilon",
-    "delta",
-    "b",
-    "adjacency",
-    "eta",
-    "target_epsilon",
-    "seed",  # a test's release, from a known seed: not private
-)
 DENSE = ("transitions",)
 SPARSE = ("next_states", "probs")
 RAGGED = ("row_ids",)  # with 1-D next_states and probs: a RaggedMDP's transition lists
@@ -240,6 +226,34 @@ def read_model_npz(path: Path, flag: str = "path", *, metadata: bool = False) ->
         flag=flag,
         load_ignored=metadata,
     )
+
+
+def release_record(path, arrays: dict | None = None) -> dict:
+    """What a release of ``jaxprivmdp privatize`` records about itself: an ``.npz``'s
+    record arrays, else the ``"metadata"`` of its sidecar ``<path>.json`` (a ``.drn`` or
+    ``.tra`` release's, with the horizon and discount those formats cannot hold).
+
+    Args:
+      path: the model file.
+      arrays: an ``.npz``'s arrays as ``read_model_npz(path, metadata=True)`` returned
+        them (read here when None).
+
+    Returns:
+      The record (JSON values), ``{}`` for a file that is not a release.
+
+    Raises:
+      ValueError: an unreadable file or sidecar.
+    """
+    path = Path(path)
+    record = {}
+    if path.suffix not in (".drn", ".tra"):
+        if arrays is None:
+            arrays = read_model_npz(path, metadata=True)
+        record = record_from_arrays(arrays)
+        if "mechanism" in record:
+            return record
+    side = read_sidecar(path)
+    return record if side is None else dict(side["metadata"])
 
 
 def stored_scalars(arrays: dict, where_: str) -> dict:

@@ -11,11 +11,15 @@ its ``horizon`` (when finite), ``discount`` and ``initial_state``.
 
 from __future__ import annotations
 
+import datetime
+import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
 from .._checks import working_dtype
+from .._version import __version__
 from ..models.core import (
     RaggedMDP,
     TabularMDP,
@@ -26,7 +30,7 @@ from ..models.core import (
     validate_model_fields,
 )
 from ._export import write_explicit
-from ._files import atomic_path
+from ._files import atomic_outputs, sidecar_path
 
 
 def model_arrays(mdp) -> dict[str, np.ndarray]:
@@ -54,7 +58,7 @@ def model_arrays(mdp) -> dict[str, np.ndarray]:
     return out
 
 
-def save_mdp(path, mdp, *, labels=None, reward_name=None) -> Path:
+def save_mdp(path, mdp, *, labels=None, reward_name=None, metadata=None) -> Path:
     """Writes ``mdp`` (dense, sparse or ragged) to ``path``, atomically (all files or none).
 
     ``.drn``: Storm's DRN; ``.tra``: PRISM's explicit files, the ``.tra`` and beside it the
@@ -63,22 +67,74 @@ def save_mdp(path, mdp, *, labels=None, reward_name=None) -> Path:
     an ``.npz`` with the model's scalars. ``load_mdp(path)`` returns the same model (from a
     ``.tra`` or ``.drn``: the same values as a sparse model).
 
+    With ``metadata`` (e.g. a release's mechanism, parameter and guarantee), a JSON sidecar
+    ``<path>.json`` (``release.drn.json``) is written with the model's files: an object
+    with ``"metadata"`` (the dict as given), ``"model"`` (its layout, ``num_states``,
+    ``num_actions`` and ``initial_state``), ``"file"``, ``"jaxprivmdp"`` (the library's
+    version) and ``"written"`` (UTC, ISO 8601). ``jaxprivmdp privacy`` reads a release's
+    sidecar to account it.
+
     Args:
+      path: the file to write; its suffix picks the format.
+      mdp: a :class:`TabularMDP`, :class:`SparseMDP` or :class:`RaggedMDP`.
       labels: ``.drn``/``.tra`` only: ``{name: bool[S]}`` to write (e.g. from
         :func:`load_labels`); ``init`` is always the model's initial state.
       reward_name: ``.drn``/``.tra`` only: the name of the reward structure written.
+      metadata: a dict of JSON values (strings, finite numbers, booleans, None, lists,
+        dicts; NumPy scalars and arrays are converted) to write beside the model.
 
-    Returns the path.
+    Returns:
+      The path.
+
+    Raises:
+      TypeError: ``metadata`` that is not a dict of JSON values.
+      ValueError: a model, label or name the format cannot hold; ``labels``/``reward_name``
+        for an ``.npz``; a non-finite number in ``metadata``.
     """
     path = Path(path)
+    sidecar = None if metadata is None else _sidecar_text(path, mdp, metadata)
     if path.suffix in (".drn", ".tra"):
-        return write_explicit(path, mdp, labels, reward_name)
+        return write_explicit(path, mdp, labels, reward_name, sidecar)
     if labels is not None or reward_name is not None:
         raise ValueError("labels= and reward_name= are for .drn and .tra files")
     arrays = model_arrays(mdp)
-    with atomic_path(path) as tmp, tmp.open("wb") as f:
-        np.savez(f, **arrays)
+    with atomic_outputs() as stage:
+        with stage(path).open("wb") as f:
+            np.savez(f, **arrays)
+        if sidecar is not None:
+            stage(sidecar_path(path)).write_text(sidecar)
     return path
+
+
+def _json_value(x):
+    if isinstance(x, np.ndarray | np.generic):
+        return x.tolist()
+    raise TypeError(f"{type(x).__name__} is not a JSON value")
+
+
+def _sidecar_text(path: Path, mdp, metadata) -> str:
+    """The JSON sidecar of :func:`save_mdp`."""
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}")
+    check_model(mdp)
+    body = {
+        "file": path.name,
+        "jaxprivmdp": __version__,
+        "written": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "model": {
+            "layout": type(mdp).__name__,
+            "num_states": int(mdp.num_states),
+            "num_actions": int(mdp.num_actions),
+            "initial_state": int(mdp.initial_state),
+        },
+        "metadata": dict(metadata),
+    }
+    try:
+        return json.dumps(body, indent=2, allow_nan=False, default=_json_value) + "\n"
+    except TypeError as e:
+        raise TypeError(f"metadata must hold JSON values: {e}") from None
+    except ValueError as e:  # NaN or infinity: not JSON
+        raise ValueError(f"metadata must hold finite numbers: {e}") from None
 
 
 def ragged_model(arrays: dict, *, terminal_reward, action_mask, support, **fields) -> RaggedMDP:

@@ -6,8 +6,9 @@ them and picks their rows; ``_rounding`` bounds the rounding of a backup; ``_err
 sums and products to twice the precision; ``_kernel`` is the one robust kernel (the sorted
 greedy fill that solves the paper's inner LP exactly over any box) and ``_width`` how far
 its fill reaches (a static width, proven from concrete values or checked at run time);
-``_bounds`` runs it through the stages for the cost-of-privacy bounds, ``_robust_policy``
-for the robust private policy (both take a property's reward problem from
+``_set_up`` computes a set's parameters and that width on the host; ``_bounds`` runs the
+kernel through the stages for the cost-of-privacy bounds, ``_robust_policy`` for the robust
+private policy (both take a property's reward problem from
 :mod:`jaxprivmdp.properties` in place of a model, the layer below).
 
 Imports: ``jaxprivmdp._checks``, :mod:`jaxprivmdp.models`, :mod:`jaxprivmdp.mechanisms`,

@@ -1,4 +1,5 @@
-"""Pessimistic and optimistic values of a privately synthesized policy (Theorems 1 and 2).
+"""Lower and upper bounds ``v̲ <= v̄`` on a privately synthesized policy's value (Theorems 1
+and 2); the worst case is ``v̲`` for a reward, ``v̄`` for a cost (a minimization).
 
 :func:`cost_of_privacy` is the boundary, :func:`bounds_core` its pure core.
 
@@ -57,21 +58,18 @@ induction).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax.flatten_util import ravel_pytree
 from jax.typing import ArrayLike
 
-from .._checks import is_concrete
 from .._refusals import refuses
 from ..mechanisms.core import Mechanism, as_mechanism
-from ..models.core import Model, Rows, check_public_support, transition_rows
-from ..properties.core import PropertyModel, as_problem, in_property_scale
+from ..models.core import Model, Rows, transition_rows
+from ..properties.core import BEST_CASE, WORST_CASE, PropertyModel, as_problem, in_property_scale
 from ..sets.core import (
     PAPER_SET,
     RowBox,
@@ -80,34 +78,40 @@ from ..sets.core import (
     as_set,
     policy_box,
     row_box,
-    union_counts,
 )
 from ._bellman import check_iterations
 from ._kernel import checked_backup
 from ._options import SolverOptions, solver_options
 from ._policies import policy_rows, select_rows, validate_policy, weighted_sum
 from ._rounding import default_tolerance, rounding_margin
-from ._width import CheckedWidth, at_width, bounds_width
+from ._set_up import set_up
+from ._width import CheckedWidth, at_width
 
 
 class PrivacyBounds(NamedTuple):
     """Bounds on the value of a privately synthesized policy.
 
     Attributes:
-      pessimistic: ``v̲`` `[T + 1, S]` (finite horizon) or `[S]` (infinite horizon).
-      optimistic: ``v̄``, same shape.
+      lower: ``v̲`` `[T + 1, S]` (finite horizon) or `[S]` (infinite horizon).
+      upper: ``v̄``, same shape; ``lower <= upper`` in the problem's own scale (costs, for a
+        minimization).
       cost: scalar ``v̄(s0) − v̲(s0)`` at the initial state (stage 0): the bound on the cost
         of privacy ``|E[V^π̄(s0) | P̄, k] − V̄^π̄(s0)|``.
       iterations: robust value-iteration sweeps (the horizon for a finite horizon).
       converged: whether the infinite-horizon iteration met its tolerance. The returned
         bounds are valid either way (they are widened by the remaining contraction error).
+      minimize: bool, the direction (True: a cost: a ``min`` property, :func:`minimizing`);
+        ``worst_case``/``best_case`` are ``lower``/``upper`` for a maximization, else swapped.
     """
 
-    pessimistic: jax.Array
-    optimistic: jax.Array
+    lower: jax.Array
+    upper: jax.Array
     cost: jax.Array
     iterations: jax.Array
     converged: jax.Array
+    minimize: jax.Array | None = None
+
+    worst_case, best_case = WORST_CASE, BEST_CASE
 
 
 class _Policy(NamedTuple):
@@ -274,66 +278,6 @@ def bounds_core(
     return at_width(bounds, width, mdp.num_states)
 
 
-def set_up(
-    mdp: Model, mech: Mechanism, uncertainty_set: UncertaintySet, fill_width: int | None = None
-):
-    """Host work shared by the boundaries: ``(params, width)`` for the set ``uncertainty_set`` of
-    releases of ``mech`` (its parameter any shape: a sweep's grid gives one set per entry).
-
-    ``mdp`` fixes the dtype, the public support and the union bound's count. A support-aware
-    set needs a public support (:func:`check_public_support`). The set's parameters are
-    computed from concrete values even inside another function's trace (a model or policy
-    traced, ``k`` and ``β`` not), so the width and the tables are those of an eager call.
-    """
-    if uncertainty_set.support_aware:
-        check_public_support(mdp)
-    with jax.ensure_compile_time_eval():
-        params = _set_params(mech, mdp, uncertainty_set)
-        alpha = params.alpha
-        if uncertainty_set.counts is not None:
-            params, alpha = _checked_counts(mdp, mech, uncertainty_set, params)
-    aware, radius_box = uncertainty_set.support_aware, params.is_radius_box
-    width = bounds_width(mdp, alpha, aware, fill_width, is_radius_box=radius_box)
-    return params, width
-
-
-def _set_params(mech: Mechanism, mdp: Model, uncertainty_set: UncertaintySet) -> SetParams:
-    """``mech.set_params``, refused unless a :class:`SetParams` (a 0.x ``(kind, params)``)."""
-    params = mech.set_params(mdp, uncertainty_set)
-    if not isinstance(params, SetParams):
-        raise TypeError(
-            f"{type(mech).__name__}.set_params must return a SetParams, not "
-            f"{type(params).__name__} (the parameters say which box they are, no (kind, params))"
-        )
-    return params
-
-
-def _checked_counts(
-    mdp: Model, mech: Mechanism, uncertainty_set: UncertaintySet, params: SetParams
-):
-    """``(params, alpha)`` of a set that carries its counts (``UncertaintySet.counts``).
-
-    A concrete model must count no more (a ``ValueError`` otherwise: fewer would break the
-    union bound). A traced one is counted in the trace: where it counts more, the
-    parameters of its shapes' counts (an upper bound, always valid) are selected instead;
-    ``alpha``, for the static width, is the smaller of the two (the wider reach)."""
-    counts = union_counts(mdp, uncertainty_set.support_aware)
-    if all(isinstance(c, int) for c in counts):
-        if any(c > h for c, h in zip(counts, uncertainty_set.counts, strict=True)):
-            raise ValueError(
-                f"the set's counts {tuple(uncertainty_set.counts)} are below this model's "
-                f"{tuple(counts)} (largest row, entries, rows): use bound.counted(model)"
-            )
-        return params, params.alpha
-    shapes = _set_params(mech, mdp, dataclasses.replace(uncertainty_set, counts=None))
-    held = jnp.all(jnp.stack(counts) <= jnp.asarray(uncertainty_set.counts, jnp.int32))
-    chosen = jax.tree.map(lambda a, b: jnp.where(held, a, b), params, shapes)
-    alpha = params.alpha
-    if is_concrete(params.alpha, shapes.alpha):
-        alpha = np.minimum(np.asarray(params.alpha), np.asarray(shapes.alpha))
-    return chosen, alpha
-
-
 @refuses("k", "beta", "support_aware", "tol", "max_iterations", "fill_width", "mechanism", "bound")
 def cost_of_privacy(
     private_mdp: Model | PropertyModel,
@@ -343,7 +287,11 @@ def cost_of_privacy(
     *,
     options: SolverOptions | None = None,
 ) -> PrivacyBounds:
-    """Pessimistic and optimistic values ``v̲``, ``v̄`` of a policy on a privatized MDP.
+    """Lower and upper bounds ``v̲ <= v̄`` on the value of a policy on a privatized MDP.
+
+    Planning maximizes: a minimization (:func:`minimizing`, a ``min`` property) arrives
+    negated, and its bounds are negated and swapped back, so the worst case is ``v̲`` for a
+    reward and ``v̄`` for a cost (the result's ``worst_case``).
 
     With ``P̂`` the set of ``bound``: ``v̲_t(s) = Σ_a π_t(a|s) (r(s, a) + γ min_{p ∈ P̂(s, a)}
     p·v̲_{t+1})``, ``v̲_T = R_T``, and ``v̄`` with a max; then ``v̲ ≤ V̄^π ≤ v̄`` and the cost

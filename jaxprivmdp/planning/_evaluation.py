@@ -16,6 +16,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 from ..models.core import (
@@ -24,6 +25,7 @@ from ..models.core import (
     RaggedRows,
     Rows,
     SparseMDP,
+    check_model,
     expect,
     row_sums,
     row_terms,
@@ -238,6 +240,32 @@ def evaluate_core(mdp: Model, policy: jax.Array, stage: jax.Array | None = None)
     return _evaluate_infinite(mdp, policy)
 
 
+def _check_all_stages(mdp: Model, policy) -> None:
+    """Refuses one decision rule for a finite horizon, saying where such a rule's value is
+    (``synthesize(..., stage=t)`` returns an `[S]` policy and, beside it, its value)."""
+    try:
+        shape = tuple(np.shape(policy))
+    except ValueError:  # a ragged nested list: validate_policy names it
+        return
+    T, S, A = mdp.horizon, mdp.num_states, mdp.num_actions
+    if not mdp.is_finite_horizon or shape == (T, S):
+        return
+    dtype = policy.dtype if hasattr(policy, "dtype") else np.asarray(policy).dtype
+    if shape == (S,):
+        kind, whole = "deterministic", (T, S)
+    elif shape == (S, A) and np.issubdtype(dtype, np.floating):
+        kind, whole = "stochastic", (T, S, A)
+    else:
+        return
+    raise ValueError(
+        f"a {kind} policy must have shape {whole}, got {shape}: one decision rule, but mdp "
+        f"has a finite horizon (T = {T}) and evaluate needs every stage's rule (its stage= "
+        "picks the stage of the values returned). The value of synthesize(..., stage=t)'s "
+        "policy on the model passed to synthesize is its true_values (V_t, computed in the "
+        "same [S]-memory pass); synthesize without stage gives the [T, S] policy"
+    )
+
+
 def evaluate(mdp: Model, policy: ArrayLike, *, stage: int | None = None) -> jax.Array:
     """Values of a Markov policy on ``mdp``.
 
@@ -261,9 +289,12 @@ def evaluate(mdp: Model, policy: ArrayLike, *, stage: int | None = None) -> jax.
       for an infinite horizon.
 
     Raises:
-      ValueError: for a policy of the wrong shape or one using masked actions, or a stage
-        outside ``[0, T)``.
+      ValueError: for a policy of the wrong shape (one `[S]` decision rule for a finite
+        horizon: the message says how to get the value of ``synthesize(..., stage=t)``'s
+        policy, its ``true_values``) or one using masked actions, or a stage outside
+        ``[0, T)``.
     """
+    _check_all_stages(check_model(mdp), policy)
     policy = validate_policy(mdp, policy)
     check_stage(mdp, stage)
     if stage is None or not mdp.is_finite_horizon:

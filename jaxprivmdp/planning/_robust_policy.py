@@ -1,4 +1,7 @@
-"""The robust private policy: it maximizes the pessimistic value over the set.
+"""The robust private policy: it optimizes the worst case over the set.
+
+Planning always maximizes (a minimization arrives negated), so here it maximizes the lower
+end ``v̲`` of the maximization problem: for a cost, that minimizes the upper bound ``v̄``.
 
 Robust dynamic programming with the bounds' kernel (:func:`robust_backup`) over the set a
 mechanism's release implies: post-processing of ``P̄``, so no privacy cost.
@@ -44,7 +47,8 @@ def robust_solve_core(
     width: int | CheckedWidth,
     support_aware: bool,
 ) -> Solution:
-    """The policy maximizing the pessimistic value over the set: robust dynamic programming.
+    """The policy maximizing the lower (worst-case) value of the maximization problem over the
+    set: robust dynamic programming.
 
     Finite horizon: robust backward induction ``v_t = max_a r + γ min_{p} p·v_{t+1}``.
     Infinite horizon: robust value iteration (a γ-contraction; the stopping rule of
@@ -70,20 +74,23 @@ def robust_solve(
     *,
     options: SolverOptions | None = None,
 ) -> Solution:
-    """The robust private policy of a privatized MDP: it maximizes the pessimistic value.
+    """The robust private policy of a privatized MDP: it optimizes its worst case (maximizes
+    the lower bound of a reward, minimizes the upper bound of a cost).
 
     ``v_t(s) = max_a r(s, a) + γ min_{p ∈ B(s, a)} p·v_{t+1}`` with ``B`` the set of
     ``bound`` (see :func:`cost_of_privacy`), by robust backward induction (finite horizon) or
     robust value iteration (infinite horizon, to the default tolerance). Post-processing of
-    ``P̄``: no privacy cost. Its pessimistic value (``cost_of_privacy(..., bound)``) is
-    never below that of any other policy, ``π̄`` included; with a certified set it is a
-    floor on its true value with probability ``≥ 1 − β``. :func:`synthesize` with
+    ``P̄``: no privacy cost. Its worst case (``cost_of_privacy(..., bound).worst_case``: the
+    lower bound ``v̲`` of a reward) is never worse than that of any other policy, ``π̄``
+    included; with a certified set it is a floor on its true value (a ceiling on a true
+    cost) with probability ``≥ 1 − β``. :func:`synthesize` with
     ``robust=True`` runs this after Algorithm 1.
 
     Args:
       private_mdp: the privatized MDP ``M̄``, or a :class:`PropertyModel` of it: the robust
-        policy of a step-bounded property, ``values`` in its scale (for a ``min`` property
-        the policy minimizes the upper bound, and ``values`` are that bound).
+        policy of a step-bounded property or of :func:`minimizing`, ``values`` in its scale
+        (for a minimization the policy minimizes the upper bound, and ``values`` are that
+        bound: its worst case).
       mechanism: the mechanism that released ``P̄``, an object (``jp.Dirichlet(k)``, ...),
         see :func:`cost_of_privacy`.
       bound: the uncertainty set, an object (default ``jp.PaperSet(0.1)``).
@@ -94,7 +101,7 @@ def robust_solve(
         (``tol`` is not used).
 
     Returns:
-      A :class:`Solution`: the policy and its robust (pessimistic) values.
+      A :class:`Solution`: the policy and its robust (worst-case) values.
 
     References:
       Iyengar, "Robust dynamic programming", Math. Oper. Res. 2005; Nilim & El Ghaoui,

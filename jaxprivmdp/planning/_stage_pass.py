@@ -38,16 +38,16 @@ class StageResult(NamedTuple):
       policy: `[S]` int32 the decision rule ``π_t``.
       values: `[S]` ``V_t`` of the decision's backup (``V̄_t`` of :func:`solve` on the model).
       evaluations: one `[S]` ``V^π_t`` per model in ``evaluate_on``.
-      pessimistic: `[S]` ``v̲_t`` (None without a set).
-      optimistic: `[S]` ``v̄_t`` (None without a set).
+      lower: `[S]` ``v̲_t``, the lower bound (None without a set).
+      upper: `[S]` ``v̄_t``, the upper bound (None without a set).
       cost: scalar ``v̄_0(s0) − v̲_0(s0)`` (None without a set).
     """
 
     policy: jax.Array
     values: jax.Array
     evaluations: tuple
-    pessimistic: jax.Array | None
-    optimistic: jax.Array | None
+    lower: jax.Array | None
+    upper: jax.Array | None
     cost: jax.Array | None
 
 

@@ -7,7 +7,9 @@ that meets a target in ``_calibrate.py``; the lifting to a whole MDP and composi
 ``_mdp.py`` (over the rows ``_private_rows.py`` finds, in any layout, ragged included);
 the Gaussian and Laplace mechanisms' accounting and calibration in ``_additive.py``;
 Rényi-DP and composition over many rows (basic vs RDP, through ``dp_accounting``) in
-``_rdp.py``. Those compute with ``b`` and ``η`` as numbers; the functions exported here
+``_rdp.py``; the ledger of several releases (:class:`Accountant`, composing
+:class:`Release` events and dp_accounting's) in ``_accountant.py`` and ``_release.py``.
+Those compute with ``b`` and ``η`` as numbers; the functions exported here
 (``_public.py``) take them as one :class:`Adjacency` (``_adjacency.py``).
 
 The mechanism outputs ``x ~ Dirichlet(k·p)`` for a row ``p`` of the transition function.
@@ -53,6 +55,7 @@ References:
   Processes", IEEE CDC 2020 (Algorithm 1; privacy by post-processing, Section III).
 """
 
+from ._accountant import Accountant as Accountant
 from ._adjacency import Adjacency as Adjacency
 from ._mdp import Composition as Composition
 from ._mdp import MDPGuarantee as MDPGuarantee
@@ -70,14 +73,17 @@ from ._public import guarantee as guarantee
 from ._public import laplace_epsilon as laplace_epsilon
 from ._public import mdp_guarantee as mdp_guarantee
 from ._rdp import RowComposition as RowComposition
+from ._release import Release as Release
 from ._row import Guarantee as Guarantee
 from ._row import delta as delta
 
 __all__ = [
+    "Accountant",
     "Adjacency",
     "Composition",
     "Guarantee",
     "MDPGuarantee",
+    "Release",
     "RowComposition",
     "calibrate",
     "calibrate_gaussian",

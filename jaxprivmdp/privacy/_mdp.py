@@ -252,6 +252,23 @@ def _per_row(rows: PrivateRows, k, *, b, eta, smoothing, adjacency, target_delta
     Raises:
       ValueError: for a row with an entry below a given ``eta``.
     """
+    states, actions, n = rows.states, rows.actions, rows.sizes
+    first, which, row_b, row_eta = row_domain(rows, b=b, eta=eta, smoothing=smoothing)
+    row_delta = target_delta if adjacency == "row" else share(target_delta, states.size)
+    distinct = [
+        _guarantee(k, int(n[i]), float(row_b[i]), float(row_eta[i]), row_delta) for i in first
+    ]
+    return RowGuarantees(states, actions, which, distinct, rows.shape)
+
+
+def row_domain(rows: PrivateRows, *, b, eta, smoothing):
+    """``(first, which, row_b, row_eta)``: per private row its adjacency bound (smoothing
+    shrinks ``b`` to ``(1 − nη_s)·b``) and its ``η`` (a public one, else the row's minimum),
+    grouped by distinct ``(n, b, η)`` as :func:`_distinct` groups them.
+
+    Raises:
+      ValueError: for a row with an entry below a given ``eta``.
+    """
     states, actions, n, row_min = rows.states, rows.actions, rows.sizes, rows.minima
     # Entries a rounding below η count as η (1 − 0.9 is 0.09999999999999998).
     if eta is not None and (row_min < eta * (1 - ETA_RELATIVE_TOLERANCE)).any():
@@ -264,11 +281,7 @@ def _per_row(rows: PrivateRows, k, *, b, eta, smoothing, adjacency, target_delta
     row_b = np.full(n.shape, b) if smoothing is None else (1.0 - n * smoothing) * b
     row_eta = row_min if eta is None else np.full(n.shape, eta)
     first, which = _distinct(n, row_b, row_eta)
-    row_delta = target_delta if adjacency == "row" else share(target_delta, states.size)
-    distinct = [
-        _guarantee(k, int(n[i]), float(row_b[i]), float(row_eta[i]), row_delta) for i in first
-    ]
-    return RowGuarantees(states, actions, which, distinct, rows.shape)
+    return first, which, row_b, row_eta
 
 
 def share(target_delta: float, n: int) -> float:

@@ -155,6 +155,19 @@ def dirichlet_rdp(k: float, order: float, *, b: float, eta: float, n: int | None
     return float(max(total, 0.0) / (lam - 1))
 
 
+def additive_event(mechanism: str, parameter: float, *, b: float):
+    """dp_accounting's event for one row of the Gaussian (``σ``) or Laplace (scale ``λ``)
+    mechanism on b-adjacent rows: its noise over the sensitivity, ``σ/(b/√2)`` (ℓ2) or
+    ``λ/b`` (ℓ1), the sensitivities of ``_additive``."""
+    import dp_accounting
+
+    if mechanism == "gaussian":
+        return dp_accounting.GaussianDpEvent(parameter / _additive.l2_sensitivity(b))
+    if mechanism == "laplace":
+        return dp_accounting.LaplaceDpEvent(parameter / b)
+    raise ValueError(f"mechanism must be 'gaussian' or 'laplace', got {mechanism!r}")
+
+
 class RowComposition(NamedTuple):
     """The guarantee of ``num_rows`` row mechanisms that may all change, two ways.
 
@@ -198,7 +211,6 @@ def compose_rows(
     Returns:
       :class:`RowComposition`: basic and RDP composition side by side.
     """
-    import dp_accounting
     from dp_accounting.rdp import rdp_privacy_accountant as rdp
 
     num_rows = check_int("num_rows", num_rows, low=1)
@@ -214,13 +226,11 @@ def compose_rows(
         ]
         eps, order = rdp.compute_epsilon(orders, curve, delta)
     elif mechanism in ("gaussian", "laplace"):
+        event = additive_event(mechanism, parameter, b=b)
         if mechanism == "gaussian":
-            noise = parameter / _additive.l2_sensitivity(b)
-            event = dp_accounting.GaussianDpEvent(noise)
             row_eps = _additive.gaussian_epsilon(parameter, share(delta, num_rows), b=b)
             basic = sum_up([row_eps], [num_rows])
         else:
-            event = dp_accounting.LaplaceDpEvent(parameter / b)
             basic = sum_up([_additive.laplace_epsilon(parameter, b=b)], [num_rows])
         accountant = rdp.RdpAccountant(orders)
         accountant.compose(event, num_rows)

@@ -3,11 +3,16 @@
 ``_check`` is the boundary (:func:`check`: validate, dispatch, :class:`CheckResult`); the
 grammar is in ``_parse``, the labels and the state formulas over them in ``_labels``, the
 host graph precomputation (attractors, end components) in ``_graph``, the jitted interval
-and value iteration in ``_iteration``, the unbounded properties in ``_unbounded`` and their
-policy in ``_policy``. ``_reward`` is the bridge to privacy: :func:`property_model` turns a
+and value iteration in ``_iteration``, the unbounded properties in ``_unbounded``, their
+verified starting bounds in ``_guess`` and their policy in ``_policy``, the float64 copy and
+the answer's narrowing to the model's dtype in ``_precision``; boolean queries, filters and
+several properties at once (:func:`check_all`) in ``_query`` over ``check``, their grammar in
+``_query_parse``. ``_reward`` is the bridge to privacy: :func:`property_model` turns a
 step-bounded property into the finite-horizon reward problem (:class:`PropertyModel`) that
 the planners and experiments take in place of a model, and ``in_property_scale`` turns their
-numbers back into the property's scale (a ``min`` property is solved as a maximization).
+numbers back into the property's scale (a ``min`` property is solved as a maximization);
+``_objective`` gives a model's rewards minimized as a cost (:func:`minimizing`) the same form
+and names the worst and best ends of the bounds for either direction.
 
 Why this layer sits below planning: checking a property needs only the model's rows (its own
 iteration, not the robust kernel), while the planners need the reward bridge; so planning
@@ -19,7 +24,20 @@ beyond the public names is in :mod:`jaxprivmdp.properties.core`.
 
 from ._check import CheckResult as CheckResult
 from ._check import check as check
+from ._objective import minimizing as minimizing
+from ._query import FilterResult as FilterResult
+from ._query import QueryResult as QueryResult
+from ._query import check_all as check_all
 from ._reward import PropertyModel as PropertyModel
 from ._reward import property_model as property_model
 
-__all__ = ["CheckResult", "PropertyModel", "check", "property_model"]
+__all__ = [
+    "CheckResult",
+    "FilterResult",
+    "PropertyModel",
+    "QueryResult",
+    "check",
+    "check_all",
+    "minimizing",
+    "property_model",
+]

@@ -24,13 +24,15 @@ state), for the subset of PRISM's property language below, solved as those tools
   [C<=k]`` (reward accumulated in ``k`` steps): backward induction, exact up to rounding.
 - ``P=?``/``R=?``: the same on a DTMC (refused on a model with a choice; PRISM does the same).
 
-φ is a state formula over labels: ``"goal"``, ``true``, ``false``, ``!``, ``&``, ``|``,
-``=>``, ``<=>`` and parentheses (PRISM's precedence: ``!`` > ``&`` > ``|`` > ``=>`` >
-``<=>``). Not supported (a ValueError naming the position): bounds such as ``P>=0.5`` or
-``P<0.1`` (only ``=?`` queries), nested ``P``/``R`` operators, variables (``s=3``) and
-constants other than ``T``, time intervals (``F>=k``, ``F[a,b]``), ``W``/``R`` (weak until,
-release), ``S``, ``LRA``, ``filter``, multi-objective queries, ``R [I=k]``, ``R [S]``,
-``R [F<=k]`` and total reward ``R [C]``.
+φ is a state formula over labels and state variables: ``"goal"``, ``true``, ``false``,
+comparisons ``s=2``, ``x+1<=y`` (``= != < <= > >=`` of integer sums; ``variables=``), ``!``,
+``&``, ``|``, ``=>``, ``<=>`` and parentheses (PRISM's precedence: ``!`` > ``&`` > ``|`` >
+``=>`` > ``<=>``). Boolean queries (``P>=0.9 [...]``, ``Pmax<0.1 [...]``), ``filter(...)``
+and several properties at once are :func:`jaxprivmdp.check_all`'s (``_query``). Not
+supported (a ValueError naming the position): nested ``P``/``R`` operators, constants other
+than ``T`` (a ``.props`` file's are substituted), time intervals (``F>=k``, ``F[a,b]``),
+``W``/``R`` (weak until, release), ``S``, ``LRA``, multi-objective queries, ``R [I=k]``,
+``R [S]``, ``R [F<=k]`` and total reward ``R [C]``.
 
 The exact value. Rows are validated to sum to 1 within 3.1e-5 and never renormalized; the
 value bounded here is that of the rows read as the distributions they stand for (each row
@@ -38,10 +40,20 @@ divided by its sum), which the graph precomputation assumes too. A stored float3
 rows sum to 1 only within a few ulps, and its "value of the rows as stored" would make a
 state that reaches the target with probability 1 leak mass each step.
 
+Precision. PRISM's and Storm's default, 1e-6 relative, in every dtype mode: a concrete model
+is checked in float64 (a ``jax.enable_x64(True)`` block inside the call, its rows divided by
+their sums) and the answer narrowed to the model's dtype, ``[lower, upper]`` rounded outward
+so that it still holds the exact value (``_precision``). Unbounded properties: interval
+iteration, then, if it has not met ``tol`` after a thousand steps, from bounds that
+policy iteration guessed and the host verified (``_guess``). A traced model (a step-bounded
+property under ``jax.jit``) is checked in its own dtype. :class:`CheckResult`'s ``precision``
+says what was reached.
+
 This module is the public boundary: it validates the arguments and dispatches. The grammar is
 in ``_parse``, the labels in ``_labels``, the host graph precomputation in
 ``_graph``, the jitted cores and their rounding in ``_iteration``, the
-unbounded properties in ``_unbounded`` and their policy in ``_policy``.
+unbounded properties in ``_unbounded``, their guessed bounds in ``_guess`` and their policy in
+``_policy``; the float64 copy and the narrowing of the answer in ``_precision``.
 """
 
 from __future__ import annotations
@@ -59,33 +71,50 @@ from ._graph import Graph
 from ._iteration import solve_bounded
 from ._labels import check_labels, satisfying
 from ._parse import Property, parse_property, property_error
+from ._precision import (
+    DEFAULT_TOL,
+    as_float64,
+    host_answer,
+    outward,
+    relative_width,
+    summarize,
+    tracing,
+    working_tol,
+)
 from ._unbounded import solve_unbounded_probability, solve_unbounded_reward
 
-# Relative precision asked of unbounded properties by default: PRISM's and Storm's default
-# (1e-6, relative) in float64; in float32 rounding alone costs about 1e-6 per expected step.
-DEFAULT_TOL = {np.dtype(np.float64): 1e-6, np.dtype(np.float32): 1e-4}
 DEFAULT_MAX_ITERATIONS = 100_000
 
 
 class CheckResult(NamedTuple):
     """The answer to a property, per state.
 
+    All numbers are in the model's dtype; they were computed in float64 for a concrete model
+    (see the module) and in the model's dtype under ``jax.jit``.
+
     Attributes:
       values: `[S]` the value of the property in each state (probabilities; expected rewards,
-        ``inf`` where PRISM reports infinity). Unbounded properties: the midpoint of the
-        interval iteration's final lower and upper bounds.
+        ``inf`` where PRISM reports infinity): the midpoint of ``[lower, upper]`` when
+        ``converged``, else ``lower`` (an upper bound that has not converged may be far off
+        or infinite); always within ``[lower, upper]``.
       policy: the optimizing deterministic policy, int32: `[S]` for unbounded properties,
         `[k, S]` (``policy[t]`` at step ``t``, ``t = 0`` first) for bounded ones. Never a
         masked action. For ``P=?``/``R=?`` on a DTMC, its only action.
-      error_bound: `[S]` a bound on ``|values − exact|`` in the working dtype, ``exact``
-        being the value of the model's rows read as distributions (see the module): half the
-        final interval (unbounded), the accumulated rounding (bounded), 0 where the
-        precomputation decided the value; ``inf`` where no upper bound could be found (see
-        :func:`check`).
+      error_bound: `[S]` ``max(values − lower, upper − values)`` rounded up: a bound on
+        ``|values − exact|``, ``exact`` being the value of the model's rows read as
+        distributions (see the module); 0 where the precomputation decided the value; ``inf``
+        where ``upper`` is.
       value_at_initial: scalar ``values[model.initial_state]``.
-      converged: scalar bool: every state's interval met ``tol`` (always True for bounded
-        properties).
-      iterations: scalar int: interval iterations (or the step bound ``k``).
+      converged: scalar bool: ``precision <= tol`` (every state's interval met ``tol``, as
+        reported in the model's dtype); always True for bounded properties.
+      iterations: scalar int: interval iterations (0 when the guessed bounds were verified
+        at once; see the module) or the step bound ``k``.
+      lower: `[S]` a lower bound on the exact value in each state.
+      upper: `[S]` an upper bound (``inf`` where none was found); ``exact`` lies in
+        ``[lower, upper]``, rounded outward when narrowed from float64.
+      precision: scalar: the relative precision reached, ``max_s (upper − lower) /
+        (|upper| + |lower|)`` (the half-width of the ``tol`` test), 0 where every state is
+        exact (equal bounds, infinities included), ``inf`` where some upper bound is.
     """
 
     values: jax.Array
@@ -94,6 +123,9 @@ class CheckResult(NamedTuple):
     value_at_initial: jax.Array
     converged: jax.Array
     iterations: jax.Array
+    lower: jax.Array
+    upper: jax.Array
+    precision: jax.Array
 
 
 def check(
@@ -101,6 +133,7 @@ def check(
     prop: str,
     *,
     labels: dict | None = None,
+    variables: dict | None = None,
     reward_name: str | None = None,
     horizon: int | None = None,
     tol: float | None = None,
@@ -124,23 +157,24 @@ def check(
         ``'R{"time"}min=? [F "done"]'``.
       labels: ``{name: bool[S]}``, e.g. :func:`load_labels`'s; ``"init"`` defaults to the
         model's initial state. ``"deadlock"`` and every other label must be given.
+      variables: ``{name: int[S]}``, the state variables of atoms such as ``s=2`` or ``x>y``
+        (:func:`load_variables` reads PRISM's ``.sta``); booleans are 0/1.
       reward_name: the name of the model's reward structure: ``R{"name"}`` must match it
         (``R{1}`` always does). None: any name is accepted (the model has one structure).
       horizon: the value of the constant ``T`` in step bounds (``F<=T``, ``C<=T``);
         default: the model's ``horizon``.
       tol: relative precision of unbounded properties: iterate until every state's interval
-        ``[lower, upper]`` has ``upper − lower <= tol · (upper + lower)``, i.e. ``values``
-        within ``tol`` (relative) of the exact value. Default 1e-6 in float64 (PRISM's and
-        Storm's), 1e-4 in float32.
+        ``[lower, upper]`` has ``upper − lower <= tol · (upper + lower)`` (``precision <=
+        tol``), i.e. ``values`` within ``tol`` (relative) of the exact value. Default 1e-6,
+        PRISM's and Storm's, in float32 and float64 alike (the check runs in float64).
       max_iterations: a cap on interval iterations (then ``converged`` is False; the bound
         still holds).
 
     Returns:
-      A :class:`CheckResult`. Unbounded properties: ``values`` are the midpoints of the final
-      intervals and ``error_bound`` their half-widths (0 on precomputed states); an
-      expected-reward property whose upper bound would overflow the dtype reports the lower
-      bound with ``error_bound`` inf. Bounded properties: backward induction, exact up to the
-      rounding ``error_bound`` reports.
+      A :class:`CheckResult`. Unbounded properties: the final interval ``[lower, upper]``
+      of interval iteration; ``values`` its midpoint if converged, else ``lower`` (with
+      ``error_bound = upper − lower``, inf if no upper bound was found). Bounded properties:
+      backward induction, exact up to the rounding ``[lower, upper]`` accounts for.
 
     Raises:
       ValueError: a property outside the supported subset or malformed (naming the position
@@ -150,29 +184,43 @@ def check(
     """
     mdp = check_model(mdp)
     prop_ = parse_property(prop)
-    tol, max_iterations = _iteration_limits(np.dtype(mdp.rewards.dtype), tol, max_iterations)
+    tol, max_iterations = _iteration_limits(tol, max_iterations)
     check_reward_structure(prop_, reward_name)
     bound = step_bound(prop_, mdp, horizon)
     unbounded = bound is None and prop_.path in ("F", "U", "G")
     check_dtmc(prop_, mdp)
 
-    concrete = unbounded or is_concrete(labels)
-    if unbounded and not is_concrete(mdp):
+    concrete = unbounded or is_concrete(labels, variables)
+    if unbounded and (tracing() or not is_concrete(mdp)):
         raise property_error(
             prop_.text,
             prop_.positions["path"],
             "unbounded properties need a concrete model "
             "(the graph precomputation runs on the host); under jax.jit use a step-bounded one",
         )
-    lab = check_labels(mdp, labels, concrete)
+    lab = check_labels(mdp, labels, concrete, variables)
     xp = np if concrete else jnp
     sat = functools.partial(satisfying, prop_.text, labels=lab, xp=xp)
-    out = _solve(prop_, mdp, sat, bound, tol, max_iterations, xp)
-    return _result(mdp, out)
+    dtype = np.dtype(mdp.rewards.dtype)
+    if not (concrete and is_concrete(mdp)) or tracing():  # traced: the model's dtype
+        lower, upper, policy, it, conv = _solve(prop_, mdp, sat, bound, tol, max_iterations, jnp)
+        values, error = summarize(lower, upper, jnp.asarray(conv), jnp)
+        precision = relative_width(lower, upper, jnp)
+        return _result(mdp, (values, error, policy, it, conv, lower, upper, precision))
+    with jax.enable_x64(True):
+        wide = as_float64(mdp)
+        out = _solve(prop_, wide, sat, bound, working_tol(tol, dtype), max_iterations, np)
+        lower, upper, policy = (np.asarray(x) for x in out[:3])
+    it, conv = out[3], bool(out[4])
+    lower, upper, values, error, precision, conv = host_answer(
+        lower, upper, dtype, conv, tol if unbounded else None
+    )
+    return _result(mdp, (values, error, policy, it, conv, lower, upper, precision))
 
 
 def _solve(prop_: Property, mdp: Model, sat, bound, tol, max_iterations, xp):
-    """Solves the parsed property: ``(values, error, policy, iterations, converged)``."""
+    """Solves the parsed property: ``(lower, upper, policy, iterations, converged)`` in the
+    dtype of ``mdp`` (float64 on the host for unbounded properties)."""
     dtype = np.dtype(mdp.rewards.dtype)
     minimize = prop_.opt == "min"
     right = sat(prop_.right) if prop_.right is not None else None
@@ -185,16 +233,25 @@ def _solve(prop_: Property, mdp: Model, sat, bound, tol, max_iterations, xp):
     if prop_.kind == "R":  # C<=k
         zeros = np.zeros(mdp.num_states, dtype)
         no_fixed = np.zeros(mdp.num_states, bool)
-        return solve_bounded(mdp, mdp.rewards, no_fixed, zeros, zeros, bound, minimize)
+        out = solve_bounded(mdp, mdp.rewards, no_fixed, zeros, zeros, bound, minimize)
+        return _bounded_interval(out, xp)
     return _probability(mdp, prop_.path, left, right, bound, minimize, tol, max_iterations, xp)
 
 
-def _iteration_limits(dtype: np.dtype, tol, max_iterations) -> tuple[float, int]:
-    """``(tol, max_iterations)`` checked, with the dtype's default ``tol``."""
+def _iteration_limits(tol, max_iterations) -> tuple[float, int]:
+    """``(tol, max_iterations)`` checked, with the default ``tol``."""
     if tol is not None:
         check_range("tol", tol, low=0.0, low_open=True, scalar=True)
     max_iterations = min(check_count("max_iterations", max_iterations), 2**31 - 1)
-    return (DEFAULT_TOL[dtype] if tol is None else float(tol)), max_iterations
+    return (DEFAULT_TOL if tol is None else float(tol)), max_iterations
+
+
+def _bounded_interval(out, xp):
+    """Backward induction's ``(values, error, ...)`` as ``(lower, upper, ...)``."""
+    v, e, *rest = out
+    if xp is np:
+        v, e = np.asarray(v), np.asarray(e)
+    return (*outward(v - e, v + e, xp), *rest)
 
 
 def check_reward_structure(prop_: Property, reward_name: str | None) -> None:
@@ -270,6 +327,7 @@ def _probability(mdp: Model, path, left, right, bound, minimize, tol, max_iterat
     if path == "X":
         init = target.astype(dtype)
         out = solve_bounded(mdp, no_rewards, nothing, init, init, 1, minimize)
+        out = _bounded_interval(out, xp)
     elif bound is None:  # unbounded: F, U or G without a step bound
         out = solve_unbounded_probability(
             Graph(mdp), mdp, np.asarray(target), np.asarray(avoid), minimize, tol, max_iterations
@@ -278,24 +336,25 @@ def _probability(mdp: Model, path, left, right, bound, minimize, tol, max_iterat
         fixed = target | avoid
         init = target.astype(dtype)
         out = solve_bounded(mdp, no_rewards, fixed, init, init, bound, minimize)
+        out = _bounded_interval(out, xp)
     if negate:
-        v, e, policy, it, conv = out
-        out = (1 - v, e + np.finfo(dtype).eps * (e > 0), policy, it, conv)
+        lower, upper, *rest = out
+        out = (*outward(1 - upper, 1 - lower, xp), *rest)
     return out
 
 
 def _result(mdp: Model, out) -> CheckResult:
-    """The solvers' ``(values, error, policy, iterations, converged)`` as a CheckResult."""
-    values, error, policy, it, conv = out
-    if isinstance(values, np.ndarray):  # host results: transfers, no eager device ops
-        initial = jnp.asarray(values[mdp.initial_state])
-    else:
-        initial = values[mdp.initial_state]
+    """``(values, error, policy, iterations, converged, lower, upper, precision)`` as a
+    CheckResult (host arrays are transferred, no eager device ops)."""
+    values, error, policy, it, conv, lower, upper, precision = out
     return CheckResult(
         values=jnp.asarray(values),
         policy=jnp.asarray(policy),
         error_bound=jnp.asarray(error),
-        value_at_initial=initial,
+        value_at_initial=jnp.asarray(values[mdp.initial_state]),
         converged=jnp.asarray(conv),
         iterations=jnp.asarray(it, jnp.int32),
+        lower=jnp.asarray(lower),
+        upper=jnp.asarray(upper),
+        precision=jnp.asarray(precision),
     )

@@ -2,8 +2,9 @@
 unbounded properties, backward induction for step-bounded ones, and their rounding margins.
 
 :func:`interval_iteration` (Haddad & Monmege 2014; Baier, Klein, Leuschner, Parker,
-Wunderlich 2017) iterates a lower bound up from 0 and an upper bound down from a known upper
-bound until they meet (``lax.while_loop``); :func:`bounded_iteration` runs ``k`` backups
+Wunderlich 2017) iterates a lower bound up and an upper bound down from known bounds (0 and
+the visiting-time bound, or verified guesses: :mod:`jaxprivmdp.properties._guess`) until they
+meet (``lax.while_loop``); :func:`bounded_iteration` runs ``k`` backups
 (``lax.scan``); :func:`solve_bounded` answers a step-bounded property with it. Products run at
 ``precision=HIGHEST`` (:func:`jaxprivmdp.models._rows.expect`).
 
@@ -15,8 +16,9 @@ is within a relative ``(n + 1) u`` of the exact one (``n`` terms, ``u = eps/2``;
 5) u + 2 δ``. The bounds then hold in the working dtype (for dense rows with ``S`` beyond a
 few dozen, ``n`` is replaced by ``16 + 2⌈log₂ S⌉``, a heuristic for XLA's blocked summation,
 as :mod:`jaxprivmdp.planning._bellman` does). The price is a floor on the reachable precision of
-about ``2 m`` times the expected number of steps: in float32 (``m`` about 1e-6) a slowly
-mixing model may stop short of ``tol`` (``converged`` False, the bound still sound).
+about ``2 m`` times the expected number of steps: about 1e-6 per step in float32, which is why
+:func:`jaxprivmdp.check` runs these cores in float64 on a concrete model (only a traced one,
+under ``jax.jit``, keeps its float32).
 """
 
 from __future__ import annotations
@@ -59,9 +61,9 @@ def host_widening(mdp: Model, g: Graph) -> float:
     """``m`` for :func:`interval_iteration`: ``(n + 5) u + 2 δ`` with ``δ`` the largest
     ``|Σ p − 1|`` over allowed rows, summed exactly enough in float64 on the host (a row
     ``s`` times a distribution changes ``Σ p v`` by the factor ``s``: relative ``δ/(1 − δ)
-    <= 2 δ``)."""
+    <= 2 δ``), rounded up."""
     delta = float(np.max(np.abs(g.row_sums[g.allowed] - 1), initial=0)) + 1e-15
-    return rounding_margin(mdp) + 2 * delta
+    return (rounding_margin(mdp) + 2 * delta) * (1 + 1e-6)
 
 
 def _widening(rows: Rows, usable: jax.Array, rounding: jax.Array) -> jax.Array:
@@ -87,6 +89,8 @@ class Unfixed(NamedTuple):
       fixed, fixed_value: `[S]` the precomputed states and their values.
       upper0: `[S]` an upper bound on the unfixed states (used when ``has_upper``).
       has_upper: bool scalar.
+      lower0: `[S]` a lower bound on the unfixed states (0, or a verified guess: see
+        :mod:`jaxprivmdp.properties._guess`).
     """
 
     rewards: jax.Array
@@ -96,6 +100,7 @@ class Unfixed(NamedTuple):
     fixed_value: jax.Array
     upper0: jax.Array
     has_upper: jax.Array
+    lower0: jax.Array
 
 
 @jax.jit
@@ -111,7 +116,7 @@ def interval_iteration(
 
     Args:
       rows: the model's rows; problem: the rewards, usable pairs, fixed states and starting
-        upper bound (:class:`Unfixed`).
+        bounds (:class:`Unfixed`).
       sign: ``1`` to maximize, ``-1`` to minimize (traced: one compilation for both).
       margin: ``m``, a bound on the relative error of a computed backup (its rounding and
         the rows' distance from sums of 1: :func:`host_widening`); tol: relative precision;
@@ -120,7 +125,7 @@ def interval_iteration(
     Returns:
       ``(lower, upper, iterations, converged)``.
     """
-    rewards, usable, group, fixed, fixed_value, upper0, has_upper = problem
+    rewards, usable, group, fixed, fixed_value, upper0, has_upper, lower0 = problem
     S = fixed.shape[0]
     dtype = rewards.dtype
     low = jnp.asarray(-jnp.inf, dtype)
@@ -135,7 +140,7 @@ def interval_iteration(
     widen = jnp.stack([1 - margin, 1 + margin])[:, None]
     bounds0 = jnp.stack(
         [
-            jnp.where(fixed, fixed_value, 0),
+            jnp.where(fixed, fixed_value, lower0),
             jnp.where(fixed, fixed_value, jnp.where(has_upper, upper0, 0)),
         ]
     )
@@ -175,21 +180,23 @@ def bounded_iteration(
     """``steps`` backups ``v ← opt_a r + Σ p v`` (fixed states kept) from ``init``.
 
     ``sign`` is ``1`` to maximize, ``-1`` to minimize. Returns ``(values, error, policy)``:
-    `[S]` values, `[S]` a bound on their rounding error (each backup's rounding
-    ``m (max|r| + max|v|)``, propagated through the rows), and the optimizing actions
-    `[steps, S]`, first step first.
+    `[S]` values, `[S]` a bound on their rounding error, and the optimizing actions
+    `[steps, S]`, first step first. The error of a state is the largest over its pairs of
+    the successors' errors propagated through the row plus the backup's own rounding
+    ``m (|r| + Σ p |v|)`` (``|max_a x_a − max_a y_a| <= max_a |x_a − y_a|``): 0 where every
+    term is 0, so a value decided exactly stays exact.
     """
     dtype = rewards.dtype
     low = jnp.asarray(-jnp.inf, dtype)
-    r_abs = jnp.max(jnp.abs(jnp.where(usable, rewards, 0)))
+    r_abs = jnp.abs(rewards)
     margin = _widening(rows, usable, margin)
 
     def step(carry, _):
         v, e = carry
         q = jnp.where(usable, sign * (rewards + expect(rows, v)), low)
         v_new = jnp.where(fixed, fixed_value, sign * jnp.max(q, axis=-1))
-        spread = jnp.max(jnp.where(usable, expect(rows, e), 0), axis=-1)
-        e_new = jnp.where(fixed, 0, spread + margin * (r_abs + jnp.max(jnp.abs(v))))
+        own = expect(rows, e) + margin * (r_abs + expect(rows, jnp.abs(v)))
+        e_new = jnp.where(fixed, 0, jnp.max(jnp.where(usable, own, 0), axis=-1))
         return (v_new, e_new), jnp.argmax(q, axis=-1).astype(jnp.int32)
 
     (v, e), policy = lax.scan(step, (init, jnp.zeros_like(init)), None, length=steps)

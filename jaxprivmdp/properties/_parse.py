@@ -14,12 +14,18 @@ from typing import NamedTuple
 
 class Formula(NamedTuple):
     """A state formula: ``op`` is ``label`` (``name``), ``true``, ``false``, ``not``, ``and``,
-    ``or``, ``implies`` or ``iff``; ``pos`` is where it starts in the property."""
+    ``or``, ``implies``, ``iff`` or ``cmp`` (a comparison of state variables: ``name`` is the
+    operator, ``args`` the two sides as :data:`Term` tuples); ``pos`` is where it starts."""
 
     op: str
     args: tuple = ()
     pos: int = 0
     name: str | None = None
+
+
+# A term of a state-variable comparison: ("var", name, pos), ("int", value, pos) or
+# ("+"/"-", left, right).
+Term = tuple
 
 
 class Property(NamedTuple):
@@ -33,6 +39,8 @@ class Property(NamedTuple):
       left, right: the state formulas (``left`` only for ``U``).
       bound: the step bound ``k`` (int), ``"T"`` (the horizon constant) or None.
       text: the property as given; ``positions``: where each part starts (for messages).
+      comparison, threshold: a boolean query's ``>=``/``>``/``<=``/``<`` and bound
+        (``P>=0.9 [...]``; :mod:`~jaxprivmdp.properties._query`); None for ``=?``.
     """
 
     kind: str
@@ -44,6 +52,11 @@ class Property(NamedTuple):
     bound: int | str | None
     text: str
     positions: dict
+    comparison: str | None = None
+    threshold: float | None = None
+
+
+_COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
 
 
 class _Token(NamedTuple):
@@ -155,20 +168,31 @@ class _Parser:
                 opt = self.next().text
         q = self.peek()
         positions["query"] = q.pos
-        if q.text in ("<", "<=", ">", ">=", "=", "!="):
-            raise self.fail(
-                q,
-                "only numerical queries ('=?') are supported, not bounds such as "
-                f"'{kind}>=0.5 [...]'",
-            )
-        self.expect("=?", "'=?'")
+        comparison, threshold = None, None
+        if q.text in _COMPARISONS:
+            comparison, threshold = self.comparison(kind, q)
+        else:
+            self.expect("=?", "'=?'")
+        positions["query_end"] = self.peek().pos
         self.expect("[")
         path, left, right, bound = self.path(kind, positions)
         self.expect("]", "']'")
+        return Property(
+            kind, opt, reward, path, left, right, bound, self.text, positions, comparison, threshold
+        )
+
+    def comparison(self, kind: str, q: _Token) -> tuple[str, float]:
+        """A bound ``>=p`` after the operator: only :func:`jaxprivmdp.check_all` takes them."""
+        raise self.fail(
+            q,
+            "only numerical queries ('=?') are supported by check; boolean queries such as "
+            f"'{kind}>=0.5 [...]' by jp.check_all",
+        )
+
+    def end(self) -> None:
         end = self.peek()
         if end.kind != "end":
             raise self.fail(end, f"unexpected {self.show(end)} after the property")
-        return Property(kind, opt, reward, path, left, right, bound, self.text, positions)
 
     def path(self, kind: str, positions: dict):
         t = self.peek()
@@ -287,23 +311,57 @@ class _Parser:
             if not name:
                 raise self.fail(t, 'an empty label ""')
             return Formula("label", (), t.pos, name)
-        if t.kind == "id" and t.text in ("true", "false"):
-            return Formula(t.text, (), t.pos)
         if t.text == "(":
             inner = self.formula()
             self.expect(")", "')'")
             return inner
         if t.kind == "id" and (t.text in _P_OPERATORS or t.text in _R_OPERATORS):
             raise self.fail(t, f"nested {t.text} operators are not supported")
-        if t.kind == "id":
-            raise self.fail(
-                t,
-                f'unsupported atom {t.text!r}: only quoted labels ("goal"), true and false '
-                "(no variables or constants)",
-            )
+        if t.kind in ("id", "num") or t.text == "-":
+            return self.variable_comparison(t)
         raise self.fail(
             t, f'expected a state formula (a "label", true, false, !, (), got {self.show(t)}'
         )
+
+    # -- comparisons of state variables: sum OP sum, sum := term (('+'|'-') term)*
+    def variable_comparison(self, first: _Token) -> Formula:
+        self.i -= 1  # atom() took the first token
+        left = self.sum()
+        op = self.peek()
+        if op.text not in _COMPARISONS:
+            if left[0] == "int" and first.text in ("true", "false"):
+                return Formula(first.text, (), first.pos)
+            if left[0] == "var":  # a boolean variable: true where it is not 0
+                return Formula("cmp", (left, ("int", 0, first.pos)), first.pos, "!=")
+            raise self.fail(
+                first,
+                f'unsupported atom {first.text!r}: quoted labels ("goal"), true, false or a '
+                "comparison of state variables (s=2, x>y)",
+            )
+        self.next()
+        return Formula("cmp", (left, self.sum()), first.pos, op.text)
+
+    def sum(self) -> Term:
+        left = self.term()
+        while self.peek().text in ("+", "-"):
+            op = self.next()
+            left = (op.text, left, self.term())
+        return left
+
+    def term(self) -> Term:
+        t = self.next()
+        if t.text == "-" and self.peek().kind == "num":
+            value = self.term()
+            return ("int", -value[1], t.pos)
+        if t.kind == "num":
+            if not t.text.isdigit():
+                raise self.fail(t, f"state variables are integers: expected one, got {t.text!r}")
+            return ("int", int(t.text), t.pos)
+        if t.kind == "id" and t.text in ("true", "false"):
+            return ("int", int(t.text == "true"), t.pos)
+        if t.kind == "id" and t.text not in _P_OPERATORS and t.text not in _R_OPERATORS:
+            return ("var", t.text, t.pos)
+        raise self.fail(t, f"expected a state variable or an integer, got {self.show(t)}")
 
 
 def parse_property(text: str) -> Property:
@@ -313,4 +371,7 @@ def parse_property(text: str) -> Property:
         raise ValueError(f"the property must be a string, got {type(text).__name__}")
     if not text.strip():
         raise ValueError("the property is empty")
-    return _Parser(text).query()
+    parser = _Parser(text)
+    prop = parser.query()
+    parser.end()
+    return prop

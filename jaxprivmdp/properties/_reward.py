@@ -16,8 +16,8 @@ expectation of the next stage, exactly PRISM's bounded-until recursion. ``G<=T �
 ¬φ``, ``R_T = 1[φ]``; ``X φ``: ``T = 1``, ``R_T = 1[φ]``, nothing absorbing; ``R{..}=?
 [C<=T]``: the model's own rewards, ``R_T = 0``. ``min`` is maximization of the negated
 problem (rewards and ``R_T`` times −1): every boundary negates the values back and swaps the
-bounds, so results are always in the property's scale with ``pessimistic <= optimistic``
-(for a minimization the bad side is ``optimistic``, the upper bound).
+bounds, so results are always in the property's scale with ``lower <= upper`` (for a
+minimization the worst case is ``upper``, the larger cost).
 
 Why the paper's guarantees still hold. The transformed model is a finite-horizon MDP with a
 terminal value, Theorem 1's setting. Its rows are the true rows of the undecided states and
@@ -99,6 +99,7 @@ def property_model(
     prop: str,
     *,
     labels: dict | None = None,
+    variables: dict | None = None,
     horizon: int | None = None,
     reward_name: str | None = None,
 ) -> PropertyModel:
@@ -120,6 +121,8 @@ def property_model(
         ``R{"name"}{max,min}=? [C<=k]``, or ``P=?``/``R=?`` on a DTMC, with ``k`` an int
         ``>= 1`` or ``T``; φ as in :func:`check`.
       labels: ``{name: bool[S]}`` as for :func:`check` (``"init"`` defaults to ``s0``).
+      variables: ``{name: int[S]}``, state variables of atoms such as ``s=2``, as for
+        :func:`check` (:func:`load_variables` reads PRISM's ``.sta``).
       horizon: the value of ``T`` (default: the model's horizon).
       reward_name: the model's reward structure's name (``R{"name"}`` must match).
 
@@ -147,8 +150,8 @@ def property_model(
         )
     if bound == 0:
         raise property_error(p.text, where, "the step bound must be >= 1 to privatize")
-    concrete = is_concrete(labels)
-    lab = check_labels(mdp, labels, concrete)
+    concrete = is_concrete(labels, variables)
+    lab = check_labels(mdp, labels, concrete, variables)
     sat = functools.partial(satisfying, p.text, labels=lab, xp=np if concrete else jnp)
     target, absorbing, rewards = _objective(p, mdp, sat)
     sign, dtype = (-1 if p.opt == "min" else 1), mdp.rewards.dtype
@@ -204,17 +207,25 @@ def in_property_scale(
     prop: PropertyModel | None,
     result,
     values: tuple[str, ...] = (),
-    bounds: tuple[str, str] | None = ("pessimistic", "optimistic"),
+    bounds: tuple[str, str] | None = ("lower", "upper"),
 ):
     """``result`` (a NamedTuple of the transformed model's numbers) in the property's scale.
 
     A ``min`` property is solved as the maximization of its negation; every function that
     returns numbers to the user calls this once to undo it: the ``values`` fields negated
     back, and the ``bounds`` pair ``(lower, upper)`` negated and swapped (so the lower bound
-    stays in the first field, and for a minimization the bad side is the upper bound). The
-    identity for ``prop`` or ``result`` None and for a ``max`` property.
+    stays in the first field, and for a minimization the bad side is the upper bound). A
+    ``minimize`` field left None is set to the direction, one bool per run (the shape of the
+    result's ``cost``). Otherwise the identity for ``prop`` or ``result`` None and for a
+    ``max`` property.
     """
-    if prop is None or result is None or not prop.minimize:
+    if result is None:
+        return None
+    minimize = prop is not None and prop.minimize
+    if "minimize" in result._fields and result.minimize is None:
+        shape = jnp.shape(result.cost) if "cost" in result._fields else ()
+        result = result._replace(minimize=jnp.full(shape, minimize))
+    if not minimize:
         return result
     changes = {name: prop.values(getattr(result, name)) for name in values}
     if bounds is not None:

@@ -1,0 +1,259 @@
+"""Starting bounds for the interval iteration of :func:`jaxprivmdp.check`: guessed, then verified.
+
+Interval iteration shrinks its interval by the chain's mixing rate per step: on a slowly
+mixing chain (a 601-state symmetric walk: about 1 − 1.4e-5 per step) it needs millions of
+steps, and SCC-wise ordering does not help when the slow part is one strongly connected
+component. So, as Storm solves a DTMC by a linear solve and checks a guess in optimistic
+value iteration (Hartmanns & Kaminski 2020), a candidate ``x`` comes from policy iteration
+with sparse LU solves on the host (float64, SciPy), on the quotient by the collapsed end
+components; ``w`` solves the same system with reward 1 (the expected steps of the final
+policy), and the candidates ``x ± δ w`` are *verified*: a vector ``u`` with ``B(u) <= u``
+(``B`` the Bellman operator, each backup widened by its rounding ``m``) is above the least
+fixed point, one with ``B(l) >= l`` below the greatest, and after the precomputation the
+fixed point is unique (the same fact interval iteration relies on). A verified pair seeds
+the iteration, which stops at once when it already meets ``tol``; a candidate that fails is
+dropped (the iteration starts from 0 and the visiting-time bound, as without a guess).
+Under the guessed policy ``B(x ± δ w) = x ± δ (w − 1)``: the slack is ``δ`` per state, far
+above float64's rounding for any ``δ`` that ``tol`` allows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import csc_matrix, csr_matrix, identity
+from scipy.sparse.csgraph import reverse_cuthill_mckee
+from scipy.sparse.linalg import splu
+
+from ._graph import Graph, _distinct
+
+_MAX_POLICY_ROUNDS = 32
+# A sparse LU of n unknowns with bandwidth b (after reverse Cuthill-McKee) stores up to n·b
+# entries: chains and grids stay far below, successors drawn at random fill it densely.
+_MAX_FILL = 5e7
+_MAX_STEPS = 1e12
+# A switch must gain more than the solves' noise (about 1e-13 relative), or policy
+# iteration cycles among tied policies; far below any tol, and the guess is verified anyway.
+_SWITCH = 1e-10
+
+
+class _Quotient:
+    """The unfixed states modulo the collapsed end components, and their usable pairs."""
+
+    def __init__(self, g: Graph, rewards, usable, group, maybe, fixed_value):
+        S, A = g.S, g.A
+        self.g, self.S, self.A = g, S, A
+        rep = np.where(group >= 0, group, np.arange(S))
+        reps = np.unique(rep[maybe])
+        col = np.full(S, -1, np.int64)
+        col[reps] = np.arange(reps.size)
+        self.col = np.where(maybe, col[rep], -1)
+        self.n = reps.size
+        self.maybe = maybe
+        self.fixed_value = np.where(maybe, 0, np.asarray(fixed_value, np.float64))
+        self.pairs = (np.asarray(usable, bool) & maybe[:, None]).reshape(-1)
+        e = self.pairs[g.pair]
+        pair, succ, prob = g.pair[e], g.succ[e], g.prob[e]
+        inner = maybe[succ]
+        # The part of each pair's backup that does not depend on the unknowns.
+        self.inflow = np.asarray(rewards, np.float64).reshape(-1) + np.bincount(
+            pair[~inner], weights=prob[~inner] * self.fixed_value[succ[~inner]], minlength=S * A
+        )
+        self.e_pair, self.e_col, self.e_prob = pair[inner], self.col[succ[inner]], prob[inner]
+        self.pair_ids = np.flatnonzero(self.pairs)
+        self.pair_col = self.col[self.pair_ids // A]
+
+    def q(self, x: np.ndarray) -> np.ndarray:
+        """`[S*A]` ``r + Σ p v`` of the usable pairs (``x``: the unknowns' values)."""
+        return self.inflow + np.bincount(
+            self.e_pair, weights=self.e_prob * x[self.e_col], minlength=self.S * self.A
+        )
+
+    def best(self, q: np.ndarray, sign: float) -> np.ndarray:
+        """`[n]` ``sign`` · the optimum over each class's usable pairs of ``sign · q``."""
+        out = np.full(self.n, -np.inf)
+        np.maximum.at(out, self.pair_col, sign * q[self.pair_ids])
+        return sign * out
+
+    def affordable(self) -> bool:
+        """Whether every policy's LU stays within ``_MAX_FILL`` (a bound from the union of
+        the usable pairs' structure, permuted by reverse Cuthill-McKee)."""
+        if self.e_pair.size == 0:
+            return True
+        rows = self.col[self.e_pair // self.A]
+        m = csr_matrix((np.ones(rows.size, np.int8), (rows, self.e_col)), (self.n, self.n))
+        perm = np.argsort(reverse_cuthill_mckee(m, symmetric_mode=False))
+        band = int(np.max(np.abs(perm[rows] - perm[self.e_col]), initial=0)) + 1
+        return self.n * band <= _MAX_FILL
+
+    def attractor(self) -> np.ndarray | None:
+        """`[n]` a pair per class with a successor in an earlier layer toward the fixed
+        states (a proper policy), or None if some class cannot leave. Of the pairs that
+        qualify, the one with the most probability into the earlier layers: the lowest one
+        may head away and need astronomically many steps (a proper policy too, but one
+        whose linear system float64 cannot solve)."""
+        g, A = self.g, self.A
+        order = np.argsort(self.col, kind="stable")
+        ptr = np.searchsorted(self.col[order], np.arange(self.n + 1))
+        pair_ptr = np.searchsorted(g.pair, np.arange(self.S * A + 1))
+        choice = np.full(self.n, -1, np.int64)
+        reached = ~self.maybe.copy()
+        new = np.flatnonzero(reached)
+        while new.size:
+            pid = _distinct(g.pair[g.edges_into(new)])
+            pid = pid[self.pairs[pid] & ~reached[pid // A]]
+            counts = pair_ptr[pid + 1] - pair_ptr[pid]
+            edge = np.repeat(pair_ptr[pid] - (np.cumsum(counts) - counts), counts)
+            edge = edge + np.arange(int(counts.sum()))
+            mass = np.bincount(
+                np.repeat(np.arange(pid.size), counts),
+                weights=g.prob[edge] * reached[g.succ[edge]],
+                minlength=pid.size,
+            )
+            cls = self.col[pid // A]
+            best = np.lexsort((-mass, cls))
+            first = best[np.unique(cls[best], return_index=True)[1]]
+            cls, pid = cls[first], pid[first]
+            choice[cls] = pid
+            counts = ptr[cls + 1] - ptr[cls]
+            shift = np.repeat(ptr[cls] - (np.cumsum(counts) - counts), counts)
+            new = order[shift + np.arange(int(counts.sum()))]
+            new = new[~reached[new]]
+            reached[new] = True
+        return choice if np.all(choice >= 0) else None
+
+    def evaluate(self, choice: np.ndarray):
+        """The values ``x`` and expected steps ``w`` of the policy ``choice`` (LU), or None."""
+        chosen = np.full(self.S * self.A, -1, np.int64)
+        chosen[choice] = np.arange(self.n)
+        row = chosen[self.e_pair]
+        keep = row >= 0
+        m = identity(self.n, format="csc") - csc_matrix(
+            (self.e_prob[keep], (row[keep], self.e_col[keep])), shape=(self.n, self.n)
+        )
+        try:
+            lu = splu(m)
+        except RuntimeError:  # singular: an improper policy
+            return None
+        x, w = lu.solve(self.inflow[choice]), lu.solve(np.ones(self.n))
+        # The system's condition grows with the expected steps ``w``: beyond _MAX_STEPS a
+        # float64 solve says little (and a nearly improper policy's values come out < 0).
+        if not (np.all(np.isfinite(w)) and np.all(w >= 1 - 1e-9) and np.max(w) <= _MAX_STEPS):
+            return None
+        if not (np.all(np.isfinite(x)) and np.all(x >= 0)):
+            return None
+        return x, w
+
+
+def _improve(quo: _Quotient, choice, q, sign, eligible):
+    """The policy that switches, in each class where an eligible pair beats its choice by
+    more than the solve's accuracy, to the first best eligible pair; None if none does."""
+    masked = np.where(eligible, q, -sign * np.inf)
+    target = quo.best(masked, sign)
+    current = q[choice]
+    better = sign * (target - current) > _SWITCH * np.abs(current) + 1e-300
+    if not better.any():
+        return None
+    ids, cols = quo.pair_ids, quo.pair_col
+    hit = eligible[ids] & (sign * q[ids] >= sign * target[cols])
+    first = np.unique(cols[hit], return_index=True)[1]
+    pick_cols, pick_ids = cols[hit][first], ids[hit][first]
+    swap = better[pick_cols]
+    new = choice.copy()
+    new[pick_cols[swap]] = pick_ids[swap]
+    return new
+
+
+def _greedy(quo: _Quotient, estimate, sign):
+    """`[n]` the first best pair of each class for the values ``estimate`` (`[S]`)."""
+    x = np.zeros(quo.n)
+    x[quo.col[quo.maybe]] = estimate[quo.maybe]
+    q = quo.q(x)
+    target = quo.best(q, sign)
+    ids, cols = quo.pair_ids, quo.pair_col
+    hit = sign * q[ids] >= sign * target[cols]
+    first = np.unique(cols[hit], return_index=True)[1]
+    choice = np.full(quo.n, -1, np.int64)
+    choice[cols[hit][first]] = ids[hit][first]
+    return choice
+
+
+def _policy_iteration(quo: _Quotient, sign: float, estimate):
+    """Policy iteration from the greedy policy of ``estimate`` (if it is evaluated well:
+    proper, not too slow) or the attractor: ``(x, w, choice)`` of the last policy evaluated
+    well, or None."""
+    choice = None
+    if estimate is not None:
+        choice = _greedy(quo, estimate, sign)
+        if np.any(choice < 0) or quo.evaluate(choice) is None:
+            choice = None
+    if choice is None:
+        choice = quo.attractor()
+    best = None
+    for _ in range(_MAX_POLICY_ROUNDS if choice is not None else 0):
+        out = quo.evaluate(choice)
+        if out is None:
+            break
+        best = (*out, choice)
+        choice = _improve(quo, choice, quo.q(out[0]), sign, quo.pairs)
+        if choice is None:
+            break
+    return best
+
+
+def _tied_steps(quo: _Quotient, x, w, choice, sign, tol):
+    """The most expected steps over the policies that choose, in each class, among the
+    pairs within ``tol / 4`` (relative) of the optimum (policy iteration from ``choice``;
+    ``w`` if that fails): with it, ``x ± δ W`` passes the check whichever tied pair
+    ``B`` picks (a tie broken the other way has ``Σ p W <= W − 1`` too)."""
+    q = quo.q(x)
+    cls = quo.col[np.arange(quo.S * quo.A) // quo.A]
+    gap = sign * (x[np.maximum(cls, 0)] - q)
+    tied = quo.pairs & (gap <= tol / 4 * np.abs(q))
+    for _ in range(_MAX_POLICY_ROUNDS):
+        qw = 1 + np.bincount(quo.e_pair, weights=quo.e_prob * w[quo.e_col], minlength=q.size)
+        new = _improve(quo, choice, qw, 1.0, tied)
+        if new is None:
+            return w
+        out = quo.evaluate(new)
+        if out is None:
+            return w
+        choice, w = new, out[1]
+    return w
+
+
+def guess_bounds(g: Graph, pre, minimize, tol, margin, estimate=None):
+    """Verified starting bounds ``(lower, upper)`` (`[S]` float64, each None if its candidate
+    failed) for :func:`~jaxprivmdp.properties._iteration.interval_iteration`, whose width
+    meets ``tol / 2`` (relative) where the guess was exact to float64's precision.
+
+    ``pre``: the precomputation (``rewards``, ``usable``, ``group``, ``maybe``,
+    ``fixed_value``); ``estimate``: `[S]` values to start policy iteration from (greedy), or
+    None (the attractor)."""
+    rewards, usable, group, maybe, fixed_value = (
+        pre.rewards,
+        pre.usable,
+        pre.group,
+        pre.maybe,
+        pre.fixed_value,
+    )
+    quo = _Quotient(g, rewards, usable, group, maybe, fixed_value)
+    sign = -1.0 if minimize else 1.0
+    if quo.n == 0 or quo.pair_ids.size == 0 or not quo.affordable():
+        return None, None
+    out = _policy_iteration(quo, sign, estimate)
+    if out is None or np.any(out[0] <= 0):
+        return None, None
+    x, w, choice = out
+    w = _tied_steps(quo, x, w, choice, sign, tol)
+    delta = tol / 2 * float(np.min(x / w))
+
+    def full(v):
+        return np.where(maybe, v[np.maximum(quo.col, 0)], quo.fixed_value)
+
+    def backup(v):
+        return quo.best(quo.q(v), sign)
+
+    up, lo = x + delta * w, x - delta * w
+    up_ok = bool(np.all(backup(up) * (1 + margin) <= up))
+    lo_ok = bool(np.all(lo >= 0) and np.all(backup(lo) * (1 - margin) >= lo))
+    return (full(lo) if lo_ok else None), (full(up) if up_ok else None)

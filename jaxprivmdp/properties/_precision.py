@@ -1,0 +1,130 @@
+"""The precision of :func:`jaxprivmdp.check`: float64 inside, the model's dtype outside.
+
+PRISM and Storm answer to 1e-6 relative by default, and so does :func:`check`, in every dtype
+mode: a concrete model is checked in float64 (a ``jax.enable_x64(True)`` block, whatever the
+user's global switch; float32 rounding alone would cost about 1e-6 per expected step), and the
+answer is narrowed to the model's dtype with its interval rounded *outward* (lower down, upper
+up), so that the reported ``[lower, upper]`` still contains the exact value. A traced model
+(a step-bounded property under ``jax.jit``) is checked in its own dtype.
+
+This module holds the default precision, the float64 copy of a model, and the assembly of the
+solvers' ``(lower, upper, policy, iterations, converged)`` into the reported numbers:
+``values``, ``error_bound`` and ``precision``, defined from ``lower`` and ``upper`` alone.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..models.core import Model, RaggedRows, transition_rows, with_probs
+
+# Relative precision asked of unbounded properties by default: PRISM's and Storm's.
+DEFAULT_TOL = 1e-6
+
+
+def tracing() -> bool:
+    """Whether this call runs inside a ``jax.jit`` trace (every operation is staged there,
+    even on a concrete model closed over: nothing can come back to the host)."""
+    return isinstance(jnp.zeros(()), jax.core.Tracer)
+
+
+def working_tol(tol: float, dtype) -> float:
+    """The precision the float64 iteration aims at, so that ``tol`` still holds after the
+    outward rounding to ``dtype`` (up to one ulp of ``dtype`` on each side)."""
+    eps = float(np.finfo(dtype).eps)
+    if eps <= float(np.finfo(np.float64).eps):
+        return tol
+    return max(tol - 2 * eps, tol / 2)
+
+
+def as_float64(mdp: Model) -> Model:
+    """The model with its floating arrays in float64 (inside a ``jax.enable_x64`` block) and
+    each row divided by its sum: the value :func:`check` bounds is that of the rows read as
+    the distributions they stand for, and a float32 row's distance from a sum of 1 (a few
+    1e-8) would otherwise enter every backup's error bound."""
+
+    def widen(x):
+        if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating):
+            return np.asarray(x, np.float64)
+        return x
+
+    def normalize(p):
+        sums = p.sum(axis=-1, keepdims=True)
+        return jnp.asarray(np.where(sums > 0, p / np.where(sums > 0, sums, 1), p))
+
+    wide = jax.tree_util.tree_map(widen, mdp)
+    rows = transition_rows(wide)
+    if isinstance(rows, RaggedRows):
+        probs = tuple(normalize(b.probs) for b in rows.blocks)
+    else:
+        probs = normalize(rows.probs)
+    return jax.tree_util.tree_map(jnp.asarray, with_probs(wide, probs))
+
+
+def outward(lower, upper, xp):
+    """``[lower, upper]`` widened by one ulp on each side where they differ (a computed
+    bound's own rounding; equal bounds are exact values), infinities kept."""
+    equal = lower == upper
+    return (
+        xp.where(equal, lower, xp.nextafter(lower, -xp.inf)),
+        xp.where(equal, upper, xp.nextafter(upper, xp.inf)),
+    )
+
+
+def _narrow(lower: np.ndarray, upper: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """float64 bounds in ``dtype``, rounded outward (the narrow interval contains the wide)."""
+    with np.errstate(invalid="ignore", over="ignore"):  # beyond the dtype: inf, outward
+        lo, up = lower.astype(dtype), upper.astype(dtype)
+        lo = np.where(lo > lower, np.nextafter(lo, dtype.type(-np.inf)), lo).astype(dtype)
+        up = np.where(up < upper, np.nextafter(up, dtype.type(np.inf)), up).astype(dtype)
+    return lo, up
+
+
+def relative_width(lower, upper, xp):
+    """``precision``: ``max_s (upper − lower) / (|upper| + |lower|)``, the relative
+    half-width of the tol test ``upper − lower <= tol · (upper + lower)``; 0 where the
+    bounds are equal (infinities included), inf where only ``upper`` is infinite."""
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        rel = (upper - lower) / (xp.abs(upper) + xp.abs(lower))
+        rel = xp.where(lower == upper, 0, xp.where(xp.isfinite(upper - lower), rel, xp.inf))
+    return xp.max(rel) if rel.size else xp.zeros((), rel.dtype)
+
+
+def summarize(lower, upper, converged, xp):
+    """``(values, error_bound)`` from the final bounds (any dtype, NumPy or JAX).
+
+    ``values``: the midpoint of ``[lower, upper]`` where ``converged`` (and the bounds are
+    finite), else ``lower``: a sound value that does not depend on an upper bound that may
+    be far off or infinite. Equal bounds (infinities included) give that value.
+    ``error_bound``: ``max(values − lower, upper − values)`` rounded up, so ``|values −
+    exact| <= error_bound`` (0 where the bounds are equal; inf where only ``upper`` is).
+    """
+    equal = lower == upper
+    with np.errstate(invalid="ignore", over="ignore"):
+        mid = xp.minimum(xp.maximum(lower + (upper - lower) / 2, lower), upper)
+        values = xp.where(equal, lower, xp.where(converged & xp.isfinite(mid), mid, lower))
+        error = xp.maximum(values - lower, upper - values)
+        error = xp.where(equal, 0, xp.nextafter(error, xp.inf)).astype(values.dtype)
+    return values, error
+
+
+def host_answer(lower, upper, dtype, converged: bool, tol: float | None):
+    """The host's float64 bounds narrowed to ``dtype`` and summarized: ``(lower, upper,
+    values, error_bound, precision, converged)``, NumPy, ``precision`` and ``error_bound``
+    from the narrowed bounds. ``converged`` (unbounded properties, ``tol`` given) is also
+    False where the narrowed bounds miss ``tol``."""
+    dtype = np.dtype(dtype)
+    lo, up = _narrow(np.asarray(lower, np.float64), np.asarray(upper, np.float64), dtype)
+    lo64, up64 = lo.astype(np.float64), up.astype(np.float64)
+    precision = float(relative_width(lo64, up64, np))
+    if tol is not None:
+        converged = converged and precision <= tol
+    values64, _ = summarize(lo64, up64, np.asarray(converged), np)
+    values = values64.astype(dtype)  # monotone rounding: still within [lo, up]
+    v64 = values.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        error = np.where(lo == up, 0, np.maximum(v64 - lo64, up64 - v64))
+    error = _narrow(error, error, dtype)[1]
+    return lo, up, values, error, np.asarray(precision, dtype), converged
