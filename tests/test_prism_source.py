@@ -127,3 +127,101 @@ def test_same_model_as_the_explicit_files(tmp_path):
     for name in ("one", "six", "done"):
         assert built.labels[name].sum() == {"one": 1, "six": 1, "done": 6}[name]
     assert np.asarray(built.model.rewards).sum() == np.asarray(files.rewards).sum() == 7
+
+
+# ----------------------------------------------------------------- bulk conversion, exactly
+
+
+def _entry_by_entry(built):
+    """The conversion one stormpy entry at a time (slow, obviously right): the oracle for the
+    arrays read back from Storm's binary export."""
+    matrix = built.transition_matrix
+    src, choice, tgt, prob, of_row = [], [], [], [], []
+    for s in range(built.nr_states):
+        rows = range(matrix.get_row_group_start(s), matrix.get_row_group_end(s))
+        for c, row in enumerate(rows):
+            of_row.append((s, c))
+            for entry in matrix.get_row(row):
+                src.append(s), choice.append(c), tgt.append(entry.column)
+                prob.append(entry.value)
+    rewards = {}
+    for name in built.reward_models:
+        reward = built.reward_models[name]
+        per_choice = [0.0] * len(of_row)
+        if reward.has_state_rewards:
+            states = list(reward.state_rewards)
+            per_choice = [states[s] for s, _ in of_row]
+        if reward.has_state_action_rewards:
+            actions = list(reward.state_action_rewards)
+            per_choice = [a + b for a, b in zip(per_choice, actions, strict=True)]
+        rewards[name] = (of_row, per_choice)
+    ints = [np.asarray(x, np.int64) for x in (src, choice, tgt)]
+    return (*ints, np.asarray(prob, np.float64)), rewards
+
+
+def _stripes_program(n: int) -> str:
+    """A DTMC and MDP mix of odd probabilities (thirds, sevenths, 0.1) and rewards of
+    every kind, so that a rounding anywhere in the conversion would show."""
+    return f"""mdp
+const int N = {n};
+module stripes
+  x : [0..N] init 0;
+  y : [0..2] init 0;
+  [a] x<N -> 1/3:(x'=x+1) + 2/7:(y'=mod(y+1,3)) + 8/21:(x'=max(0,x-1));
+  [b] x<N & y>0 -> 0.1:(x'=N) + 0.9:(y'=0);
+  [c] x<N & y=2 -> (x'=x+1)&(y'=0);
+  [] x=N -> true;
+endmodule
+rewards "time"
+  x<N : 0.1;
+  [a] true : 1/3;
+  [b] y=1 : 2.5;
+endrewards
+rewards
+  [c] true : 7;
+endrewards
+label "top" = x=N;
+"""
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "die",
+        "two_dice",
+        "leader",
+        "gamble",
+        "walk",
+        "stripes",
+    ],
+)
+def test_bulk_conversion_is_the_entry_by_entry_one_bit_for_bit(tmp_path, source):
+    stormpy = pytest.importorskip("stormpy")
+    text = {
+        "die": fx.die_program,
+        "two_dice": fx.two_dice_program,
+        "leader": lambda: fx.leader_program(4),
+        "gamble": lambda: fx.GAMBLE_PRISM,
+        "walk": lambda: WALK.replace("const int N;", "const int N = 6;"),
+        "stripes": lambda: _stripes_program(40),
+    }[source]()
+    path = tmp_path / "m.prism"
+    path.write_text(text)
+    built, order = _prism_source._build(stormpy, path, None)
+    kind = _prism_source._kind(path, built)
+    csr = _prism_source._csr(stormpy, path, built)
+    ex = _prism_source._explicit(path, built, kind, csr)
+    (src, choice, tgt, prob), rewards = _entry_by_entry(built)
+    for got, want in zip(
+        (ex.src, ex.choice, ex.tgt, ex.prob), (src, choice, tgt, prob), strict=True
+    ):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)  # bit for bit: no tolerance
+    assert list(ex.line) == list(range(src.size))
+    loaded = jp.load_prism(path, reward_structure=0 if order else None)
+    for name in order:
+        (of_row, per_choice) = rewards[name]
+        want = np.zeros_like(loaded.rewards[name])
+        for (s, c), value in zip(of_row, per_choice, strict=True):
+            want[s, c] = value
+        np.testing.assert_array_equal(loaded.rewards[name], want)

@@ -94,6 +94,10 @@ class RobustPolicy(NamedTuple):
 class Synthesis(NamedTuple):
     """One run of Algorithm 1 and its cost-of-privacy bounds.
 
+    Not all of it is a release: ``true_values`` (here and in ``robust``) evaluates the policy
+    on the sensitive model, for the analyst's eyes; publish ``P̄`` and what is computed from it
+    (every other field), never ``true_values``.
+
     Attributes:
       private_transitions: ``P̄``, the mechanism's release: `[S, A, S]`, or for a
         :class:`SparseMDP` the privatized ``probs`` `[S, A, K]` of its successor lists. Every

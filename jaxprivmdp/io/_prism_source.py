@@ -7,7 +7,9 @@ a boolean array over the states, and every reward structure into the expected on
 rewards `[S, A]` (state reward plus state-action reward plus ``Σ_t P(s, a, t) r(s, a, t)``, as
 :func:`load_mdp` reads an explicit model). Storm, like PRISM, gives each deadlock state a
 self-loop and the label ``deadlock``; here a deadlock is an error unless
-``deadlocks="self-loop"`` accepts those loops, as for explicit files.
+``deadlocks="self-loop"`` accepts those loops, as for explicit files. The matrix comes back
+as arrays through Storm's own binary export (UMB: its CSR arrays and float64 values, read
+with NumPy), not entry by entry through the bindings.
 
 The explicit-file readers (:func:`load_mdp`, :func:`load_labels`) need no stormpy; only this
 module does, and only when it is called.
@@ -16,6 +18,8 @@ module does, and only when it is called.
 from __future__ import annotations
 
 import importlib
+import tarfile
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import NamedTuple
@@ -92,7 +96,8 @@ def load_prism(
         raise ValueError(f"deadlocks must be one of {DEADLOCKS}, got {deadlocks!r}")
     built, order = _build(stormpy, path, constants)
     kind = _kind(path, built)
-    ex = _explicit(path, built, kind)
+    csr = _csr(stormpy, path, built)
+    ex = _explicit(path, built, kind, csr)
     layout = make_layout(ex)
     mask = layout.mask
     labels = _labels(built, ex.num_states)
@@ -104,7 +109,7 @@ def load_prism(
             f"{'have' if dead.size > 1 else 'has'} no transition (deadlock); pass "
             "deadlocks='self-loop' to keep the self-loop Storm gives each"
         )
-    rewards = {name: _rewards(built, name, ex, mask) for name in order}
+    rewards = {name: _rewards(built, name, csr, mask) for name in order}
     chosen = _choose(path, rewards, reward_structure, mask.shape)
     if initial_state is None:
         initial_state = _initial_state(path, built)
@@ -171,19 +176,66 @@ def _kind(path: Path, built) -> str:
     return name.lower()
 
 
-def _explicit(path: Path, built, kind: str) -> Explicit:
+def _explicit(path: Path, built, kind: str, csr: _Csr) -> Explicit:
     """The transitions, flat: a state's choices (rows of its row group) are 0, 1, ..."""
+    rows = np.repeat(np.arange(csr.choices.size - 1), np.diff(csr.choices))  # each entry's row
+    src = csr.state_of_row[rows]
+    choice = rows - csr.groups[src]
+    lines = range(rows.size)
+    return Explicit(
+        path, "storm", kind, built.nr_states, src, choice, csr.targets, csr.probs, lines
+    )
+
+
+class _Csr(NamedTuple):
+    """Storm's sparse matrix as arrays: row groups (states), rows (choices), entries."""
+
+    groups: np.ndarray  # [S + 1]: each state's first row
+    choices: np.ndarray  # [rows + 1]: each row's first entry
+    targets: np.ndarray  # [entries]: the column (successor state)
+    probs: np.ndarray  # [entries]: float64, as Storm holds it
+
+    @property
+    def state_of_row(self) -> np.ndarray:
+        return np.repeat(np.arange(self.groups.size - 1), np.diff(self.groups))
+
+
+_UMB = ("state-to-choices.bin", "choice-to-branches.bin", "branch-to-target.bin")
+_UMB_PROBS = "branch-to-probability.bin"
+
+
+def _csr(stormpy, path: Path, built) -> _Csr:
+    """The transition matrix through Storm's binary export (UMB: its CSR arrays, float64).
+
+    Reading the arrays back costs milliseconds where a Python loop over stormpy's entries
+    costs seconds per million: the bindings give no bulk access to the matrix itself.
+    """
+    options = stormpy.io.UmbExportOptions()
+    options.value_type = stormpy.io.UmbExportValueType.DOUBLE  # Storm's own doubles, no rounding
+    options.compression = stormpy.io.CompressionMode.NO_COMPRESSION
+    with tempfile.TemporaryDirectory() as folder:
+        archive_path = Path(folder) / "model.umb"
+        try:
+            stormpy.io.export_to_umb(built, archive_path, options=options)
+        except Exception as e:
+            raise ValueError(f"{where(path)}: Storm cannot export it: {_one_line(e)}") from None
+        with tarfile.open(archive_path) as archive:
+            names = set(archive.getnames())
+            data = {n: archive.extractfile(n).read() for n in (*_UMB, _UMB_PROBS) if n in names}
     matrix = built.transition_matrix
-    src, choice, tgt, prob = [], [], [], []
-    for s in range(built.nr_states):
-        rows = range(matrix.get_row_group_start(s), matrix.get_row_group_end(s))
-        for c, row in enumerate(rows):
-            for entry in matrix.get_row(row):
-                src.append(s), choice.append(c), tgt.append(entry.column)
-                prob.append(entry.value)
-    ints = (np.asarray(x, np.int64) for x in (src, choice, tgt))
-    lines = range(len(src))
-    return Explicit(path, "storm", kind, built.nr_states, *ints, np.asarray(prob), lines)
+    S, rows, entries = built.nr_states, matrix.nr_rows, matrix.nr_entries
+    trivial = np.arange(S + 1, dtype=np.uint64)  # a DTMC's export leaves out its row groups
+    groups = np.frombuffer(data.get(_UMB[0], trivial.tobytes()), np.uint64).astype(np.int64)
+    choices = np.frombuffer(data.get(_UMB[1], b""), np.uint64).astype(np.int64)
+    targets = np.frombuffer(data.get(_UMB[2], b""), np.uint64).astype(np.int64)
+    probs = np.frombuffer(data.get(_UMB_PROBS, b""), np.float64).copy()
+    sizes = (groups.size, choices.size, targets.size, probs.size)
+    if sizes != (S + 1, rows + 1, entries, entries) or groups[-1] != rows:
+        raise ValueError(
+            f"{where(path)}: Storm's export does not match its model ({S} states, {rows} "
+            f"choices, {entries} transitions; arrays of {sizes})"
+        )
+    return _Csr(groups, choices, targets, probs)
 
 
 def _labels(built, num_states: int) -> dict[str, np.ndarray]:
@@ -196,27 +248,20 @@ def _labels(built, num_states: int) -> dict[str, np.ndarray]:
     return labels
 
 
-def _rewards(built, name: str, ex: Explicit, mask: np.ndarray) -> np.ndarray:
+def _rewards(built, name: str, csr: _Csr, mask: np.ndarray) -> np.ndarray:
     """A structure's expected one-step reward of each (state, action) `[S, A]`."""
     reward = built.reward_models[name]
-    matrix = built.transition_matrix
     S, A = mask.shape
     r = np.zeros((S, A))
-    rows = [matrix.get_row_group_start(s) for s in range(S)]  # each state's first row
-    choice_of = np.asarray(
-        [
-            (s, row - rows[s])
-            for s in range(S)
-            for row in range(rows[s], matrix.get_row_group_end(s))
-        ]
-    )
+    src = csr.state_of_row
+    choice = np.arange(src.size) - csr.groups[src]
     if reward.has_state_rewards:
         r += np.asarray(reward.state_rewards)[:, None]
     if reward.has_state_action_rewards:
-        r[choice_of[:, 0], choice_of[:, 1]] += np.asarray(reward.state_action_rewards)
-    if reward.has_transition_rewards:
-        values = reward.transition_rewards
-        for row, (s, c) in enumerate(choice_of):
+        r[src, choice] += np.asarray(reward.state_action_rewards)
+    if reward.has_transition_rewards:  # not from PRISM sources (their rewards are per action)
+        values, matrix = reward.transition_rewards, built.transition_matrix
+        for row, (s, c) in enumerate(zip(src, choice, strict=True)):
             for entry, p in zip(values.get_row(row), matrix.get_row(row), strict=True):
                 r[s, c] += p.value * entry.value
     return np.where(mask, r, 0.0)
