@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
+from scipy.sparse.csgraph import breadth_first_order, connected_components
 
 from ..models.core import Model, RaggedMDP, transition_lists, transition_rows
 
@@ -84,45 +84,92 @@ class Graph:
         bad[self.pair[~inside[self.succ]]] = True
         return self.allowed & ~bad
 
+    def _reverse(self, edges: np.ndarray, sources: np.ndarray) -> csr_matrix:
+        """The graph ``succ -> src`` of the given edges, plus a root node ``S`` with an edge
+        to each of ``sources`` (one breadth-first search from the root then searches from
+        all of them at once)."""
+        S = self.S
+        rows = np.concatenate([self.succ[edges], np.full(sources.size, S, np.int64)])
+        cols = np.concatenate([self.pair[edges] // self.A, sources])
+        return csr_matrix((np.ones(rows.size), (rows, cols)), shape=(S + 1, S + 1))
+
+    def _reached(self, edges: np.ndarray, sources: np.ndarray) -> np.ndarray:
+        """`[S]` bool: the states that reach ``sources`` along ``edges`` (``sources``
+        included), by one breadth-first search."""
+        order = breadth_first_order(
+            self._reverse(edges, sources), self.S, directed=True, return_predecessors=False
+        )
+        out = np.zeros(self.S + 1, bool)
+        out[order] = True
+        return out[: self.S]
+
+    def _layers(self, edges: np.ndarray, sources: np.ndarray):
+        """Breadth-first search backward along ``edges`` from ``sources``: `[S]` each
+        state's distance (0 on ``sources``, -1 where not reached)."""
+        S = self.S
+        order, pred = breadth_first_order(
+            self._reverse(edges, sources), S, directed=True, return_predecessors=True
+        )
+        # Distances by pointer jumping over the search tree: O(S log depth), no loop over
+        # the layers.
+        up = np.where(pred >= 0, pred, S)
+        up[S] = S
+        dist = np.where(pred >= 0, 1, 0).astype(np.int64)
+        while np.any(up[order] != S):
+            dist = dist + dist[up]
+            up = up[up]
+        out = np.full(S, -1, np.int64)
+        out[order[1:]] = dist[order[1:]] - 1
+        return out
+
     def reach_exists(self, target, through, pair_ok):
         """Least ``R ⊇ target`` with every ``s ∈ through`` that has a pair in ``pair_ok``
         with a successor in ``R``. Returns ``R`` and each added state's witness action (the
-        lowest that put it in; -1 elsewhere)."""
-        reached = target.copy()
+        lowest pair with a successor one layer closer to ``target``; -1 elsewhere)."""
+        A = self.A
+        src = self.pair // A
+        edges = np.flatnonzero(pair_ok[self.pair] & through[src] & ~target[src])
+        dist = self._layers(edges, np.flatnonzero(target))
+        reached = dist >= 0
         witness = np.full(self.S, -1, np.int32)
-        new = np.flatnonzero(target)
-        while new.size:
-            pid = self.pair[self.edges_into(new)]
-            pid = pid[pair_ok[pid]]
-            pid = pid[through[pid // self.A] & ~reached[pid // self.A]]
-            pid.sort()
-            s = pid // self.A
-            first = np.ones(s.size, bool)
-            first[1:] = s[1:] != s[:-1]  # each state's lowest pair
-            new = s[first]
-            witness[new] = pid[first] % self.A
-            reached[new] = True
+        s, t = src[edges], self.succ[edges]
+        step = edges[(dist[t] >= 0) & (dist[s] == dist[t] + 1)]
+        lowest = np.full(self.S, self.S * A, np.int64)
+        np.minimum.at(lowest, self.pair[step] // A, self.pair[step])
+        added = reached & ~target
+        witness[added] = (lowest[added] % A).astype(np.int32)
         return reached, witness
 
     def reach_all(self, target, through):
         """Least ``R ⊇ target`` with every ``s ∈ through`` all of whose allowed pairs have a
         successor in ``R`` (the states where every scheduler reaches ``target`` with positive
         probability)."""
-        n_allowed = self.mask.sum(axis=1)
-        hit = np.zeros(self.S * self.A, bool)
-        count = np.zeros(self.S, np.int64)
-        reached = target.copy()
-        new = np.flatnonzero(target)
-        while new.size:
-            pid = _distinct(self.pair[self.edges_into(new)])
-            pid = pid[~hit[pid]]
-            hit[pid] = True
-            s = pid // self.A
-            np.add.at(count, s, 1)
-            cand = _distinct(s)
-            new = cand[through[cand] & ~reached[cand] & (count[cand] == n_allowed[cand])]
-            reached[new] = True
-        return reached
+        return self._forced(target, through & self.mask.any(axis=1), self.allowed)
+
+    def _forced(self, base, cand, pair_ok):
+        """Least ``R ⊇ base`` with every ``s ∈ cand`` all of whose pairs in ``pair_ok``
+        have a successor in ``R``.
+
+        A chaotic iteration of that least fixed point: each round, a state all of whose
+        pairs but one already reach ``R`` needs only that one, so the states with at most
+        one pair left join by one backward search (csgraph) before the pairs are counted
+        again; a model whose states mostly have one action takes a few rounds.
+        """
+        S, A = self.S, self.A
+        src = self.pair // A
+        reached = base.copy()
+        while True:
+            hit = np.zeros(S * A, bool)
+            hit[self.pair[reached[self.succ]]] = True
+            open_pairs = pair_ok & ~hit
+            left = np.bincount(np.flatnonzero(open_pairs) // A, minlength=S)
+            todo = cand & ~reached
+            sources = np.flatnonzero(reached | (todo & (left == 0)))
+            single = todo & (left == 1)
+            new = self._reached(np.flatnonzero(open_pairs[self.pair] & single[src]), sources)
+            if np.array_equal(new, reached):
+                return reached
+            reached = new
 
     def prob1e(self, target, through, pair_ok=None):
         """States with a scheduler reaching ``target`` with probability 1 while staying in
@@ -135,7 +182,10 @@ class Graph:
             v, witness = self.reach_exists(target, through & u, pair_ok & self.pairs_within(u))
             if np.array_equal(u, v):
                 return v, witness
-            u = v
+            # A state all of whose pairs may lead (with positive probability) out of ``v``
+            # reaches ``target`` with probability < 1 too: dropping them all at once keeps
+            # ``v`` above the greatest fixed point and saves a round per layer of them.
+            u = v & ~self._forced(~v, v & ~target, pair_ok)
 
     def end_components(self, states, pair_ok):
         """Maximal end components inside ``states`` using pairs in ``pair_ok``.

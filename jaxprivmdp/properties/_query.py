@@ -111,7 +111,11 @@ def check_all(
         (``P>=0.9 [F<=10 "goal"]``, ``Pmax<0.1 [...]``, ``R{"time"}<=5 [F "done"]``) or
         ``filter(op, prop[, states])`` with ``op`` one of forall, exists, count, min, max,
         sum, avg, range, argmin, argmax, state, first, print.
-      labels, variables, reward_name, horizon, tol: as in :func:`check`.
+      labels: as in :func:`check`.
+      variables: as in :func:`check`.
+      reward_name: as in :func:`check`.
+      horizon: as in :func:`check`.
+      tol: as in :func:`check`.
       max_iterations: as in :func:`check` (None: its default).
 
     Returns:
