@@ -716,3 +716,76 @@ def test_against_storm(tmp_path):
             np.testing.assert_array_equal(np.isinf(got), np.isinf(want), err_msg=prop)
             fin = np.isfinite(want)
             np.testing.assert_allclose(got[fin], want[fin], rtol=2e-6, atol=1e-9, err_msg=prop)
+
+
+def _layered_exists(E, ok, target, through):
+    """Reference ``Graph.reach_exists``: one layer at a time, each added state's lowest
+    action with a successor in the layer before."""
+    reached, witness = target.copy(), np.full(len(target), -1)
+    new = target.copy()
+    while new.any():
+        hits = ok & np.any(E & new[None, None, :], axis=2)  # [S, A]
+        add = through & ~reached & hits.any(axis=1)
+        witness[add] = np.argmax(hits, axis=1)[add]
+        reached |= add
+        new = add
+    return reached, witness
+
+
+def _forall_reach(E, mask, target, through):
+    """Reference ``Graph.reach_all``: every allowed action has a successor in R."""
+    R = target.copy()
+    while True:
+        hit = np.any(E & R[None, None, :], axis=2)
+        add = through & mask.any(axis=1) & np.all(hit | ~mask, axis=1)
+        if not (add & ~R).any():
+            return R
+        R |= add
+
+
+def _prob1e_with(E, ok, target, through):
+    """Reference ``Graph.prob1e``: the nested fixed point, one reachability per round."""
+    U, _ = _layered_exists(E, ok, target, through)
+    while True:
+        stay = ok & ~np.any(E & ~U[None, None, :], axis=2)
+        V, witness = _layered_exists(E, stay, target, through & U)
+        if np.array_equal(U, V):
+            return V, witness
+        U = V
+
+
+def test_graph_searches_match_layer_by_layer_references():
+    """The host searches (one csgraph breadth-first search where the references take one
+    round per layer) give the same sets and witnesses on random models with end components
+    and long chains."""
+    from jaxprivmdp.properties._graph import Graph
+
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        S, A = int(rng.integers(2, 30)), int(rng.integers(1, 4))
+        P = np.zeros((S, A, S))
+        for s in range(S):
+            for a in range(A):
+                k = int(rng.integers(1, min(S, 3) + 1))
+                near = np.clip(s + rng.integers(-2, 3, k), 0, S - 1)  # chains, cycles
+                succ = near if seed % 2 else rng.choice(S, k, replace=False)
+                P[s, a, succ] += rng.dirichlet(np.ones(k))
+        P /= P.sum(axis=-1, keepdims=True)
+        mask = rng.uniform(size=(S, A)) < 0.6
+        mask[np.arange(S), rng.integers(0, A, S)] = True
+        g = Graph(jp.make_mdp(P, np.zeros((S, A)), action_mask=mask))
+        E = (P > 0) & mask[:, :, None]
+        for _ in range(3):
+            target = rng.uniform(size=S) < rng.choice([0.05, 0.2, 0.4])
+            through = rng.uniform(size=S) < rng.choice([0.6, 1.0])
+            ok = mask & (rng.uniform(size=(S, A)) < rng.choice([0.6, 1.0]))
+            pairs = ok.reshape(-1)
+            for got, want in [
+                (g.reach_exists(target, through, pairs), _layered_exists(E, ok, target, through)),
+                (g.prob1e(target, through, pairs), _prob1e_with(E, ok, target, through)),
+            ]:
+                np.testing.assert_array_equal(got[0], want[0], err_msg=str(seed))
+                np.testing.assert_array_equal(got[1], want[1], err_msg=str(seed))
+            np.testing.assert_array_equal(
+                g.reach_all(target, through), _forall_reach(E, mask, target, through)
+            )

@@ -34,8 +34,9 @@ def _distinct(x: np.ndarray) -> np.ndarray:
 class Graph:
     """The positive-probability edges of the allowed actions, on the host (NumPy).
 
-    Pairs ``(s, a)`` are numbered ``s * A + a``. Every search below is a worklist that
-    touches each edge a bounded number of times (O(transitions) per search).
+    Pairs ``(s, a)`` are numbered ``s * A + a``. Reachability runs as one breadth-first
+    search of ``scipy.sparse.csgraph`` (O(transitions), in C) rather than a NumPy round
+    per layer: the chains of models such as brp have thousands of layers.
     """
 
     def __init__(self, mdp: Model):

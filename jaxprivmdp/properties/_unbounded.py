@@ -50,16 +50,23 @@ class Precomputed(NamedTuple):
 
 
 # Interval iteration alone first: a model that mixes fast meets ``tol`` within this many
-# steps, and its linear systems (random successors) would fill a sparse LU densely.
-WARM_UP_ITERATIONS = 1000
+# steps (and its linear systems, random successors, may fill a sparse LU densely; the guess
+# checks that cost before it factors). Early, since a verified guess ends the check at once.
+WARM_UP_ITERATIONS = 64
+# An unverified guess is tried again, from the better estimate of more iterations, after
+# GUESS_AGAIN_AFTER iterations, then after GUESS_GROWTH times as many each time.
+GUESS_AGAIN_AFTER = 1000
+GUESS_GROWTH = 8
 
 
 def _iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
     """Runs :func:`interval_iteration` in float64 on the unfixed states ``pre.maybe``:
     ``WARM_UP_ITERATIONS`` from 0 and the visiting-time bound, then, if that did not meet
     ``tol``, from those bounds tightened by the verified guesses of policy iteration
-    (:func:`guess_bounds`). Assembles the answer on the host: ``(lower, upper, policy,
-    iterations, converged)``, `[S]` float64 bounds (``upper`` inf where none is known).
+    (:func:`guess_bounds`; guessed again after ``GUESS_AGAIN_AFTER`` iterations and then
+    ``GUESS_GROWTH`` times as many while a side is unverified). Assembles the answer on the
+    host: ``(lower, upper, policy, iterations, converged)``, `[S]` float64 bounds (``upper``
+    inf where none is known).
     """
     rewards, usable, group, candidate, maybe, fixed_value, upper, policy, infinite = pre
     S = g.S
@@ -68,28 +75,29 @@ def _iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
         values = fixed_value if infinite is None else np.where(infinite, np.inf, fixed_value)
         return values, values.copy(), policy.astype(np.int32), 0, True
     margin = host_widening(mdp, g)
+    # The host's sums run in order over at most g.degree terms of the normalized rows (each
+    # entry within u of the exact quotient): rigorous, unlike the device's blocked-summation
+    # heuristic for long dense rows.
+    host = (g.degree + 8) * float(np.finfo(np.float64).eps) / 2 * (1 + 1e-6)
     run = functools.partial(_device_iteration, mdp, pre, minimize, margin, tol)
     has_upper = upper is not None
-    lo, up, it, conv = run(
-        np.zeros(S),
-        np.full(S, upper if has_upper else 0.0),
-        has_upper,
-        min(max_iterations, WARM_UP_ITERATIONS),
-    )
-    if not conv:
+    lo, up = np.zeros(S), np.full(S, upper if has_upper else 0.0)
+    it, stop = 0, min(max_iterations, WARM_UP_ITERATIONS)
+    while True:
+        lo, up, more, conv = run(lo, up, has_upper, max(stop - it, 0))
+        it += more
+        if conv or it >= max_iterations:
+            break
         estimate = np.where(np.isfinite(up) & has_upper, lo + (up - lo) / 2, lo)
-        # The host's sums run in order over at most g.degree terms of the normalized rows
-        # (each entry within u of the exact quotient): rigorous, unlike the device's
-        # blocked-summation heuristic for long dense rows.
-        host = (g.degree + 8) * float(np.finfo(np.float64).eps) / 2 * (1 + 1e-6)
         lower0, upper0 = guess_bounds(g, pre, minimize, tol, max(margin, host), estimate)
         if lower0 is not None:
             lo = np.maximum(lo, lower0)  # both are lower bounds
         if upper0 is not None:
             up = np.minimum(up, upper0) if has_upper else upper0
             has_upper = True
-        lo, up, more, conv = run(lo, up, has_upper, max(max_iterations - it, 0))
-        it += more
+        verified = lower0 is not None and upper0 is not None
+        again = max(GUESS_AGAIN_AFTER, GUESS_GROWTH * it)
+        stop = max_iterations if verified else min(max_iterations, again)
     if not has_upper:
         up = np.where(maybe, np.inf, up)
     values = np.where(np.isfinite(up), lo + (up - lo) / 2, lo)
