@@ -107,8 +107,9 @@ class CheckResult(NamedTuple):
       value_at_initial: scalar ``values[model.initial_state]``.
       converged: scalar bool: ``precision <= tol`` (every state's interval met ``tol``, as
         reported in the model's dtype); always True for bounded properties.
-      iterations: scalar int: interval iterations (0 when the guessed bounds were verified
-        at once; see the module) or the step bound ``k``.
+      iterations: scalar int: interval iterations done (at least the warm-up's, 64, or
+        ``max_iterations`` if smaller, before a guess can be verified; see ``_unbounded``), or
+        the step bound ``k``.
       lower: `[S]` a lower bound on the exact value in each state.
       upper: `[S]` an upper bound (``inf`` where none was found); ``exact`` lies in
         ``[lower, upper]``, rounded outward when narrowed from float64.
