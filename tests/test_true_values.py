@@ -48,7 +48,12 @@ def check_policy(dense, mdp, full, stages, got, tol):
         np.testing.assert_array_equal(one.true_values, full.true_values[t], err_msg=f"t={t}")
 
 
-@pytest.mark.parametrize("kind", ["dense", "sparse", "ragged"])
+# The dense case stays in the unit tier; the other layouts (3-3.5 s each) run with the
+# integration tier.
+@pytest.mark.parametrize(
+    "kind",
+    ["dense", *(pytest.param(k, marks=pytest.mark.integration) for k in ("sparse", "ragged"))],
+)
 def test_stage_true_values_are_rows_of_the_true_evaluation(kind):
     dense, all_kinds = models()
     mdp = all_kinds[kind]
@@ -58,7 +63,7 @@ def test_stage_true_values_are_rows_of_the_true_evaluation(kind):
     check_policy(dense, mdp, full.robust, (0, MID), [g.robust for g in got], 1e-5)
 
 
-@pytest.mark.parametrize("kind", ["dense", "sparse"])
+@pytest.mark.parametrize("kind", ["dense", pytest.param("sparse", marks=pytest.mark.integration)])
 def test_float64(kind):
     with jax.enable_x64(True):
         dense, all_kinds = models(jnp.float64)
