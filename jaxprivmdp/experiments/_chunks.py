@@ -3,8 +3,8 @@
 :func:`plan_chunks` picks the chunk size and vector width for the backend it runs on
 (:func:`describe_devices`: platform and device memory); :func:`chunk_runs` lists one chunk's
 runs on the host (never all ``K·N``); ``sweep_chunk`` runs them through one compiled function
-(sharded over devices; per run :func:`run_one`: ``synthesize_core``, or for a finite horizon
-the stage-0 passes of ``stage_passes`` in `[S]` memory), skipping the
+(sharded over devices; per run :func:`run_one`: ``synthesize_core``, for a finite horizon
+with ``stage=0``, in `[S]` memory), skipping the
 padded groups of the last chunk; :func:`run_chunks` drives the chunks, reports progress and
 gathers `[K, N]` summaries.
 """
@@ -25,10 +25,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from .._checks import check_count
 from ..mechanisms.core import Mechanism
 from ..models.core import Model, device_memory, row_slots
-from ..planning.core import evaluate_core
 from ..properties.core import BEST_CASE, WORST_CASE
 from ..sets.core import SetParams
-from ._synthesis import private_model, stage_passes, synthesize_core
+from ._synthesis import synthesize_core
 
 
 class RobustSummary(NamedTuple):
@@ -64,41 +63,24 @@ def at_s0(mdp: Model, values: jax.Array) -> jax.Array:
 def run_one(key, mech, params, mdp, rows, support, max_iterations, **static):
     """One run of a sweep: Algorithm 1, its bounds and the true value, at ``s0``.
 
-    Finite horizon: one backward pass per policy that keeps stage 0 (``stage_passes``; `[S]`
-    memory, the numbers of the full path bit for bit)."""
-    if mdp.is_finite_horizon:
-        return _run_stage0(key, mech, params, mdp, rows, support, **static)
-    out = synthesize_core(key, mdp, rows, support, mech, params, max_iterations, **static)
+    ``synthesize_core`` with, for a finite horizon, ``stage=0`` (one backward pass per policy
+    that keeps stage 0 and evaluates it on the true model too: `[S]` memory, the numbers of
+    the full path bit for bit)."""
+    stage = jnp.asarray(0, jnp.int32) if mdp.is_finite_horizon else None
+    out = synthesize_core(key, mdp, rows, support, mech, params, max_iterations, stage, **static)
+    s0 = mdp.initial_state  # every field below is `[S]`: stage 0, or the infinite horizon's
     robust = None
     if out.robust is not None:
-        robust = RobustSummary(
-            true_value=at_s0(mdp, evaluate_core(mdp, out.robust.policy)),
-            lower=at_s0(mdp, out.robust.lower),
-            upper=at_s0(mdp, out.robust.upper),
-            cost=out.robust.cost,
-        )
+        r = out.robust
+        robust = RobustSummary(r.true_values[s0], r.lower[s0], r.upper[s0], r.cost)
     return RunSummary(
-        private_value=at_s0(mdp, out.private_values),
-        true_value=at_s0(mdp, evaluate_core(mdp, out.policy)),
-        lower=at_s0(mdp, out.lower),
-        upper=at_s0(mdp, out.upper),
+        private_value=out.private_values[s0],
+        true_value=out.true_values[s0],
+        lower=out.lower[s0],
+        upper=out.upper[s0],
         cost=out.cost,
         converged=out.converged,
         robust=robust,
-    )
-
-
-def _run_stage0(key, mech, params, mdp, rows, support, **static) -> RunSummary:
-    _, private = private_model(key, mdp, rows, support, mech)
-    main, robust_pass = stage_passes(private, params, 0, (mdp,), **static)
-    s0 = mdp.initial_state
-    robust = None
-    if robust_pass is not None:
-        at = (robust_pass.evaluations[1], robust_pass.lower, robust_pass.upper)
-        robust = RobustSummary(*(x[s0] for x in at), cost=robust_pass.cost)
-    at = (main.values, main.evaluations[0], main.lower, main.upper)
-    return RunSummary(
-        *(x[s0] for x in at), cost=main.cost, converged=jnp.asarray(True), robust=robust
     )
 
 
