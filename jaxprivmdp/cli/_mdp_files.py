@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from ..io.core import model_from_arrays, read_model_npz, stored_scalars
+from ..io.core import model_from_arrays, read_model_npz, release_record, stored_scalars
 from ._args import ONE_OVER_N_RTOL
 from ._objective import structure_choice
 
@@ -122,6 +122,16 @@ def _planning_horizon(args, horizon, discount) -> None:
         )
 
 
+def _sidecar_scalars(path: Path) -> dict:
+    """The horizon and discount a ``.drn``/``.tra`` release's sidecar records (``{}`` for a
+    file that is no release)."""
+    record = release_record(path)
+    if "mechanism" not in record:
+        return {}
+    kinds = {"horizon": int, "discount": float}
+    return {k: cast(record[k]) for k, cast in kinds.items() if record.get(k) is not None}
+
+
 def load_user_mdp(args, *, validation_only: bool = False, metadata: bool = False) -> UserModel:
     """``--mdp`` as a :class:`UserModel`; with ``validation_only`` no horizon is needed.
 
@@ -140,6 +150,8 @@ def load_user_mdp(args, *, validation_only: bool = False, metadata: bool = False
     if path.suffix not in (".tra", ".drn"):
         arrays = read_model_npz(path, "--mdp", metadata=metadata)
         stored = stored_scalars(arrays, _where(path))
+    else:  # a release's sidecar holds the horizon and discount the format cannot
+        stored = _sidecar_scalars(path)
     sparse = arrays is None or "next_states" in arrays
     options = (getattr(args, "support", None), getattr(args, "smoothing", None))
     if validation_only and sparse and options != (None, None):

@@ -22,18 +22,10 @@ from ._terminal import note
 
 def _release_record(args, arrays: dict | None = None) -> dict:
     """The record of the release ``--mdp`` (empty if it is none: the one reader of release
-    records, :func:`jaxprivmdp.io.core.release_record`). A ``.drn``/``.tra`` release's
-    sidecar holds the horizon and discount its format cannot: they stand for
-    ``--horizon``/``--discount`` where those are not given (as an ``.npz``'s own do)."""
+    records, :func:`jaxprivmdp.io.core.release_record`)."""
     from ..io.core import release_record
 
-    record = release_record(args.mdp, arrays)
-    if args.mdp.suffix in (".drn", ".tra") and "mechanism" in record:
-        if args.horizon is None and record.get("horizon") is not None:
-            args.horizon = int(record["horizon"])
-        if args.discount is None and record.get("discount") is not None:
-            args.discount = float(record["discount"])
-    return record
+    return release_record(args.mdp, arrays)
 
 
 def _release_mechanism(args, record: dict):
@@ -117,11 +109,8 @@ def cmd_synthesize(args) -> list[Path]:
 
     from ..planning import solve
 
-    explicit = args.mdp.suffix in (".drn", ".tra")
-    record = _release_record(args) if explicit else None  # before loading: T and γ
     user = load_user_mdp(args, metadata=True, validation_only=args.property is not None)
-    if record is None:
-        record = _release_record(args, user.arrays)
+    record = _release_record(args, user.arrays)
     problem = directed(args, property_problem(args, user.mdp, user.horizon))
     mdp = getattr(problem, "model", problem)  # with --property: the property's model
     solution = guarded(solve, mdp, progress=_long_run_progress(mdp.is_finite_horizon))
@@ -182,8 +171,6 @@ def cmd_evaluate(args) -> list[Path]:
                 f"has {policy.shape[0]} stages"
             )
         args.horizon = policy.shape[0]
-    if args.mdp.suffix in (".drn", ".tra"):
-        _release_record(args)  # a release's sidecar: its horizon and discount
     user = load_user_mdp(args)
     mdp = user.mdp
     if (policy.ndim == 2) != mdp.is_finite_horizon or policy.shape[-1] != mdp.num_states:
