@@ -63,6 +63,7 @@ class Graph:
         sums = np.bincount(self.pair, weights=p, minlength=S * A)
         self.row_sums = sums
         self.prob = p / sums[self.pair]  # each row read as the distribution it stands for
+        self.raw = p  # as stored: the device's backups use these (and widen for Σ p ≠ 1)
         order = np.argsort(self.succ, kind="stable")
         self.by_succ = order
         self.succ_ptr = np.searchsorted(self.succ[order], np.arange(S + 1))

@@ -24,6 +24,7 @@ from ._graph import Graph
 from ._guess import guess_bounds
 from ._iteration import Unfixed, host_widening, interval_iteration, model_rows, opt_sign
 from ._policy import extract_policy
+from ._topological import Topological
 
 
 class Precomputed(NamedTuple):
@@ -69,7 +70,6 @@ def _iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
     inf where none is known).
     """
     rewards, usable, group, candidate, maybe, fixed_value, upper, policy, infinite = pre
-    S = g.S
     fixed_value = np.asarray(fixed_value, np.float64)
     if not maybe.any():  # the precomputation decided every state: nothing to iterate
         values = fixed_value if infinite is None else np.where(infinite, np.inf, fixed_value)
@@ -79,25 +79,12 @@ def _iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
     # entry within u of the exact quotient): rigorous, unlike the device's blocked-summation
     # heuristic for long dense rows.
     host = (g.degree + 8) * float(np.finfo(np.float64).eps) / 2 * (1 + 1e-6)
-    run = functools.partial(_device_iteration, mdp, pre, minimize, margin, tol)
-    has_upper = upper is not None
-    lo, up = np.zeros(S), np.full(S, upper if has_upper else 0.0)
-    it, stop = 0, min(max_iterations, WARM_UP_ITERATIONS)
-    while True:
-        lo, up, more, conv = run(lo, up, has_upper, max(stop - it, 0))
-        it += more
-        if conv or it >= max_iterations:
-            break
-        estimate = np.where(np.isfinite(up) & has_upper, lo + (up - lo) / 2, lo)
-        lower0, upper0 = guess_bounds(g, pre, minimize, tol, max(margin, host), estimate)
-        if lower0 is not None:
-            lo = np.maximum(lo, lower0)  # both are lower bounds
-        if upper0 is not None:
-            up = np.minimum(up, upper0) if has_upper else upper0
-            has_upper = True
-        verified = lower0 is not None and upper0 is not None
-        again = max(GUESS_AGAIN_AFTER, GUESS_GROWTH * it)
-        stop = max_iterations if verified else min(max_iterations, again)
+    widths = (margin, max(margin, host))
+    if upper is not None:
+        lo, up, it, conv = _ordered(g, pre, minimize, tol, max_iterations, widths)
+        has_upper = True
+    else:
+        lo, up, it, conv, has_upper = _jacobi(g, mdp, pre, minimize, tol, max_iterations, widths)
     if not has_upper:
         up = np.where(maybe, np.inf, up)
     values = np.where(np.isfinite(up), lo + (up - lo) / 2, lo)
@@ -107,6 +94,67 @@ def _iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
     if infinite is not None:
         lo, up = np.where(infinite, np.inf, lo), np.where(infinite, np.inf, up)
     return lo, up, policy.astype(np.int32), it, conv
+
+
+def _tightened(g, pre, minimize, tol, margin, lo, up, has_upper):
+    """``(lower, upper, has_upper, verified)``: the bounds tightened by :func:`guess_bounds`
+    from their midpoint (``verified``: both sides held)."""
+    estimate = np.where(np.isfinite(up) & has_upper, lo + (up - lo) / 2, lo)
+    lower0, upper0 = guess_bounds(g, pre, minimize, tol, margin, estimate)
+    if lower0 is not None:
+        lo = np.maximum(lo, lower0)  # both are lower bounds
+    if upper0 is not None:
+        up = np.minimum(up, upper0) if has_upper else upper0
+        has_upper = True
+    return lo, up, has_upper, lower0 is not None and upper0 is not None
+
+
+def _ordered(g, pre: Precomputed, minimize, tol, max_iterations, widths):
+    """A verified guess first (policy iteration: :func:`guess_bounds`, skipped where its LU
+    would fill in), then passes of :class:`Topological` (the components in order) from the
+    bounds, each window or split component capped at ``WARM_UP_ITERATIONS`` iterations or
+    sweeps, then at ``GUESS_AGAIN_AFTER`` and ``GUESS_GROWTH`` times more, guessing again
+    between passes: ``(lower, upper, iterations, converged)``."""
+    margin, host = widths
+    passes = Topological(g, pre, minimize, margin, tol)
+    fixed = np.asarray(pre.fixed_value, np.float64)
+    lo = np.where(pre.maybe, 0.0, fixed)
+    up = np.where(pre.maybe, pre.upper, fixed)
+    lo, up, _, _ = _tightened(g, pre, minimize, tol, host, lo, up, True)
+    it, stop = 0, min(max_iterations, WARM_UP_ITERATIONS)
+    while not _met(lo, up, tol):
+        lo, up, more, capped = passes.run(lo, up, stop)
+        it += more
+        if _met(lo, up, tol) or stop >= max_iterations:
+            break
+        lo, up, _, verified = _tightened(g, pre, minimize, tol, host, lo, up, True)
+        if not (capped or verified):  # stationary, nothing new: no pass can improve it
+            break
+        stop = min(max_iterations, max(GUESS_AGAIN_AFTER, GUESS_GROWTH * stop))
+    return lo, up, it, _met(lo, up, tol)
+
+
+def _met(lo, up, tol) -> bool:
+    """:func:`interval_iteration`'s test: every interval within ``tol`` (relative)."""
+    return bool(np.all(up - lo <= tol * (up + lo)))
+
+
+def _jacobi(g, mdp, pre: Precomputed, minimize, tol, max_iterations, widths):
+    """:func:`interval_iteration` over all states (no upper bound to start from: the
+    components' order needs one): ``WARM_UP_ITERATIONS``, then verified guesses between
+    runs: ``(lower, upper, iterations, converged, has_upper)``."""
+    margin, host = widths
+    run = functools.partial(_device_iteration, mdp, pre, minimize, margin, tol)
+    lo, up, has_upper = np.zeros(g.S), np.zeros(g.S), False
+    it, stop = 0, min(max_iterations, WARM_UP_ITERATIONS)
+    while True:
+        lo, up, more, conv = run(lo, up, has_upper, max(stop - it, 0))
+        it += more
+        if conv or it >= max_iterations:
+            return lo, up, it, conv, has_upper
+        lo, up, has_upper, verified = _tightened(g, pre, minimize, tol, host, lo, up, has_upper)
+        again = max(GUESS_AGAIN_AFTER, GUESS_GROWTH * it)
+        stop = max_iterations if verified else min(max_iterations, again)
 
 
 def _device_iteration(

@@ -1,0 +1,356 @@
+"""Topological interval iteration: the strongly connected components, solved in order.
+
+Interval iteration over all states needs about one iteration per step of the model's
+longest chain: thousands on models such as brp or zeroconf, whose states are mostly
+acyclic. Storm and PRISM solve the strongly connected components (SCCs) of the unfixed
+states one after the other, successors first, so that an acyclic part takes one pass and a
+slow chain converges component by component. This module does the same on the device:
+
+- :func:`schedule` (host): the SCCs of the unfixed states under every allowed pair (a
+  collapsed end component lies inside one), in an order where each component's successors
+  come first (``scipy.sparse.csgraph``'s labels are such an order; checked, with a fallback);
+  consecutive components packed into windows of ``width`` states, a component larger than
+  that alone in a window of the next width ``width · 4^j``. The rows of the unfixed states
+  are laid out once in that order, padded to ``[S, A, D]`` (``D`` the model's longest
+  successor list), so every property of one model runs the same compiled program.
+- :func:`sweep` (device): for each window in turn, interval iteration of its states only
+  (``lax.while_loop``), the others read from the current bounds, until the window's bounds
+  meet a relative width ``r + ε`` (``r`` the widest already solved, ``ε = tol / (2 (C + 1))``
+  with ``C`` the windows holding a cycle, so the widths add up to at most ``tol / 2`` along
+  any chain), stop changing, or ``cap`` iterations ran (the window's components plus
+  ``WARM_UP_ITERATIONS``: a large slow component is left to the verified guess of
+  :mod:`jaxprivmdp.properties._guess`, as interval iteration over all states would be).
+
+Every update is the backup of :func:`jaxprivmdp.properties._iteration.interval_iteration`
+(same widening, same end-component maximum, the lower bound only rises and the upper only
+falls), applied to a subset of states: from valid bounds it gives valid bounds in any
+order, so the result starts the global iteration, which checks convergence as before.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+from ._graph import Graph
+
+# States per window: small enough that a window of a chain costs little per iteration, large
+# enough that a model of many tiny components needs few windows (each a few loop steps).
+WIDTH = 256
+
+
+class Rows(NamedTuple):
+    """The unfixed states' rows in topological order (a pytree; positions ``>= N`` are
+    padding: state ``S``, no usable pair).
+
+    Attributes:
+      state: `[S]` int32 the state at each position.
+      succ: `[S, A, D]` int32 successors (``S``, whose value is 0, in unused slots).
+      prob: `[S, A, D]` float64 probabilities (the model's, not renormalized).
+      reward: `[S, A]` float64; usable: `[S, A]` bool.
+      group: `[S]` int32 the position of the first state of the end component a state's
+        optimum is shared with (its own position elsewhere).
+    """
+
+    state: jax.Array
+    succ: jax.Array
+    prob: jax.Array
+    reward: jax.Array
+    usable: jax.Array
+    group: jax.Array
+
+
+class Windows(NamedTuple):
+    """The window table of :func:`sweep` (`[windows]` each).
+
+    Attributes:
+      start, count: each window's first position and its number of states.
+      cap: its iterations per visit (a packed window adds the pass's cap to it).
+      loops: whether it holds a cycle (then it may stop at the relative width ``r + ε``).
+      head: the first window of its block (a component split into windows, swept until it
+        converges; a packed window is its own block).
+      split: whether it is part of a split component.
+    """
+
+    start: np.ndarray
+    count: np.ndarray
+    cap: np.ndarray
+    loops: np.ndarray
+    head: np.ndarray
+    split: np.ndarray
+
+
+class Schedule(NamedTuple):
+    """:func:`schedule`'s answer: ``rows`` (host arrays for :class:`Rows`), ``windows``
+    (:class:`Windows`) and ``widths`` (`[windows]` each window's width)."""
+
+    rows: Rows
+    windows: Windows
+    widths: np.ndarray
+
+
+def _components(g: Graph, maybe: np.ndarray):
+    """The SCCs of ``maybe`` under the allowed pairs: ``(labels, order)``, ``order`` the
+    labels with every component after its successors. ``connected_components`` numbers
+    components so that edges between them go from higher to lower labels (Pearce's
+    algorithm finishes a component after those it reaches); checked, else sorted here."""
+    src = g.pair // g.A
+    e = g.allowed[g.pair] & maybe[src] & maybe[g.succ]
+    a, b = src[e], g.succ[e]
+    graph = csr_matrix((np.ones(a.size, np.int8), (a, b)), shape=(g.S, g.S))
+    n, label = connected_components(graph, directed=True, connection="strong")
+    across = label[a] != label[b]
+    la, lb = label[a][across], label[b][across]
+    if np.all(la > lb):
+        return label, np.arange(n), (a, b)
+    return label, _kahn(n, la, lb), (a, b)
+
+
+def _kahn(n: int, la: np.ndarray, lb: np.ndarray) -> np.ndarray:
+    """Components with successors first, by rounds of Kahn's algorithm (the fallback)."""
+    out_deg = np.bincount(la, minlength=n)
+    order_e = np.argsort(lb, kind="stable")
+    ptr = np.searchsorted(lb[order_e], np.arange(n + 1))
+    ready = np.flatnonzero(out_deg == 0)
+    done = []
+    while ready.size:
+        done.append(ready)
+        counts = ptr[ready + 1] - ptr[ready]
+        shift = np.repeat(ptr[ready] - (np.cumsum(counts) - counts), counts)
+        preds = la[order_e[shift + np.arange(int(counts.sum()))]]
+        np.subtract.at(out_deg, preds, 1)
+        cand = np.unique(preds)
+        ready = cand[out_deg[cand] == 0]
+    return np.concatenate(done) if done else np.zeros(0, np.int64)
+
+
+def _windows(sizes, cyclic, splittable, levels, width: int, total: int) -> tuple:
+    """Consecutive components (in order) packed into windows of ``width`` states; a larger
+    one split into windows of ``width`` (in the order of ``levels``, each state's distance
+    to the fixed states) if ``splittable``, else alone in a window of ``width · 4^j`` (at
+    most ``total``). Returns ``(Windows, widths)``."""
+    rows, widths = [], []  # (start, count, cap, loops, head, split) per window
+    pos, i, n = 0, 0, sizes.size
+    ends = np.cumsum(sizes)
+    while i < n:
+        if sizes[i] > width and splittable[i]:
+            head = len(rows)
+            for at in range(pos, pos + int(sizes[i]), width):
+                count = min(width, pos + int(sizes[i]) - at)
+                steps = np.unique(levels[at : at + count]).size + 1
+                rows.append((at, count, steps, True, head, True))
+                widths.append(width)
+            pos, i = pos + int(sizes[i]), i + 1
+            continue
+        if sizes[i] > width:
+            j, w = i + 1, width
+            while w < sizes[i]:
+                w *= 4
+        else:  # as many whole components as fit
+            j, w = int(np.searchsorted(ends, pos + width, side="right")), width
+        count = int(ends[j - 1] - pos)
+        rows.append((pos, count, j - i, bool(cyclic[i:j].any()), len(rows), False))
+        widths.append(min(w, total))
+        pos, i = pos + count, j
+    cols = [np.asarray(c) for c in zip(*rows, strict=True)] if rows else [np.zeros(0)] * 6
+    table = Windows(*(c.astype(bool if k in (3, 5) else np.int32) for k, c in enumerate(cols)))
+    return table, np.asarray(widths, np.int32)
+
+
+def schedule(g: Graph, pre, width: int = WIDTH) -> Schedule:
+    """The windows of :func:`sweep` for the precomputation ``pre`` (its ``maybe``,
+    ``usable``, ``rewards``, ``group``)."""
+    S, A = g.S, g.A
+    maybe = pre.maybe
+    label, comp_order, (a, b) = _components(g, maybe)
+    rank = np.empty(comp_order.size, np.int64)
+    rank[comp_order] = np.arange(comp_order.size)
+    src = g.pair // A
+    # Inside a component, states nearer the fixed ones first: a split component's windows
+    # then pass values along its chains in one sweep (block Gauss-Seidel).
+    level = g._layers(np.flatnonzero(g.allowed[g.pair] & maybe[src]), np.flatnonzero(~maybe))
+    level = np.where(level >= 0, level, S)
+    states = np.flatnonzero(maybe)
+    states = states[np.lexsort((level[states], rank[label[states]]))]
+    n = states.size
+    comp = rank[label[states]]
+    sizes = np.bincount(comp, minlength=comp_order.size)
+    self_loop = np.zeros(S, bool)
+    self_loop[a[a == b]] = True
+    loops = np.zeros(comp_order.size, bool)
+    loops[comp] = self_loop[states]
+    # A collapsed end component shares one optimum: never split across windows.
+    grouped = np.zeros(comp_order.size, bool)
+    grouped[comp] = pre.group[states] >= 0
+    windows, widths = _windows(sizes, (sizes > 1) | loops, ~grouped, level[states], width, S)
+
+    pos = np.full(S + 1, S, np.int64)  # position of each state (S: none)
+    pos[states] = np.arange(n)
+    e = np.flatnonzero(maybe[src] & pre.usable.reshape(-1)[g.pair])
+    e = e[np.argsort(g.pair[e], kind="stable")]
+    first = np.searchsorted(g.pair[e], g.pair[e], side="left")
+    slot = np.arange(e.size) - first
+    D = max(int(g.degree), 1)
+    succ = np.full((S, A, D), S, np.int32)
+    prob = np.zeros((S, A, D))
+    p, q = pos[src[e]], g.pair[e] % A
+    succ[p, q, slot] = g.succ[e]
+    prob[p, q, slot] = g.raw[e]
+    reward = np.zeros((S, A))
+    usable = np.zeros((S, A), bool)
+    reward[:n] = pre.rewards[states]
+    usable[:n] = pre.usable[states]
+    group = np.arange(S, dtype=np.int64)
+    lead = np.where(pre.group[states] >= 0, pre.group[states], states)
+    first_pos = np.full(S, S, np.int64)
+    np.minimum.at(first_pos, lead, np.arange(n))
+    group[:n] = first_pos[lead]
+    state = np.full(S, S, np.int32)
+    state[:n] = states
+    rows = Rows(state, succ, prob, reward, usable, group.astype(np.int32))
+    return Schedule(rows, windows, widths)
+
+
+class _Carry(NamedTuple):
+    bounds: jax.Array  # [2, S + 1]
+    widest: jax.Array  # the widest relative width solved before the current block
+    iterations: jax.Array
+    capped: jax.Array  # a block stopped at its cap
+    window: jax.Array  # the next window
+    sweeps: jax.Array  # sweeps of the current block so far
+    met: jax.Array  # every window of this sweep met the width
+    changed: jax.Array  # some window of this sweep moved
+    gap: jax.Array  # the widest relative width of this sweep
+
+
+@functools.partial(jax.jit, static_argnames=("width",))
+def sweep(rows: Rows, bounds, windows, n, stop, sign, margin, eps, *, width: int):
+    """Interval iteration window by window (see the module) over the first ``n`` windows
+    of ``windows`` (:class:`Windows`, device arrays), from ``bounds`` `[2, S + 1]` (lower,
+    upper; index ``S`` is 0); ``stop``: the pass's cap (iterations of a packed window
+    beyond its components, sweeps of a split one).
+
+    Returns ``(bounds, iterations, capped)``: the bounds, the iterations run over all
+    windows and whether a block stopped at its cap."""
+    total = rows.state.shape[0]
+    low = jnp.asarray(-jnp.inf, rows.prob.dtype)
+    widen = jnp.stack([1 - margin, 1 + margin])[:, None]
+    local = jnp.arange(width)
+
+    def visit(c: _Carry):
+        w = c.window
+        start, count = windows.start[w], windows.count[w]
+        first = jnp.minimum(start, total - width)  # a slice never runs past the end
+        at = lambda x: lax.dynamic_slice_in_dim(x, first, width)  # noqa: E731
+        state, succ, prob, reward, usable = (at(x) for x in rows[:5])
+        valid = (local >= start - first) & (local < start - first + count)
+        group = jnp.where(valid, at(rows.group) - first, local)
+        state = jnp.where(valid, state, c.bounds.shape[1] - 1)
+        loose = jnp.where(windows.loops[w], c.widest + eps, -1.0)  # no cycle: exact
+        cap = windows.cap[w] + jnp.where(windows.split[w], 0, stop)
+
+        def backup(v):  # `[W]` the window's backup of one bound
+            q = jnp.where(usable, sign * (reward + jnp.sum(prob * v[succ], axis=-1)), low)
+            best = jnp.max(q, axis=-1)
+            return sign * jax.ops.segment_max(best, group, num_segments=width)[group]
+
+        def body(inner):
+            b, it, _, _, moved = inner
+            old = b[:, state]
+            new = jnp.stack([backup(b[0]), backup(b[1])]) * widen
+            new = jnp.stack([jnp.maximum(old[0], new[0]), jnp.minimum(old[1], new[1])])
+            new = jnp.where(valid, new, old)
+            met = jnp.all(new[1] - new[0] <= loose * (new[1] + new[0]))
+            still = jnp.all(new == old)
+            return b.at[:, state].set(new), it + 1, met, still, moved | ~still
+
+        def cond(inner):
+            return ~(inner[2] | inner[3]) & (inner[1] < cap)
+
+        start_inner = (c.bounds, jnp.zeros((), jnp.int32), False, False, False)
+        bounds, it, met, still, moved = lax.while_loop(cond, body, start_inner)
+        b = bounds[:, state]
+        gap = jnp.max(jnp.where(valid & (b[1] > 0), (b[1] - b[0]) / (b[1] + b[0]), 0))
+        met, changed, gap = c.met & met, c.changed | moved, jnp.maximum(c.gap, gap)
+        last = (w + 1 >= n) | (windows.head[jnp.minimum(w + 1, n - 1)] != windows.head[w])
+        split = windows.split[w]
+        again = last & split & ~met & changed & (c.sweeps + 1 < stop)
+        done = last & ~again
+        capped = jnp.where(split, ~met & changed, ~(met | still)) & done
+        return _Carry(
+            bounds,
+            jnp.where(done, jnp.maximum(c.widest, gap), c.widest),
+            c.iterations + it,
+            c.capped | capped,
+            jnp.where(again, windows.head[w], w + 1),
+            jnp.where(again, c.sweeps + 1, jnp.where(done, 0, c.sweeps)),
+            met | last,
+            changed & ~last,
+            jnp.where(last, 0.0, gap),
+        )
+
+    zero, false = jnp.zeros((), jnp.int32), jnp.zeros((), bool)
+    init = _Carry(bounds, eps * 0, zero, false, zero, zero, ~false, false, eps * 0)
+    out = lax.while_loop(lambda c: c.window < n, visit, init)
+    return out.bounds, out.iterations, out.capped
+
+
+def _padded(x: np.ndarray) -> np.ndarray:
+    """``x`` padded with zeros to a power of two (a few compiled shapes for any count)."""
+    out = np.zeros(1 << max(int(x.size - 1).bit_length(), 0), x.dtype)
+    out[: x.size] = x
+    return out
+
+
+class Topological:
+    """The schedule of one precomputation on the device, swept pass after pass."""
+
+    def __init__(self, g: Graph, pre, minimize, margin, tol):
+        plan = schedule(g, pre)
+        self.S = g.S
+        self.loops = int(plan.windows.loops.sum())
+        with jax.enable_x64(True):
+            self.rows = Rows(*(jnp.asarray(x) for x in plan.rows))
+            self.parts = []  # runs of windows of one width: (width, n, table)
+            cut = np.flatnonzero(np.diff(plan.widths)) + 1
+            for part in np.split(np.arange(plan.widths.size), cut):
+                if part.size:
+                    head = (plan.windows.head - part[0]).astype(np.int32)
+                    table = plan.windows._replace(head=head)
+                    table = Windows(*(jnp.asarray(_padded(x[part])) for x in table))
+                    self.parts.append((int(plan.widths[part[0]]), part.size, table))
+            self.scalars = (
+                jnp.asarray(-1.0 if minimize else 1.0),
+                jnp.asarray(margin, jnp.float64),
+                jnp.asarray(tol / (2 * (self.loops + 1)), jnp.float64),
+            )
+
+    def run(self, lower, upper, stop: int):
+        """One pass over every window from ``(lower, upper)`` (`[S]` float64, valid):
+        ``(lower, upper, iterations, capped)`` on the host."""
+        b = np.zeros((2, self.S + 1))
+        b[0, : self.S], b[1, : self.S] = lower, upper
+        iterations, capped = 0, False
+        with jax.enable_x64(True):
+            out = jnp.asarray(b)
+            for width, n, table in self.parts:
+                out, it, cap = sweep(
+                    self.rows,
+                    out,
+                    table,
+                    jnp.asarray(n, jnp.int32),
+                    jnp.asarray(stop, jnp.int32),
+                    *self.scalars,
+                    width=width,
+                )
+                iterations += int(it)
+                capped |= bool(cap)
+            out = np.asarray(out)
+        return out[0, : self.S], out[1, : self.S], iterations, capped
