@@ -86,7 +86,7 @@ def test_knuth_yao_die():
     assert np.all(np.asarray(flips.values[7:]) == 0)
     # Bounded: done within 3 flips with probability 3/4; 3 flips cost 3 (each flip costs 1).
     b = check(mdp, 'P=? [F<=3 "done"]', labels=labels)
-    assert b.policy.shape == (3, 13)
+    assert b.policy.shape == (13,)  # the first step's rule; step_policy=True: (3, 13)
     np.testing.assert_allclose(float(b.value_at_initial), 0.75, atol=float(b.error_bound[0]))
     c = check(mdp, "R=? [C<=3]", labels=labels)
     np.testing.assert_allclose(float(c.value_at_initial), 3.0, atol=float(c.error_bound[0]))
@@ -393,9 +393,11 @@ def test_bounded_properties_against_numpy_and_under_jit(sparse):
     ]
     for prop, r, fixed, fv, init, steps, minimize in cases:
         want = np_bounded(Pd, r, mask, fixed, fv, init, steps, minimize)
-        res = check(mdp, prop, labels=labels)
+        res = check(mdp, prop, labels=labels, step_policy=True)
         assert res.policy.shape == (steps, 7) and res.converged
         assert np.all(mask[np.arange(7)[None, :], np.asarray(res.policy)])
+        first = check(mdp, prop, labels=labels).policy
+        np.testing.assert_array_equal(first, res.policy[0])
         got = np.asarray(res.values, np.float64)
         assert np.all(np.abs(got - want) <= np.asarray(res.error_bound) + 1e-6), prop
         assert np.all(np.asarray(res.error_bound) <= 1e-4)

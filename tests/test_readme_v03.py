@@ -61,8 +61,10 @@ def test_prism_example_checks(game):
     res = jp.check(steps, 'Pmax=? [F "goal"]', labels=labels)  # 1.0 0.0 [1 0 0 0]
     assert float(res.value_at_initial) == 1.0 and float(res.error_bound[0]) == 0.0
     np.testing.assert_array_equal(res.policy, [1, 0, 0, 0])
-    res = jp.check(steps, 'Pmin=? [!"fail" U<=3 "goal"]', labels=labels)  # 0.65 (3, 4)
+    res = jp.check(steps, 'Pmin=? [!"fail" U<=3 "goal"]', labels=labels)  # 0.65 [1 1 0 0]
     _close(res.value_at_initial, 0.65, 6)
+    np.testing.assert_array_equal(res.policy, [1, 1, 0, 0])  # the rule with 3 steps to go
+    res = jp.check(steps, 'Pmin=? [!"fail" U<=3 "goal"]', labels=labels, step_policy=True)
     assert res.policy.shape == (3, 4)
     res = jp.check(steps, 'R{"steps"}min=? [F "goal" | "fail"]', labels=labels, reward_name="steps")
     np.testing.assert_allclose(res.values, [1.0, 1.0, 0.0, 0.0], atol=1e-6)  # [1. 1. 0. 0.]

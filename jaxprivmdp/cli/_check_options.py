@@ -20,7 +20,7 @@ def labels_option(p: argparse.ArgumentParser) -> None:
 
 def check_options(p: argparse.ArgumentParser) -> None:
     """``check``'s ``--property``/``--props`` (one of them is needed), ``--const``,
-    ``--labels``, ``--variables`` and ``--dtype``."""
+    ``--labels``, ``--variables``, ``--step-policy`` and ``--dtype``."""
     p.add_argument(
         "--property",
         default=None,
@@ -52,6 +52,12 @@ def check_options(p: argparse.ArgumentParser) -> None:
         default=None,
         help="PRISM states file (.sta: '(x,y)' then 'i:(1,2)' per state) for atoms such as "
         "s=2 or x>y (default: the .sta beside a .tra --mdp, if there is one)",
+    )
+    p.add_argument(
+        "--step-policy",
+        action="store_true",
+        help="write the policy of a step-bounded property as one decision rule per step "
+        "(k lists of S actions) instead of the rule of the first step (S actions)",
     )
     p.add_argument("--dtype", choices=("float32", "float64"), default="float64", help="floats")
 

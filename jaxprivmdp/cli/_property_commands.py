@@ -140,6 +140,7 @@ def cmd_check(args) -> list[Path]:
     labels = read_labels(args, mdp.num_states)
     variables = read_variables(args, mdp.num_states)
     options = {"labels": labels, "variables": variables, "reward_name": _reward_name(args)}
+    options["step_policy"] = args.step_policy
     answers = []
     for flag, text in texts:
         try:

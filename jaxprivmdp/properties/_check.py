@@ -21,7 +21,9 @@ state), for the subset of PRISM's property language below, solved as those tools
   to ``s``): over every scheduler for max, over one proper scheduler (the ``Prob1E``
   attractor) for min.
 - ``P{max,min}=? [F<=k φ]``, ``[φ1 U<=k φ2]``, ``[G<=k φ]``, ``[X φ]``, ``R{max,min}=?
-  [C<=k]`` (reward accumulated in ``k`` steps): backward induction, exact up to rounding.
+  [C<=k]`` (reward accumulated in ``k`` steps): backward induction, exact up to rounding, in
+  memory ``O(S)`` whatever ``k`` (it keeps the first step's decision rule only, unless
+  ``step_policy=True`` asks for the `[k, S]` rules of every step).
 - ``P=?``/``R=?``: the same on a DTMC (refused on a model with a choice; PRISM does the same).
 
 φ is a state formula over labels and state variables: ``"goal"``, ``true``, ``false``,
@@ -97,8 +99,10 @@ class CheckResult(NamedTuple):
         ``inf`` where PRISM reports infinity): the midpoint of ``[lower, upper]`` when
         ``converged``, else ``lower`` (an upper bound that has not converged may be far off
         or infinite); always within ``[lower, upper]``.
-      policy: the optimizing deterministic policy, int32: `[S]` for unbounded properties,
-        `[k, S]` (``policy[t]`` at step ``t``, ``t = 0`` first) for bounded ones. Never a
+      policy: the optimizing deterministic policy, int32, `[S]`: for bounded properties the
+        decision rule of the first step (``k`` steps to go, the rule to apply in the initial
+        state; with ``k = 0`` each state's first allowed action), or with ``step_policy``
+        `[k, S]`, one rule per step (``policy[t]`` at step ``t``, ``t = 0`` first). Never a
         masked action. For ``P=?``/``R=?`` on a DTMC, its only action.
       error_bound: `[S]` ``max(values − lower, upper − values)`` rounded up: a bound on
         ``|values − exact|``, ``exact`` being the value of the model's rows read as
@@ -139,6 +143,7 @@ def check(
     horizon: int | None = None,
     tol: float | None = None,
     max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    step_policy: bool = False,
 ) -> CheckResult:
     """Checks a PRISM property on a model, as PRISM and Storm do (see the module).
 
@@ -170,6 +175,11 @@ def check(
         PRISM's and Storm's, in float32 and float64 alike (the check runs in float64).
       max_iterations: a cap on interval iterations (then ``converged`` is False; the bound
         still holds).
+      step_policy: for a bounded property, also keep the decision rule of every step:
+        ``policy`` `[k, S]` (``k S`` int32s: 5 GB for ``k = 1300``, ``S = 10⁶``). Default
+        False: ``policy`` is the `[S]` rule of the first step, and memory does not grow
+        with ``k`` (``O(S A)``, the model's size). A Python bool (static under
+        ``jax.jit``); unbounded properties ignore it (their policy is stationary).
 
     Returns:
       A :class:`CheckResult`. Unbounded properties: the final interval ``[lower, upper]``
@@ -182,8 +192,10 @@ def check(
         in the string), an unknown label or reward structure, ``P=?``/``R=?`` on a model with
         a choice, negative rewards in ``R [F ...]``, a traced model for an unbounded property
         (its precomputation runs on the host; bounded properties work under ``jax.jit``).
+      TypeError: ``step_policy`` not a bool.
     """
     mdp = check_model(mdp)
+    step_policy = _check_flag("step_policy", step_policy)
     prop_ = parse_property(prop)
     tol, max_iterations = _iteration_limits(tol, max_iterations)
     check_reward_structure(prop_, reward_name)
@@ -204,14 +216,17 @@ def check(
     sat = functools.partial(satisfying, prop_.text, labels=lab, xp=xp)
     dtype = np.dtype(mdp.rewards.dtype)
     if not (concrete and is_concrete(mdp)) or tracing():  # traced: the model's dtype
-        lower, upper, policy, it, conv = _solve(prop_, mdp, sat, bound, tol, max_iterations, jnp)
+        out = _solve(prop_, mdp, sat, bound, (tol, max_iterations, step_policy), jnp)
+        lower, upper, policy, it, conv = out
         values, error = summarize(lower, upper, jnp.asarray(conv), jnp)
         precision = relative_width(lower, upper, jnp)
         return _result(mdp, (values, error, policy, it, conv, lower, upper, precision))
     with jax.enable_x64(True):
         wide = as_float64(mdp)
-        out = _solve(prop_, wide, sat, bound, working_tol(tol, dtype), max_iterations, np)
-        lower, upper, policy = (np.asarray(x) for x in out[:3])
+        limits = (working_tol(tol, dtype), max_iterations, step_policy)
+        out = _solve(prop_, wide, sat, bound, limits, np)
+        lower, upper = (np.asarray(x) for x in out[:2])
+        policy = jnp.asarray(out[2], jnp.int32)  # no host round trip: it may be `[k, S]`
     it, conv = out[3], bool(out[4])
     lower, upper, values, error, precision, conv = host_answer(
         lower, upper, dtype, conv, tol if unbounded else None
@@ -219,9 +234,11 @@ def check(
     return _result(mdp, (values, error, policy, it, conv, lower, upper, precision))
 
 
-def _solve(prop_: Property, mdp: Model, sat, bound, tol, max_iterations, xp):
+def _solve(prop_: Property, mdp: Model, sat, bound, limits, xp):
     """Solves the parsed property: ``(lower, upper, policy, iterations, converged)`` in the
-    dtype of ``mdp`` (float64 on the host for unbounded properties)."""
+    dtype of ``mdp`` (float64 on the host for unbounded properties). ``limits``: ``(tol,
+    max_iterations, step_policy)``."""
+    tol, max_iterations, step_policy = limits
     dtype = np.dtype(mdp.rewards.dtype)
     minimize = prop_.opt == "min"
     right = sat(prop_.right) if prop_.right is not None else None
@@ -234,9 +251,9 @@ def _solve(prop_: Property, mdp: Model, sat, bound, tol, max_iterations, xp):
     if prop_.kind == "R":  # C<=k
         zeros = np.zeros(mdp.num_states, dtype)
         no_fixed = np.zeros(mdp.num_states, bool)
-        out = solve_bounded(mdp, mdp.rewards, no_fixed, zeros, zeros, bound, minimize)
+        out = solve_bounded(mdp, mdp.rewards, no_fixed, zeros, zeros, bound, minimize, step_policy)
         return _bounded_interval(out, xp)
-    return _probability(mdp, prop_.path, left, right, bound, minimize, tol, max_iterations, xp)
+    return _probability(mdp, prop_.path, left, right, bound, minimize, limits, xp)
 
 
 def _iteration_limits(tol, max_iterations) -> tuple[float, int]:
@@ -245,6 +262,13 @@ def _iteration_limits(tol, max_iterations) -> tuple[float, int]:
         check_range("tol", tol, low=0.0, low_open=True, scalar=True)
     max_iterations = min(check_count("max_iterations", max_iterations), 2**31 - 1)
     return (DEFAULT_TOL if tol is None else float(tol)), max_iterations
+
+
+def _check_flag(name: str, value) -> bool:
+    """A Python bool option (static under ``jax.jit``)."""
+    if not isinstance(value, bool | np.bool_):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
 
 
 def _bounded_interval(out, xp):
@@ -311,9 +335,11 @@ def _check_nonnegative_rewards(prop_: Property, mdp: Model) -> None:
         )
 
 
-def _probability(mdp: Model, path, left, right, bound, minimize, tol, max_iterations, xp):
+def _probability(mdp: Model, path, left, right, bound, minimize, limits, xp):
     """A ``P`` property: reachability of ``target`` while avoiding ``avoid`` (``G``: of the
-    complement, negated). ``left``/``right``: `[S]` bool, the path's state formulas."""
+    complement, negated). ``left``/``right``: `[S]` bool, the path's state formulas;
+    ``limits``: ``(tol, max_iterations, step_policy)``."""
+    tol, max_iterations, step_policy = limits
     S = mdp.num_states
     dtype = np.dtype(mdp.rewards.dtype)
     no_rewards = np.zeros((S, mdp.num_actions), dtype)
@@ -327,7 +353,7 @@ def _probability(mdp: Model, path, left, right, bound, minimize, tol, max_iterat
         target, avoid = right, ~left & ~right
     if path == "X":
         init = target.astype(dtype)
-        out = solve_bounded(mdp, no_rewards, nothing, init, init, 1, minimize)
+        out = solve_bounded(mdp, no_rewards, nothing, init, init, 1, minimize, step_policy)
         out = _bounded_interval(out, xp)
     elif bound is None:  # unbounded: F, U or G without a step bound
         out = solve_unbounded_probability(
@@ -336,7 +362,7 @@ def _probability(mdp: Model, path, left, right, bound, minimize, tol, max_iterat
     else:
         fixed = target | avoid
         init = target.astype(dtype)
-        out = solve_bounded(mdp, no_rewards, fixed, init, init, bound, minimize)
+        out = solve_bounded(mdp, no_rewards, fixed, init, init, bound, minimize, step_policy)
         out = _bounded_interval(out, xp)
     if negate:
         lower, upper, *rest = out

@@ -164,7 +164,7 @@ def interval_iteration(
     return b[0], b[1], it, met(b)
 
 
-@functools.partial(jax.jit, static_argnames=("steps",))
+@functools.partial(jax.jit, static_argnames=("steps", "step_policy"))
 def bounded_iteration(
     rows: Rows,
     rewards: jax.Array,
@@ -176,36 +176,56 @@ def bounded_iteration(
     margin: jax.Array,
     *,
     steps: int,
+    step_policy: bool = False,
 ):
     """``steps`` backups ``v ← opt_a r + Σ p v`` (fixed states kept) from ``init``.
 
     ``sign`` is ``1`` to maximize, ``-1`` to minimize. Returns ``(values, error, policy)``:
-    `[S]` values, `[S]` a bound on their rounding error, and the optimizing actions
-    `[steps, S]`, first step first. The error of a state is the largest over its pairs of
-    the successors' errors propagated through the row plus the backup's own rounding
-    ``m (|r| + Σ p |v|)`` (``|max_a x_a − max_a y_a| <= max_a |x_a − y_a|``): 0 where every
-    term is 0, so a value decided exactly stays exact.
+    `[S]` values, `[S]` a bound on their rounding error, and the optimizing actions: `[S]`,
+    the decision rule of the first step (the last backup, all ``steps`` to go; with no step,
+    each state's first usable action), or with ``step_policy`` `[steps, S]`, first step
+    first. Without ``step_policy`` the scan carries one `[S]` rule and stacks nothing, so
+    memory is ``O(S A)`` whatever ``steps``. The error of a state is the largest over its
+    pairs of the successors' errors propagated through the row plus the backup's own
+    rounding ``m (|r| + Σ p |v|)`` (``|max_a x_a − max_a y_a| <= max_a |x_a − y_a|``): 0
+    where every term is 0, so a value decided exactly stays exact.
     """
     dtype = rewards.dtype
     low = jnp.asarray(-jnp.inf, dtype)
     r_abs = jnp.abs(rewards)
     margin = _widening(rows, usable, margin)
 
-    def step(carry, _):
-        v, e = carry
+    def backup(v, e):
         q = jnp.where(usable, sign * (rewards + expect(rows, v)), low)
         v_new = jnp.where(fixed, fixed_value, sign * jnp.max(q, axis=-1))
         own = expect(rows, e) + margin * (r_abs + expect(rows, jnp.abs(v)))
         e_new = jnp.where(fixed, 0, jnp.max(jnp.where(usable, own, 0), axis=-1))
-        return (v_new, e_new), jnp.argmax(q, axis=-1).astype(jnp.int32)
+        return v_new, e_new, jnp.argmax(q, axis=-1).astype(jnp.int32)
 
-    (v, e), policy = lax.scan(step, (init, jnp.zeros_like(init)), None, length=steps)
-    return v, e, policy[::-1]
+    if step_policy:
+
+        def stacked(carry, _):
+            v, e, rule = backup(*carry)
+            return (v, e), rule
+
+        # reverse: the last backup (the first step) lands at index 0, with no reversed copy
+        carry = (init, jnp.zeros_like(init))
+        (v, e), policy = lax.scan(stacked, carry, None, length=steps, reverse=True)
+        return v, e, policy
+
+    def latest(carry, _):  # only the newest rule is kept: the first step's, at the end
+        return backup(carry[0], carry[1]), None
+
+    first_usable = jnp.argmax(usable, axis=-1).astype(jnp.int32)
+    carry = (init, jnp.zeros_like(init), first_usable)
+    (v, e, policy), _ = lax.scan(latest, carry, None, length=steps)
+    return v, e, policy
 
 
-def solve_bounded(mdp: Model, rewards, fixed, fixed_value, init, steps, minimize):
+def solve_bounded(mdp: Model, rewards, fixed, fixed_value, init, steps, minimize, step_policy):
     """A step-bounded property by :func:`bounded_iteration`: ``(values, error, policy,
-    iterations, converged)``, ``iterations`` being ``steps`` and ``converged`` True."""
+    iterations, converged)``, ``iterations`` being ``steps`` and ``converged`` True;
+    ``policy`` `[S]` (the first step's rule), or `[steps, S]` with ``step_policy``."""
     v, e, policy = bounded_iteration(
         model_rows(mdp),
         rewards,
@@ -216,5 +236,6 @@ def solve_bounded(mdp: Model, rewards, fixed, fixed_value, init, steps, minimize
         opt_sign(minimize, mdp.rewards.dtype),
         jnp.asarray(rounding_margin(mdp), mdp.rewards.dtype),
         steps=steps,
+        step_policy=step_policy,
     )
     return v, e, policy, steps, True

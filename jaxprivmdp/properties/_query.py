@@ -92,6 +92,7 @@ def check_all(
     horizon: int | None = None,
     tol: float | None = None,
     max_iterations: int | None = None,
+    step_policy: bool = False,
 ) -> list:
     """Checks several PRISM properties on one model: numerical, boolean and filter queries.
 
@@ -117,6 +118,8 @@ def check_all(
       horizon: as in :func:`check`.
       tol: as in :func:`check`.
       max_iterations: as in :func:`check` (None: its default).
+      step_policy: as in :func:`check`: the `[k, S]` policy of every bounded property (of
+        the numerical query a boolean query or a filter compares, too).
 
     Returns:
       A list, one answer per property in order: a :class:`CheckResult` for a numerical
@@ -139,7 +142,7 @@ def check_all(
     if not isinstance(properties, list | tuple) or not properties:
         raise ValueError("properties must be a non-empty string or list of strings")
     options = {"labels": labels, "variables": variables, "reward_name": reward_name}
-    options.update(horizon=horizon, tol=tol)
+    options.update(horizon=horizon, tol=tol, step_policy=step_policy)
     if max_iterations is not None:
         options["max_iterations"] = max_iterations
     return [answer(mdp, parse_query(p), options) for p in properties]
