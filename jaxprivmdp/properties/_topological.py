@@ -313,7 +313,7 @@ class Topological:
     """The schedule of one precomputation on the device, swept pass after pass."""
 
     def __init__(self, g: Graph, pre, minimize, margin, tol):
-        plan = schedule(g, pre)
+        plan = schedule(g, pre, WIDTH)  # read here: a test narrows it
         self.S = g.S
         self.loops = int(plan.windows.loops.sum())
         with jax.enable_x64(True):

@@ -69,17 +69,13 @@ def _iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
     host: ``(lower, upper, policy, iterations, converged)``, `[S]` float64 bounds (``upper``
     inf where none is known).
     """
-    rewards, usable, group, candidate, maybe, fixed_value, upper, policy, infinite = pre
-    fixed_value = np.asarray(fixed_value, np.float64)
+    maybe, upper, infinite = pre.maybe, pre.upper, pre.infinite
+    fixed_value = np.asarray(pre.fixed_value, np.float64)
+    policy = pre.policy
     if not maybe.any():  # the precomputation decided every state: nothing to iterate
         values = fixed_value if infinite is None else np.where(infinite, np.inf, fixed_value)
         return values, values.copy(), policy.astype(np.int32), 0, True
-    margin = host_widening(mdp, g)
-    # The host's sums run in order over at most g.degree terms of the normalized rows (each
-    # entry within u of the exact quotient): rigorous, unlike the device's blocked-summation
-    # heuristic for long dense rows.
-    host = (g.degree + 8) * float(np.finfo(np.float64).eps) / 2 * (1 + 1e-6)
-    widths = (margin, max(margin, host))
+    widths = margins(mdp, g)
     if upper is not None:
         lo, up, it, conv = _ordered(g, pre, minimize, tol, max_iterations, widths)
         has_upper = True
@@ -87,13 +83,30 @@ def _iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
         lo, up, it, conv, has_upper = _jacobi(g, mdp, pre, minimize, tol, max_iterations, widths)
     if not has_upper:
         up = np.where(maybe, np.inf, up)
+    return (*answer(g, pre, lo, up, minimize), it, conv)
+
+
+def answer(g, pre: Precomputed, lo, up, minimize):
+    """``(lower, upper, policy)`` from the iteration's float64 bounds: the policy greedy
+    where the bounds decide it (:func:`extract_policy`), infinite states' bounds inf."""
+    maybe, infinite, policy = pre.maybe, pre.infinite, pre.policy.copy()
     values = np.where(np.isfinite(up), lo + (up - lo) / 2, lo)
     error = np.where(maybe, (up - lo) / 2, 0)
-    best = extract_policy(g, rewards, values, error, candidate, maybe, minimize, np.float64)
+    best = extract_policy(g, pre.rewards, values, error, pre.candidate, maybe, minimize, np.float64)
     policy[maybe] = best[maybe]
     if infinite is not None:
         lo, up = np.where(infinite, np.inf, lo), np.where(infinite, np.inf, up)
-    return lo, up, policy.astype(np.int32), it, conv
+    return lo, up, policy.astype(np.int32)
+
+
+def margins(mdp, g) -> tuple[float, float]:
+    """``(device, host)``: the widening of a device backup (:func:`host_widening`) and of
+    the guess's checks on the host, whose sums run in order over at most ``g.degree`` terms
+    of the normalized rows (each entry within u of the exact quotient): rigorous, unlike
+    the device's blocked-summation heuristic for long dense rows."""
+    margin = host_widening(mdp, g)
+    host = (g.degree + 8) * float(np.finfo(np.float64).eps) / 2 * (1 + 1e-6)
+    return margin, max(margin, host)
 
 
 def _tightened(g, pre, minimize, tol, margin, lo, up, has_upper):
@@ -188,6 +201,20 @@ def _device_iteration(
 
 def solve_unbounded_probability(g: Graph, mdp: Model, target, avoid, minimize, tol, max_iterations):
     """Unbounded ``P{min,max} [¬avoid U target]``: values, error, policy, iterations, conv."""
+    pre = probability_problem(g, target, avoid, minimize)
+    return _iterate(g, mdp, pre, minimize, tol, max_iterations)
+
+
+def solve_unbounded_reward(g: Graph, mdp: Model, target, minimize, tol, max_iterations):
+    """Unbounded ``R{min,max} [F target]`` with PRISM's infinities."""
+    pre, visit = reward_problem(g, np.asarray(mdp.rewards, np.float64), target, minimize)
+    pre = pre._replace(upper=upper_bound(g, visit))
+    return _iterate(g, mdp, pre, minimize, tol, max_iterations)
+
+
+def probability_problem(g: Graph, target, avoid, minimize) -> Precomputed:
+    """The precomputation of ``P{min,max} [¬avoid U target]`` (it depends on the graph
+    only: the same for every model of one support)."""
     S, A = g.S, g.A
     policy = g.first_allowed.copy()
     through = ~avoid & ~target
@@ -211,16 +238,16 @@ def solve_unbounded_probability(g: Graph, mdp: Model, target, avoid, minimize, t
         maybe = ~yes & ~no
         group, internal = g.end_components(maybe, g.allowed)
     usable = g.mask & ~internal.reshape(S, A)
-    pre = Precomputed(
+    return Precomputed(
         np.zeros((S, A)), usable, group, g.allowed, maybe, yes.astype(float), 1.0, policy
     )
-    return _iterate(g, mdp, pre, minimize, tol, max_iterations)
 
 
-def solve_unbounded_reward(g: Graph, mdp: Model, target, minimize, tol, max_iterations):
-    """Unbounded ``R{min,max} [F target]`` with PRISM's infinities."""
+def reward_problem(g: Graph, R, target, minimize):
+    """The precomputation of ``R{min,max} [F target]`` (rewards ``R`` `[S, A]` float64)
+    without its upper bound, and the arguments ``(maybe, pairs, rmax)`` of the visiting-time
+    bound that gives it (:func:`upper_bound`: the only part that reads the probabilities)."""
     S, A = g.S, g.A
-    R = np.asarray(mdp.rewards, np.float64)
     policy = g.first_allowed.copy()
     not_target = ~target
     if minimize:
@@ -240,7 +267,7 @@ def solve_unbounded_reward(g: Graph, mdp: Model, target, minimize, tol, max_iter
         idx = np.flatnonzero(maybe)
         sigma[idx, witness[idx]] = True
         rmax = np.where(maybe, R[np.arange(S), np.maximum(witness, 0)], 0)
-        bound = g.visit_bound(maybe, sigma.reshape(-1), rmax)
+        visit = (maybe, sigma.reshape(-1), rmax)
         policy[maybe] = witness[maybe]
     else:
         positive = g.reach_all(target, not_target)
@@ -259,12 +286,16 @@ def solve_unbounded_reward(g: Graph, mdp: Model, target, minimize, tol, max_iter
         candidate = g.allowed
         group = np.full(S, -1, np.int64)
         rmax = np.where(maybe, np.max(np.where(g.mask, R, 0), axis=1), 0)
-        bound = g.visit_bound(maybe, g.allowed, rmax)
-    upper = None
-    if np.isfinite(bound) and bound <= float(np.finfo(np.float64).max) / 16:
-        upper = float(np.nextafter(bound, np.inf))
+        visit = (maybe, g.allowed, rmax)
     rewards = np.where(g.mask, R, 0)
-    pre = Precomputed(
-        rewards, usable, group, candidate, maybe, np.zeros(S), upper, policy, infinite
-    )
-    return _iterate(g, mdp, pre, minimize, tol, max_iterations)
+    pre = Precomputed(rewards, usable, group, candidate, maybe, np.zeros(S), None, policy, infinite)
+    return pre, visit
+
+
+def upper_bound(g: Graph, visit) -> float | None:
+    """The visiting-time bound (:meth:`Graph.visit_bound`) as a starting upper bound, or
+    None where it is infinite or too large to iterate from."""
+    bound = g.visit_bound(*visit)
+    if np.isfinite(bound) and bound <= float(np.finfo(np.float64).max) / 16:
+        return float(np.nextafter(bound, np.inf))
+    return None
