@@ -58,12 +58,12 @@ def precomputation(mdp, goal):
         seen["pre"] = pre
         return real(g_, mdp_, pre, minimize, tol, max_iterations)
 
-    real = unbounded._iterate
-    unbounded._iterate = spy
+    real = unbounded.iterate
+    unbounded.iterate = spy
     try:
         check(mdp, 'Pmax=? [F "goal"]', labels={"goal": goal})
     finally:
-        unbounded._iterate = real
+        unbounded.iterate = real
     return g, seen["pre"]
 
 

@@ -22,12 +22,12 @@ Imports: ``jaxprivmdp._checks`` and :mod:`jaxprivmdp.models` only. What the laye
 beyond the public names is in :mod:`jaxprivmdp.properties.core`.
 """
 
-from ._check import CheckResult as CheckResult
 from ._check import check as check
 from ._objective import minimizing as minimizing
 from ._query import FilterResult as FilterResult
 from ._query import QueryResult as QueryResult
 from ._query import check_all as check_all
+from ._result import CheckResult as CheckResult
 from ._reward import PropertyModel as PropertyModel
 from ._reward import property_model as property_model
 

@@ -61,7 +61,6 @@ unbounded properties in ``_unbounded``, their guessed bounds in ``_guess`` and t
 from __future__ import annotations
 
 import functools
-from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -69,6 +68,7 @@ import numpy as np
 
 from .._checks import check_count, check_int, check_range, is_concrete
 from ..models.core import Model, check_model
+from ._batch import batch_probability, batch_reward, is_batch, same_support, unstack
 from ._graph import Graph
 from ._iteration import solve_bounded
 from ._labels import check_labels, satisfying
@@ -83,54 +83,10 @@ from ._precision import (
     tracing,
     working_tol,
 )
+from ._result import CheckResult, result, stacked
 from ._unbounded import solve_unbounded_probability, solve_unbounded_reward
 
 DEFAULT_MAX_ITERATIONS = 100_000
-
-
-class CheckResult(NamedTuple):
-    """The answer to a property, per state.
-
-    All numbers are in the model's dtype; they were computed in float64 for a concrete model
-    (see the module) and in the model's dtype under ``jax.jit``.
-
-    Attributes:
-      values: `[S]` the value of the property in each state (probabilities; expected rewards,
-        ``inf`` where PRISM reports infinity): the midpoint of ``[lower, upper]`` when
-        ``converged``, else ``lower`` (an upper bound that has not converged may be far off
-        or infinite); always within ``[lower, upper]``.
-      policy: the optimizing deterministic policy, int32, `[S]`: for bounded properties the
-        decision rule of the first step (``k`` steps to go, the rule to apply in the initial
-        state; with ``k = 0`` each state's first allowed action), or with ``step_policy``
-        `[k, S]`, one rule per step (``policy[t]`` at step ``t``, ``t = 0`` first). Never a
-        masked action. For ``P=?``/``R=?`` on a DTMC, its only action.
-      error_bound: `[S]` ``max(values − lower, upper − values)`` rounded up: a bound on
-        ``|values − exact|``, ``exact`` being the value of the model's rows read as
-        distributions (see the module); 0 where the precomputation decided the value; ``inf``
-        where ``upper`` is.
-      value_at_initial: scalar ``values[model.initial_state]``.
-      converged: scalar bool: ``precision <= tol`` (every state's interval met ``tol``, as
-        reported in the model's dtype); always True for bounded properties.
-      iterations: scalar int: interval iterations done (at least the warm-up's, 64, or
-        ``max_iterations`` if smaller, before a guess can be verified; see ``_unbounded``), or
-        the step bound ``k``.
-      lower: `[S]` a lower bound on the exact value in each state.
-      upper: `[S]` an upper bound (``inf`` where none was found); ``exact`` lies in
-        ``[lower, upper]``, rounded outward when narrowed from float64.
-      precision: scalar: the relative precision reached, ``max_s (upper − lower) /
-        (|upper| + |lower|)`` (the half-width of the ``tol`` test), 0 where every state is
-        exact (equal bounds, infinities included), ``inf`` where some upper bound is.
-    """
-
-    values: jax.Array
-    policy: jax.Array
-    error_bound: jax.Array
-    value_at_initial: jax.Array
-    converged: jax.Array
-    iterations: jax.Array
-    lower: jax.Array
-    upper: jax.Array
-    precision: jax.Array
 
 
 def check(
@@ -158,7 +114,11 @@ def check(
         reward structure of ``R`` properties (a state reward plus the action's expected
         transition reward, as :func:`load_mdp` builds them); its ``discount``, ``horizon``
         (except as ``T``) and ``terminal_reward`` are not used: PRISM's properties are
-        undiscounted. Masked actions are never chosen.
+        undiscounted. Masked actions are never chosen. Or a batch of models of one shape, a
+        leading axis on every array (``jax.vmap(lambda key: jp.privatize(key, mdp,
+        mech))(keys)``): each checked, every field of the result gaining that axis; models of
+        one support, action mask and rewards (the releases of one model) share the graph
+        precomputation and every loop of an unbounded property.
       prop: the property, e.g. ``'Pmin=? [!"fail" U<=10 "done"]'`` or
         ``'R{"time"}min=? [F "done"]'``.
       labels: ``{name: bool[S]}``, e.g. :func:`load_labels`'s; ``"init"`` defaults to the
@@ -186,15 +146,20 @@ def check(
       of interval iteration; ``values`` its midpoint if converged, else ``lower`` (with
       ``error_bound = upper − lower``, inf if no upper bound was found). Bounded properties:
       backward induction, exact up to the rounding ``[lower, upper]`` accounts for.
+      Unbounded properties iterate the strongly connected components of the undecided
+      states in topological order (``iterations`` counts the iterations of each window of
+      states; ``max_iterations`` caps each window's), after and between verified guesses.
 
     Raises:
       ValueError: a property outside the supported subset or malformed (naming the position
         in the string), an unknown label or reward structure, ``P=?``/``R=?`` on a model with
         a choice, negative rewards in ``R [F ...]``, a traced model for an unbounded property
-        (its precomputation runs on the host; bounded properties work under ``jax.jit``).
+        (its precomputation runs on the host; bounded properties work under ``jax.jit``), a
+        batch of models under ``jax.jit``.
       TypeError: ``step_policy`` not a bool.
     """
-    mdp = check_model(mdp)
+    batch = _batch_models(mdp)
+    mdp = check_model(batch[0] if batch else mdp)
     step_policy = _check_flag("step_policy", step_policy)
     prop_ = parse_property(prop)
     tol, max_iterations = _iteration_limits(tol, max_iterations)
@@ -212,6 +177,12 @@ def check(
             "(the graph precomputation runs on the host); under jax.jit use a step-bounded one",
         )
     lab = check_labels(mdp, labels, concrete, variables)
+    if batch and not (unbounded and same_support(batch)):  # model by model
+        options = dict(labels=labels, variables=variables, reward_name=reward_name)
+        limits = dict(horizon=horizon, tol=tol, max_iterations=max_iterations)
+        return stacked(
+            [check(m, prop, **options, **limits, step_policy=step_policy) for m in batch]
+        )
     xp = np if concrete else jnp
     sat = functools.partial(satisfying, prop_.text, labels=lab, xp=xp)
     dtype = np.dtype(mdp.rewards.dtype)
@@ -220,24 +191,50 @@ def check(
         lower, upper, policy, it, conv = out
         values, error = summarize(lower, upper, jnp.asarray(conv), jnp)
         precision = relative_width(lower, upper, jnp)
-        return _result(mdp, (values, error, policy, it, conv, lower, upper, precision))
+        return result(mdp, (values, error, policy, it, conv, lower, upper, precision))
     with jax.enable_x64(True):
         wide = as_float64(mdp)
         limits = (working_tol(tol, dtype), max_iterations, step_policy)
-        out = _solve(prop_, wide, sat, bound, limits, np)
+        wides = [as_float64(m) for m in batch] if batch else None
+        out = _solve(prop_, wide, sat, bound, limits, np, wides)
         lower, upper = (np.asarray(x) for x in out[:2])
         policy = jnp.asarray(out[2], jnp.int32)  # no host round trip: it may be `[k, S]`
-    it, conv = out[3], bool(out[4])
-    lower, upper, values, error, precision, conv = host_answer(
-        lower, upper, dtype, conv, tol if unbounded else None
-    )
-    return _result(mdp, (values, error, policy, it, conv, lower, upper, precision))
+    if batch:
+        parts = zip(lower, upper, policy, out[3], out[4], strict=True)
+        return stacked([_answer(mdp, part, dtype, tol if unbounded else None) for part in parts])
+    return _answer(mdp, (lower, upper, policy, out[3], out[4]), dtype, tol if unbounded else None)
 
 
-def _solve(prop_: Property, mdp: Model, sat, bound, limits, xp):
+def _answer(mdp: Model, out, dtype, tol) -> CheckResult:
+    """The host's float64 ``(lower, upper, policy, iterations, converged)`` narrowed to
+    ``dtype`` (:func:`host_answer`) as a CheckResult."""
+    lower, upper, policy, it, conv = out
+    lower, upper, values, error, precision, conv = host_answer(lower, upper, dtype, bool(conv), tol)
+    return result(mdp, (values, error, policy, it, conv, lower, upper, precision))
+
+
+def _batch_models(mdp) -> list | None:
+    """The models of a batched model (a leading axis), or None for one model."""
+    if not is_batch(mdp):
+        return None
+    if tracing() or not is_concrete(mdp):
+        raise ValueError(
+            "a batch of models (a leading axis on every array) is checked on the host: "
+            "pass concrete models, outside jax.jit"
+        )
+    models = unstack(mdp)
+    if not models:
+        raise ValueError("a batch of models must hold at least one model, got 0")
+    for m in models[1:]:
+        check_model(m)
+    return models
+
+
+def _solve(prop_: Property, mdp: Model, sat, bound, limits, xp, batch=None):
     """Solves the parsed property: ``(lower, upper, policy, iterations, converged)`` in the
     dtype of ``mdp`` (float64 on the host for unbounded properties). ``limits``: ``(tol,
-    max_iterations, step_policy)``."""
+    max_iterations, step_policy)``; ``batch``: float64 models of ``mdp``'s support (``mdp``
+    first), all solved at once (an unbounded property): batched answers."""
     tol, max_iterations, step_policy = limits
     dtype = np.dtype(mdp.rewards.dtype)
     minimize = prop_.opt == "min"
@@ -245,15 +242,14 @@ def _solve(prop_: Property, mdp: Model, sat, bound, limits, xp):
     left = sat(prop_.left) if prop_.left is not None else None
     if prop_.kind == "R" and prop_.path == "F":
         _check_nonnegative_rewards(prop_, mdp)
-        return solve_unbounded_reward(
-            Graph(mdp), mdp, np.asarray(right), minimize, tol, max_iterations
-        )
+        solve = batch_reward if batch else solve_unbounded_reward
+        return solve(Graph(mdp), batch or mdp, np.asarray(right), minimize, tol, max_iterations)
     if prop_.kind == "R":  # C<=k
         zeros = np.zeros(mdp.num_states, dtype)
         no_fixed = np.zeros(mdp.num_states, bool)
         out = solve_bounded(mdp, mdp.rewards, no_fixed, zeros, zeros, bound, minimize, step_policy)
         return _bounded_interval(out, xp)
-    return _probability(mdp, prop_.path, left, right, bound, minimize, limits, xp)
+    return _probability(mdp, prop_.path, left, right, bound, minimize, (*limits, batch), xp)
 
 
 def _iteration_limits(tol, max_iterations) -> tuple[float, int]:
@@ -338,8 +334,8 @@ def _check_nonnegative_rewards(prop_: Property, mdp: Model) -> None:
 def _probability(mdp: Model, path, left, right, bound, minimize, limits, xp):
     """A ``P`` property: reachability of ``target`` while avoiding ``avoid`` (``G``: of the
     complement, negated). ``left``/``right``: `[S]` bool, the path's state formulas;
-    ``limits``: ``(tol, max_iterations, step_policy)``."""
-    tol, max_iterations, step_policy = limits
+    ``limits``: ``(tol, max_iterations, step_policy, batch)``."""
+    tol, max_iterations, step_policy, batch = limits
     S = mdp.num_states
     dtype = np.dtype(mdp.rewards.dtype)
     no_rewards = np.zeros((S, mdp.num_actions), dtype)
@@ -356,9 +352,9 @@ def _probability(mdp: Model, path, left, right, bound, minimize, limits, xp):
         out = solve_bounded(mdp, no_rewards, nothing, init, init, 1, minimize, step_policy)
         out = _bounded_interval(out, xp)
     elif bound is None:  # unbounded: F, U or G without a step bound
-        out = solve_unbounded_probability(
-            Graph(mdp), mdp, np.asarray(target), np.asarray(avoid), minimize, tol, max_iterations
-        )
+        solve = batch_probability if batch else solve_unbounded_probability
+        target, avoid = np.asarray(target), np.asarray(avoid)
+        out = solve(Graph(mdp), batch or mdp, target, avoid, minimize, tol, max_iterations)
     else:
         fixed = target | avoid
         init = target.astype(dtype)
@@ -368,20 +364,3 @@ def _probability(mdp: Model, path, left, right, bound, minimize, limits, xp):
         lower, upper, *rest = out
         out = (*outward(1 - upper, 1 - lower, xp), *rest)
     return out
-
-
-def _result(mdp: Model, out) -> CheckResult:
-    """``(values, error, policy, iterations, converged, lower, upper, precision)`` as a
-    CheckResult (host arrays are transferred, no eager device ops)."""
-    values, error, policy, it, conv, lower, upper, precision = out
-    return CheckResult(
-        values=jnp.asarray(values),
-        policy=jnp.asarray(policy),
-        error_bound=jnp.asarray(error),
-        value_at_initial=jnp.asarray(values[mdp.initial_state]),
-        converged=jnp.asarray(conv),
-        iterations=jnp.asarray(it, jnp.int32),
-        lower=jnp.asarray(lower),
-        upper=jnp.asarray(upper),
-        precision=jnp.asarray(precision),
-    )

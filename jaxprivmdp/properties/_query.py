@@ -29,10 +29,11 @@ import numpy as np
 
 from .._checks import is_concrete
 from ..models.core import Model, check_model
-from ._check import CheckResult, check
+from ._check import check
 from ._labels import check_labels, satisfying
 from ._parse import Formula, Property, property_error
 from ._query_parse import Filter, Query, numerical_text, parse_query, split_properties
+from ._result import CheckResult
 
 _BOOLEAN_OPS = ("forall", "exists", "count")
 _NUMERIC_OPS = ("min", "max", "sum", "avg", "range", "argmin", "argmax")

@@ -53,7 +53,8 @@ class Rows(NamedTuple):
     Attributes:
       state: `[S]` int32 the state at each position.
       succ: `[S, A, D]` int32 successors (``S``, whose value is 0, in unused slots).
-      prob: `[S, A, D]` float64 probabilities (the model's, not renormalized).
+      prob: `[S, A, D, m]` float64 probabilities of ``m`` models of one support (the
+        models', not renormalized).
       reward: `[S, A]` float64; usable: `[S, A]` bool.
       group: `[S]` int32 the position of the first state of the end component a state's
         optimum is shared with (its own position elsewhere).
@@ -164,9 +165,10 @@ def _windows(sizes, cyclic, splittable, levels, width: int, total: int) -> tuple
     return table, np.asarray(widths, np.int32)
 
 
-def schedule(g: Graph, pre, width: int = WIDTH) -> Schedule:
+def schedule(g: Graph, pre, width: int = WIDTH, raw=None) -> Schedule:
     """The windows of :func:`sweep` for the precomputation ``pre`` (its ``maybe``,
-    ``usable``, ``rewards``, ``group``)."""
+    ``usable``, ``rewards``, ``group``); ``raw``: `[n, E]` the edges' probabilities of
+    ``n`` models of ``g``'s support (default: ``g.raw``, one model): `[S, A, D, n]` rows."""
     S, A = g.S, g.A
     maybe = pre.maybe
     label, comp_order, (a, b) = _components(g, maybe)
@@ -199,10 +201,11 @@ def schedule(g: Graph, pre, width: int = WIDTH) -> Schedule:
     slot = np.arange(e.size) - first
     D = max(int(g.degree), 1)
     succ = np.full((S, A, D), S, np.int32)
-    prob = np.zeros((S, A, D))
+    raw = g.raw[None] if raw is None else raw
+    prob = np.zeros((S, A, D, raw.shape[0]))
     p, q = pos[src[e]], g.pair[e] % A
     succ[p, q, slot] = g.succ[e]
-    prob[p, q, slot] = g.raw[e]
+    prob[p, q, slot] = raw[:, e].T
     reward = np.zeros((S, A))
     usable = np.zeros((S, A), bool)
     reward[:n] = pre.rewards[states]
@@ -219,73 +222,84 @@ def schedule(g: Graph, pre, width: int = WIDTH) -> Schedule:
 
 
 class _Carry(NamedTuple):
-    bounds: jax.Array  # [2, S + 1]
-    widest: jax.Array  # the widest relative width solved before the current block
+    lower: jax.Array  # [S + 1, n] (the models last: rows gathered and written whole)
+    upper: jax.Array  # [S + 1, n] (apart: a slice of one array would be copied each step)
+    widest: jax.Array  # [n] the widest relative width solved before the current block
     iterations: jax.Array
-    capped: jax.Array  # a block stopped at its cap
+    capped: jax.Array  # [n] a block stopped at its cap
     window: jax.Array  # the next window
     sweeps: jax.Array  # sweeps of the current block so far
-    met: jax.Array  # every window of this sweep met the width
-    changed: jax.Array  # some window of this sweep moved
-    gap: jax.Array  # the widest relative width of this sweep
+    met: jax.Array  # [n] every window of this sweep met the width
+    changed: jax.Array  # [n] some window of this sweep moved
+    gap: jax.Array  # [n] the widest relative width of this sweep
 
 
 @functools.partial(jax.jit, static_argnames=("width",))
 def sweep(rows: Rows, bounds, windows, n, stop, sign, margin, eps, *, width: int):
     """Interval iteration window by window (see the module) over the first ``n`` windows
-    of ``windows`` (:class:`Windows`, device arrays), from ``bounds`` `[2, S + 1]` (lower,
-    upper; index ``S`` is 0); ``stop``: the pass's cap (iterations of a packed window
-    beyond its components, sweeps of a split one).
+    of ``windows`` (:class:`Windows`, device arrays), from ``bounds`` `[m, 2, S + 1]` (lower,
+    upper of ``m`` models of one support, whose probabilities ``rows.prob`` `[S, A, D, m]`
+    holds; index ``S`` is 0); ``stop``: the pass's cap (iterations of a packed window beyond
+    its components, sweeps of a split one). The models share every loop: a window iterates
+    until each model met its width or stopped moving (more backups of a model that did are
+    harmless: its bounds only tighten).
 
     Returns ``(bounds, iterations, capped)``: the bounds, the iterations run over all
-    windows and whether a block stopped at its cap."""
+    windows and `[m]` whether a block stopped at its cap for that model."""
     total = rows.state.shape[0]
     low = jnp.asarray(-jnp.inf, rows.prob.dtype)
-    widen = jnp.stack([1 - margin, 1 + margin])[:, None]
+    widen = (1 - margin, 1 + margin)
     local = jnp.arange(width)
 
     def visit(c: _Carry):
         w = c.window
         start, count = windows.start[w], windows.count[w]
         first = jnp.minimum(start, total - width)  # a slice never runs past the end
-        at = lambda x: lax.dynamic_slice_in_dim(x, first, width)  # noqa: E731
-        state, succ, prob, reward, usable = (at(x) for x in rows[:5])
+        at = lambda x, axis=0: lax.dynamic_slice_in_dim(x, first, width, axis)  # noqa: E731
+        state, succ, reward, usable = (
+            at(x) for x in (rows.state, rows.succ, rows.reward, rows.usable)
+        )
+        prob = at(rows.prob)
         valid = (local >= start - first) & (local < start - first + count)
         group = jnp.where(valid, at(rows.group) - first, local)
-        state = jnp.where(valid, state, c.bounds.shape[1] - 1)
-        loose = jnp.where(windows.loops[w], c.widest + eps, -1.0)  # no cycle: exact
+        state = jnp.where(valid, state, c.lower.shape[0] - 1)
+        loose = jnp.where(windows.loops[w], c.widest + eps, -1.0)[None]  # no cycle: exact
+        valid = valid[:, None]
         cap = windows.cap[w] + jnp.where(windows.split[w], 0, stop)
 
-        def backup(v):  # `[W]` the window's backup of one bound
-            q = jnp.where(usable, sign * (reward + jnp.sum(prob * v[succ], axis=-1)), low)
-            best = jnp.max(q, axis=-1)
+        def backup(v):  # `[W, m]` the window's backup of one bound of each model
+            q = sign * (reward[..., None] + jnp.sum(prob * v[succ], axis=2))
+            best = jnp.max(jnp.where(usable[..., None], q, low), axis=1)
             return sign * jax.ops.segment_max(best, group, num_segments=width)[group]
 
         def body(inner):
-            b, it, _, _, moved = inner
-            old = b[:, state]
-            new = jnp.stack([backup(b[0]), backup(b[1])]) * widen
-            new = jnp.stack([jnp.maximum(old[0], new[0]), jnp.minimum(old[1], new[1])])
-            new = jnp.where(valid, new, old)
-            met = jnp.all(new[1] - new[0] <= loose * (new[1] + new[0]))
-            still = jnp.all(new == old)
-            return b.at[:, state].set(new), it + 1, met, still, moved | ~still
+            lo, up, it, _, _, moved = inner
+            old_lo, old_up = lo[state], up[state]
+            new_lo = jnp.where(valid, jnp.maximum(old_lo, backup(lo) * widen[0]), old_lo)
+            new_up = jnp.where(valid, jnp.minimum(old_up, backup(up) * widen[1]), old_up)
+            met = jnp.all(new_up - new_lo <= loose * (new_up + new_lo), axis=0)
+            still = jnp.all((new_lo == old_lo) & (new_up == old_up), axis=0)
+            lo, up = lo.at[state].set(new_lo), up.at[state].set(new_up)
+            return lo, up, it + 1, met, still, moved | ~still
 
         def cond(inner):
-            return ~(inner[2] | inner[3]) & (inner[1] < cap)
+            return ~jnp.all(inner[3] | inner[4]) & (inner[2] < cap)
 
-        start_inner = (c.bounds, jnp.zeros((), jnp.int32), False, False, False)
-        bounds, it, met, still, moved = lax.while_loop(cond, body, start_inner)
-        b = bounds[:, state]
-        gap = jnp.max(jnp.where(valid & (b[1] > 0), (b[1] - b[0]) / (b[1] + b[0]), 0))
+        no = jnp.zeros(c.lower.shape[1], bool)
+        start_inner = (c.lower, c.upper, jnp.zeros((), jnp.int32), no, no, no)
+        lower, upper, it, met, still, moved = lax.while_loop(cond, body, start_inner)
+        lo, up = lower[state], upper[state]
+        ratio = (up - lo) / jnp.where(up > 0, up + lo, 1)
+        gap = jnp.max(jnp.where(valid & (up > 0), ratio, 0), axis=0)
         met, changed, gap = c.met & met, c.changed | moved, jnp.maximum(c.gap, gap)
         last = (w + 1 >= n) | (windows.head[jnp.minimum(w + 1, n - 1)] != windows.head[w])
         split = windows.split[w]
-        again = last & split & ~met & changed & (c.sweeps + 1 < stop)
+        again = last & split & jnp.any(~met & changed) & (c.sweeps + 1 < stop)
         done = last & ~again
         capped = jnp.where(split, ~met & changed, ~(met | still)) & done
         return _Carry(
-            bounds,
+            lower,
+            upper,
             jnp.where(done, jnp.maximum(c.widest, gap), c.widest),
             c.iterations + it,
             c.capped | capped,
@@ -296,10 +310,11 @@ def sweep(rows: Rows, bounds, windows, n, stop, sign, margin, eps, *, width: int
             jnp.where(last, 0.0, gap),
         )
 
-    zero, false = jnp.zeros((), jnp.int32), jnp.zeros((), bool)
-    init = _Carry(bounds, eps * 0, zero, false, zero, zero, ~false, false, eps * 0)
+    m = bounds.shape[0]
+    zero, zeros, no = jnp.zeros((), jnp.int32), jnp.zeros(m, bounds.dtype), jnp.zeros(m, bool)
+    init = _Carry(bounds[:, 0].T, bounds[:, 1].T, zeros, zero, no, zero, zero, ~no, no, zeros)
     out = lax.while_loop(lambda c: c.window < n, visit, init)
-    return out.bounds, out.iterations, out.capped
+    return jnp.stack([out.lower.T, out.upper.T], axis=1), out.iterations, out.capped
 
 
 def _padded(x: np.ndarray) -> np.ndarray:
@@ -310,10 +325,12 @@ def _padded(x: np.ndarray) -> np.ndarray:
 
 
 class Topological:
-    """The schedule of one precomputation on the device, swept pass after pass."""
+    """The schedule of one precomputation on the device, swept pass after pass, for ``n``
+    models of ``g``'s support (``raw`` `[n, E]`: their edges' probabilities; ``n = 1``: one
+    model) at once: the models are a trailing axis of every loop."""
 
-    def __init__(self, g: Graph, pre, minimize, margin, tol):
-        plan = schedule(g, pre, WIDTH)  # read here: a test narrows it
+    def __init__(self, g: Graph, pre, minimize, margin, tol, raw):
+        plan = schedule(g, pre, WIDTH, raw)  # WIDTH read here: a test narrows it
         self.S = g.S
         self.loops = int(plan.windows.loops.sum())
         with jax.enable_x64(True):
@@ -333,24 +350,25 @@ class Topological:
             )
 
     def run(self, lower, upper, stop: int):
-        """One pass over every window from ``(lower, upper)`` (`[S]` float64, valid):
-        ``(lower, upper, iterations, capped)`` on the host."""
-        b = np.zeros((2, self.S + 1))
-        b[0, : self.S], b[1, : self.S] = lower, upper
-        iterations, capped = 0, False
+        """One pass over every window from ``(lower, upper)`` (`[n, S]` float64, valid):
+        ``(lower, upper, iterations, capped)`` on the host (``capped`` `[n]`)."""
+        n = lower.shape[0]
+        b = np.zeros((n, 2, self.S + 1))
+        b[:, 0, : self.S], b[:, 1, : self.S] = lower, upper
+        iterations, capped = 0, np.zeros(n, bool)
         with jax.enable_x64(True):
             out = jnp.asarray(b)
-            for width, n, table in self.parts:
+            for width, count, table in self.parts:
                 out, it, cap = sweep(
                     self.rows,
                     out,
                     table,
-                    jnp.asarray(n, jnp.int32),
+                    jnp.asarray(count, jnp.int32),
                     jnp.asarray(stop, jnp.int32),
                     *self.scalars,
                     width=width,
                 )
                 iterations += int(it)
-                capped |= bool(cap)
-            out = np.asarray(out)
-        return out[0, : self.S], out[1, : self.S], iterations, capped
+                capped |= np.asarray(cap)
+            out = np.array(out)  # writable: the caller tightens rows in place
+        return out[:, 0, : self.S], out[:, 1, : self.S], iterations, capped

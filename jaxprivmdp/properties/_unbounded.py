@@ -28,7 +28,7 @@ from ._topological import Topological
 
 
 class Precomputed(NamedTuple):
-    """The host precomputation's answer for :func:`_iterate`.
+    """The host precomputation's answer for :func:`iterate`.
 
     Attributes:
       rewards: `[S, A]` (zeros for probabilities); usable: `[S, A]` the pairs the optimum
@@ -60,7 +60,7 @@ GUESS_AGAIN_AFTER = 1000
 GUESS_GROWTH = 8
 
 
-def _iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
+def iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
     """Runs :func:`interval_iteration` in float64 on the unfixed states ``pre.maybe``:
     ``WARM_UP_ITERATIONS`` from 0 and the visiting-time bound, then, if that did not meet
     ``tol``, from those bounds tightened by the verified guesses of policy iteration
@@ -77,8 +77,10 @@ def _iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
         return values, values.copy(), policy.astype(np.int32), 0, True
     widths = margins(mdp, g)
     if upper is not None:
-        lo, up, it, conv = _ordered(g, pre, minimize, tol, max_iterations, widths)
-        has_upper = True
+        lo, up, it, conv = (
+            x[0] for x in ordered([g], [pre], minimize, tol, max_iterations, [widths])
+        )
+        it, conv, has_upper = int(it), bool(conv), True
     else:
         lo, up, it, conv, has_upper = _jacobi(g, mdp, pre, minimize, tol, max_iterations, widths)
     if not has_upper:
@@ -109,7 +111,7 @@ def margins(mdp, g) -> tuple[float, float]:
     return margin, max(margin, host)
 
 
-def _tightened(g, pre, minimize, tol, margin, lo, up, has_upper):
+def tightened(g, pre, minimize, tol, margin, lo, up, has_upper):
     """``(lower, upper, has_upper, verified)``: the bounds tightened by :func:`guess_bounds`
     from their midpoint (``verified``: both sides held)."""
     estimate = np.where(np.isfinite(up) & has_upper, lo + (up - lo) / 2, lo)
@@ -122,34 +124,40 @@ def _tightened(g, pre, minimize, tol, margin, lo, up, has_upper):
     return lo, up, has_upper, lower0 is not None and upper0 is not None
 
 
-def _ordered(g, pre: Precomputed, minimize, tol, max_iterations, widths):
-    """A verified guess first (policy iteration: :func:`guess_bounds`, skipped where its LU
-    would fill in), then passes of :class:`Topological` (the components in order) from the
-    bounds, each window or split component capped at ``WARM_UP_ITERATIONS`` iterations or
-    sweeps, then at ``GUESS_AGAIN_AFTER`` and ``GUESS_GROWTH`` times more, guessing again
-    between passes: ``(lower, upper, iterations, converged)``."""
-    margin, host = widths
-    passes = Topological(g, pre, minimize, margin, tol)
+def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widths):
+    """For ``n`` models of one support (``graphs``, ``pres``, ``widths``: each model's graph,
+    precomputation and :func:`margins`; ``n = 1`` for one model): a verified guess first
+    (policy iteration: :func:`guess_bounds`, skipped where its LU would fill in), then
+    passes of :class:`Topological` (the components in order, all models in each loop) from
+    the bounds, each window or split component capped at ``WARM_UP_ITERATIONS`` iterations
+    or sweeps, then at ``GUESS_AGAIN_AFTER`` and ``GUESS_GROWTH`` times more, guessing again
+    between passes for the models not converged. Returns ``(lower, upper, iterations,
+    converged)``: `[n, S]`, `[n, S]`, `[n]`, `[n]`."""
+    pre = pres[0]
+    raw = np.stack([h.raw for h in graphs])
+    passes = Topological(graphs[0], pre, minimize, max(w[0] for w in widths), tol, raw)
     fixed = np.asarray(pre.fixed_value, np.float64)
-    lo = np.where(pre.maybe, 0.0, fixed)
-    up = np.where(pre.maybe, pre.upper, fixed)
-    lo, up, _, _ = _tightened(g, pre, minimize, tol, host, lo, up, True)
-    it, stop = 0, min(max_iterations, WARM_UP_ITERATIONS)
-    while not _met(lo, up, tol):
+    lo = np.stack([np.where(pre.maybe, 0.0, fixed)] * len(pres))
+    up = np.stack([np.where(pre.maybe, p.upper, fixed) for p in pres])
+    it, stop = np.zeros(len(pres), np.int64), min(max_iterations, WARM_UP_ITERATIONS)
+    todo, capped = np.arange(len(pres)), np.ones(len(pres), bool)
+    while True:
+        verified = False
+        for i in todo:  # (the first time: every model)
+            lo[i], up[i], _, ok = tightened(
+                graphs[i], pres[i], minimize, tol, widths[i][1], lo[i], up[i], True
+            )
+            verified |= ok
+        met = np.all(up - lo <= tol * (up + lo), axis=1)  # interval_iteration's test
+        if met.all() or (
+            it.any() and (stop >= max_iterations or not (capped[~met].any() or verified))
+        ):
+            return lo, up, it, met  # (not capped, nothing verified: stationary)
+        if it.any():
+            stop = min(max_iterations, max(GUESS_AGAIN_AFTER, GUESS_GROWTH * stop))
         lo, up, more, capped = passes.run(lo, up, stop)
         it += more
-        if _met(lo, up, tol) or stop >= max_iterations:
-            break
-        lo, up, _, verified = _tightened(g, pre, minimize, tol, host, lo, up, True)
-        if not (capped or verified):  # stationary, nothing new: no pass can improve it
-            break
-        stop = min(max_iterations, max(GUESS_AGAIN_AFTER, GUESS_GROWTH * stop))
-    return lo, up, it, _met(lo, up, tol)
-
-
-def _met(lo, up, tol) -> bool:
-    """:func:`interval_iteration`'s test: every interval within ``tol`` (relative)."""
-    return bool(np.all(up - lo <= tol * (up + lo)))
+        todo = np.flatnonzero(np.any(up - lo > tol * (up + lo), axis=1))
 
 
 def _jacobi(g, mdp, pre: Precomputed, minimize, tol, max_iterations, widths):
@@ -165,7 +173,7 @@ def _jacobi(g, mdp, pre: Precomputed, minimize, tol, max_iterations, widths):
         it += more
         if conv or it >= max_iterations:
             return lo, up, it, conv, has_upper
-        lo, up, has_upper, verified = _tightened(g, pre, minimize, tol, host, lo, up, has_upper)
+        lo, up, has_upper, verified = tightened(g, pre, minimize, tol, host, lo, up, has_upper)
         again = max(GUESS_AGAIN_AFTER, GUESS_GROWTH * it)
         stop = max_iterations if verified else min(max_iterations, again)
 
@@ -202,14 +210,14 @@ def _device_iteration(
 def solve_unbounded_probability(g: Graph, mdp: Model, target, avoid, minimize, tol, max_iterations):
     """Unbounded ``P{min,max} [¬avoid U target]``: values, error, policy, iterations, conv."""
     pre = probability_problem(g, target, avoid, minimize)
-    return _iterate(g, mdp, pre, minimize, tol, max_iterations)
+    return iterate(g, mdp, pre, minimize, tol, max_iterations)
 
 
 def solve_unbounded_reward(g: Graph, mdp: Model, target, minimize, tol, max_iterations):
     """Unbounded ``R{min,max} [F target]`` with PRISM's infinities."""
     pre, visit = reward_problem(g, np.asarray(mdp.rewards, np.float64), target, minimize)
     pre = pre._replace(upper=upper_bound(g, visit))
-    return _iterate(g, mdp, pre, minimize, tol, max_iterations)
+    return iterate(g, mdp, pre, minimize, tol, max_iterations)
 
 
 def probability_problem(g: Graph, target, avoid, minimize) -> Precomputed:

@@ -1,0 +1,149 @@
+"""``jp.check`` on a batch of models (a leading axis, as ``jax.vmap`` over ``privatize``
+returns): one precomputation and every loop shared when the supports agree, model by model
+otherwise. Oracles: NumPy value iteration per model and ``check`` on each model alone."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+from test_check_precision import build, in_mode
+from test_topological import layered, reach_oracle
+
+import jaxprivmdp as jp
+import jaxprivmdp.properties._batch as batching
+
+
+@pytest.fixture
+def shared(monkeypatch):
+    """Counts the calls of the shared (one precomputation) path."""
+    calls = []
+    for name in ("batch_probability", "batch_reward"):
+        real = getattr(batching, name)
+        spy = lambda *a, real=real, **k: calls.append(1) or real(*a, **k)  # noqa: E731
+        monkeypatch.setattr(f"jaxprivmdp.properties._check.{name}", spy)
+    return calls
+
+
+def releases(mdp, n, seed=0):
+    keys = jax.random.split(jax.random.key(seed), n)
+    private = lambda k: jp.privatize(k, mdp, jp.Dirichlet(50.0), support="nonzero")  # noqa: E731
+    return jax.vmap(private)(keys)
+
+
+def dense_rows(model) -> np.ndarray:
+    """`[S, A, S]` float64 rows of a dense or sparse model (the oracle's input)."""
+    if isinstance(model, jp.TabularMDP):
+        return np.asarray(model.transitions, np.float64)
+    S, A = model.action_mask.shape
+    P = np.zeros((S, A, S))
+    nxt, probs = np.asarray(model.next_states), np.asarray(model.probs, np.float64)
+    s, a, k = np.nonzero(nxt >= 0)
+    np.add.at(P, (s, a, nxt[s, a, k]), probs[s, a, k])
+    return P
+
+
+def one(batch, i):
+    return jax.tree_util.tree_map(lambda x: x[i], batch)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("x64", [False, True])
+@pytest.mark.parametrize("prop", ['Pmax=? [F "goal"]', 'Pmin=? [F "goal"]', 'Pmax=? [G !"goal"]'])
+def test_batch_contains_each_models_value(shared, sparse, x64, prop):
+    rng = np.random.default_rng(7)
+    P, mask = layered(rng, S=30, back=0.3)
+    S = P.shape[0]
+    goal = np.arange(S) == S - 2
+    with in_mode(x64):
+        mdp = build(P, np.zeros(mask.shape), sparse=sparse, x64=x64, action_mask=mask)
+        batch = releases(mdp, 4)
+        res = jp.check(batch, prop, labels={"goal": goal})
+        assert len(shared) == 1
+        alone = [jp.check(one(batch, i), prop, labels={"goal": goal}) for i in range(4)]
+    assert np.shape(res.values) == (4, S) and np.shape(res.value_at_initial) == (4,)
+    assert np.shape(res.converged) == np.shape(res.iterations) == np.shape(res.precision) == (4,)
+    assert np.all(np.asarray(res.converged))
+    for i in range(4):
+        Pi = dense_rows(one(batch, i))
+        Pi = Pi / np.where(Pi.sum(-1, keepdims=True) > 0, Pi.sum(-1, keepdims=True), 1)
+        if "G" in prop:  # Pmax [G ¬goal] = 1 − Pmin [F goal]
+            exact = 1 - reach_oracle(Pi, mask, goal, False)
+        else:
+            exact = reach_oracle(Pi, mask, goal, "max" in prop)
+        lo = np.asarray(res.lower[i], np.float64)
+        up = np.asarray(res.upper[i], np.float64)
+        slack = 1e-12 if x64 else 1e-6
+        assert np.all(lo <= exact + slack) and np.all(exact - slack <= up)
+        np.testing.assert_allclose(res.values[i], alone[i].values, rtol=2e-6, atol=1e-7)
+        np.testing.assert_array_equal(res.policy[i][~goal], alone[i].policy[~goal])
+
+
+def test_batch_of_rewards_matches_a_linear_solve(shared):
+    rng = np.random.default_rng(3)
+    S = 25
+    P = np.zeros((S, 1, S))
+    for s in range(S - 1):
+        nxt = rng.integers(max(s - 3, 0), S, size=3)
+        nxt[0] = s + 1
+        np.add.at(P[s, 0], nxt, rng.random(3) + 0.2)
+        P[s, 0] /= P[s, 0].sum()
+    P[S - 1, 0, S - 1] = 1
+    R = rng.random((S, 1)) + 0.5
+    R[S - 1] = 0
+    with in_mode(True):
+        batch = releases(build(P, R, sparse=True, x64=True), 3, seed=1)
+        res = jp.check(batch, 'R=? [F "goal"]', labels={"goal": np.arange(S) == S - 1})
+    assert len(shared) == 1
+    for i in range(3):
+        Pi = dense_rows(one(batch, i))[:, 0]
+        Q = Pi[: S - 1, : S - 1] / Pi[: S - 1].sum(-1, keepdims=True)
+        exact = np.r_[np.linalg.solve(np.eye(S - 1) - Q, R[: S - 1, 0]), 0]
+        assert np.all(np.asarray(res.lower[i]) <= exact * (1 + 1e-12))
+        assert np.all(exact * (1 - 1e-12) <= np.asarray(res.upper[i]))
+
+
+def test_other_supports_and_bounded_properties_go_model_by_model(shared):
+    """Two models whose supports differ, and a step-bounded property: each model checked
+    alone (the same answers as ``check`` on it)."""
+    rng = np.random.default_rng(5)
+    P1, mask = layered(rng, S=20)
+    P2, _ = layered(rng, S=20)
+    S = 20
+    goal = np.arange(S) == S - 2
+    with in_mode(True):
+        models = [
+            build(P, np.zeros(mask.shape), sparse=True, x64=True, action_mask=mask)
+            for P in (P1, P2)
+        ]
+        widest = max(m.max_successors for m in models)
+        models = [
+            jp.make_sparse_mdp(*_padded(m, widest), m.rewards, action_mask=mask) for m in models
+        ]
+        batch = jax.tree_util.tree_map(lambda *x: np.stack(x), *models)
+        for prop in ('Pmax=? [F "goal"]', 'Pmax=? [F<=4 "goal"]'):
+            res = jp.check(batch, prop, labels={"goal": goal})
+            for i, m in enumerate(models):
+                alone = jp.check(m, prop, labels={"goal": goal})
+                np.testing.assert_array_equal(res.values[i], alone.values)
+                np.testing.assert_array_equal(res.policy[i], alone.policy)
+    assert not shared
+
+
+def _padded(model, k):
+    nxt = np.full((*model.next_states.shape[:2], k), -1, np.int32)
+    probs = np.zeros(nxt.shape)
+    width = model.next_states.shape[-1]
+    nxt[..., :width] = np.asarray(model.next_states)
+    probs[..., :width] = np.asarray(model.probs)
+    return nxt, probs
+
+
+def test_a_batch_under_jit_is_refused():
+    rng = np.random.default_rng(1)
+    P, mask = layered(rng, S=12)
+    goal = np.arange(12) == 10
+    mdp = build(P, np.zeros(mask.shape), sparse=True, x64=False, action_mask=mask)
+    batch = releases(mdp, 2)
+    with pytest.raises(ValueError, match="batch of models"):
+        jax.jit(lambda b: jp.check(b, 'Pmax=? [F "goal"]', labels={"goal": goal}).values)(batch)
