@@ -42,9 +42,10 @@ def is_batch(mdp) -> bool:
 
 
 def unstack(mdp) -> list[Model]:
-    """The models of a batch, one by one."""
+    """The models of a batch, one by one (host arrays: no device call per slice)."""
     n = np.shape(mdp.rewards)[0]
-    return [jax.tree_util.tree_map(lambda x, i=i: x[i], mdp) for i in range(n)]
+    host = jax.tree_util.tree_map(np.asarray, mdp)
+    return [jax.tree_util.tree_map(lambda x, i=i: x[i], host) for i in range(n)]
 
 
 def _pattern(mdp: Model):

@@ -127,12 +127,13 @@ def tightened(g, pre, minimize, tol, margin, lo, up, has_upper):
 def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widths):
     """For ``n`` models of one support (``graphs``, ``pres``, ``widths``: each model's graph,
     precomputation and :func:`margins`; ``n = 1`` for one model): a verified guess first
-    (policy iteration: :func:`guess_bounds`, skipped where its LU would fill in), then
-    passes of :class:`Topological` (the components in order, all models in each loop) from
-    the bounds, each window or split component capped at ``WARM_UP_ITERATIONS`` iterations
-    or sweeps, then at ``GUESS_AGAIN_AFTER`` and ``GUESS_GROWTH`` times more, guessing again
-    between passes for the models not converged. Returns ``(lower, upper, iterations,
-    converged)``: `[n, S]`, `[n, S]`, `[n]`, `[n]`."""
+    (policy iteration: :func:`guess_bounds`, skipped where its LU would fill in; for a batch
+    after the first pass), then passes of :class:`Topological` (the components in order,
+    all models in each loop) from the bounds, each window or split component capped at
+    ``WARM_UP_ITERATIONS`` iterations or sweeps, then at ``GUESS_AGAIN_AFTER`` and
+    ``GUESS_GROWTH`` times more, guessing again between passes for the models not
+    converged. Returns ``(lower, upper, iterations, converged)``: `[n, S]`, `[n, S]`,
+    `[n]`, `[n]`."""
     pre = pres[0]
     raw = np.stack([h.raw for h in graphs])
     passes = Topological(graphs[0], pre, minimize, max(w[0] for w in widths), tol, raw)
@@ -140,7 +141,9 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
     lo = np.stack([np.where(pre.maybe, 0.0, fixed)] * len(pres))
     up = np.stack([np.where(pre.maybe, p.upper, fixed) for p in pres])
     it, stop = np.zeros(len(pres), np.int64), min(max_iterations, WARM_UP_ITERATIONS)
-    todo, capped = np.arange(len(pres)), np.ones(len(pres), bool)
+    # One model: a guess first (a verified one ends the check). A batch: a pass first, whose
+    # loops all models share, then guesses (each a model's own LU) for the models it left.
+    todo, capped = np.arange(len(pres) if len(pres) == 1 else 0), np.ones(len(pres), bool)
     while True:
         verified = False
         for i in todo:  # (the first time: every model)
