@@ -47,9 +47,19 @@ def one(batch, i):
     return jax.tree_util.tree_map(lambda x: x[i], batch)
 
 
-@pytest.mark.parametrize("sparse", [False, True])
-@pytest.mark.parametrize("x64", [False, True])
-@pytest.mark.parametrize("prop", ['Pmax=? [F "goal"]', 'Pmin=? [F "goal"]', 'Pmax=? [G !"goal"]'])
+SLOW = pytest.mark.integration  # one combination in the unit tier, the others beside it
+
+
+@pytest.mark.parametrize("sparse", [True, pytest.param(False, marks=SLOW)])
+@pytest.mark.parametrize("x64", [True, pytest.param(False, marks=SLOW)])
+@pytest.mark.parametrize(
+    "prop",
+    [
+        'Pmax=? [F "goal"]',
+        pytest.param('Pmin=? [F "goal"]', marks=SLOW),
+        pytest.param('Pmax=? [G !"goal"]', marks=SLOW),
+    ],
+)
 def test_batch_contains_each_models_value(shared, sparse, x64, prop):
     rng = np.random.default_rng(7)
     P, mask = layered(rng, S=30, back=0.3)
@@ -79,6 +89,7 @@ def test_batch_contains_each_models_value(shared, sparse, x64, prop):
         np.testing.assert_array_equal(res.policy[i][~goal], alone[i].policy[~goal])
 
 
+@SLOW
 def test_batch_of_rewards_matches_a_linear_solve(shared):
     rng = np.random.default_rng(3)
     S = 25
@@ -103,6 +114,7 @@ def test_batch_of_rewards_matches_a_linear_solve(shared):
         assert np.all(exact * (1 - 1e-12) <= np.asarray(res.upper[i]))
 
 
+@SLOW
 def test_other_supports_and_bounded_properties_go_model_by_model(shared):
     """Two models whose supports differ, and a step-bounded property: each model checked
     alone (the same answers as ``check`` on it)."""
