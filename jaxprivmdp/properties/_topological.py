@@ -9,22 +9,31 @@ slow chain converges component by component. This module does the same on the de
 - :func:`schedule` (host): the SCCs of the unfixed states under every allowed pair (a
   collapsed end component lies inside one), in an order where each component's successors
   come first (``scipy.sparse.csgraph``'s labels are such an order; checked, with a fallback);
-  consecutive components packed into windows of ``width`` states, a component larger than
-  that alone in a window of the next width ``width · 4^j``. The rows of the unfixed states
-  are laid out once in that order, padded to ``[S, A, D]`` (``D`` the model's longest
-  successor list), so every property of one model runs the same compiled program.
+  inside a component, states nearer the decided ones first. Consecutive components are
+  packed into windows of ``WIDTH`` states; a larger component is split into windows of
+  ``WIDTH`` (a *block*, swept window after window until it converges: block Gauss-Seidel),
+  or, if it holds a collapsed end component (whose members share one optimum), put alone
+  in a window of the next width ``WIDTH · 4^j``. The rows of the unfixed states are laid
+  out once in that order, padded to ``[S, A, D]`` (``D`` the model's longest successor
+  list), so every property of one model runs the same compiled programs.
 - :func:`sweep` (device): for each window in turn, interval iteration of its states only
   (``lax.while_loop``), the others read from the current bounds, until the window's bounds
-  meet a relative width ``r + ε`` (``r`` the widest already solved, ``ε = tol / (2 (C + 1))``
-  with ``C`` the windows holding a cycle, so the widths add up to at most ``tol / 2`` along
-  any chain), stop changing, or ``cap`` iterations ran (the window's components plus
-  ``WARM_UP_ITERATIONS``: a large slow component is left to the verified guess of
-  :mod:`jaxprivmdp.properties._guess`, as interval iteration over all states would be).
+  stop changing (a window without a cycle is then exact up to rounding), meet a relative
+  width ``r + ε`` (a window with a cycle: ``r`` the widest already solved, ``ε = tol / (2
+  (C + 1))`` with ``C`` the windows holding a cycle, so the widths add up to at most
+  ``tol / 2`` along any chain), or ran their cap: the window's components plus the pass's
+  cap, or for a block's windows their number of distance levels plus one per sweep and the
+  pass's cap in sweeps. A large slow component is thus left, after the cap, to the
+  verified guess of :mod:`jaxprivmdp.properties._guess`; passes go on from the bounds
+  (:func:`jaxprivmdp.properties._unbounded.ordered`).
+- :class:`Topological`: one schedule on the device for ``n`` models of one support (their
+  probabilities a trailing axis: every loop serves them all), run pass after pass.
 
 Every update is the backup of :func:`jaxprivmdp.properties._iteration.interval_iteration`
 (same widening, same end-component maximum, the lower bound only rises and the upper only
 falls), applied to a subset of states: from valid bounds it gives valid bounds in any
-order, so the result starts the global iteration, which checks convergence as before.
+order, so the bounds hold whatever a cap cut short, and convergence is tested on the whole
+result (``upper − lower <= tol (upper + lower)`` in every state).
 """
 
 from __future__ import annotations
@@ -98,8 +107,9 @@ class Schedule(NamedTuple):
 
 
 def _components(g: Graph, maybe: np.ndarray):
-    """The SCCs of ``maybe`` under the allowed pairs: ``(labels, order)``, ``order`` the
-    labels with every component after its successors. ``connected_components`` numbers
+    """The SCCs of ``maybe`` under the allowed pairs: ``(labels, order, (a, b))``, ``order``
+    the labels with every component after its successors, ``a → b`` the edges inside
+    ``maybe``. ``connected_components`` numbers
     components so that edges between them go from higher to lower labels (Pearce's
     algorithm finishes a component after those it reaches); checked, else sorted here."""
     src = g.pair // g.A
