@@ -159,3 +159,12 @@ def test_a_batch_under_jit_is_refused():
     batch = releases(mdp, 2)
     with pytest.raises(ValueError, match="batch of models"):
         jax.jit(lambda b: jp.check(b, 'Pmax=? [F "goal"]', labels={"goal": goal}).values)(batch)
+
+
+def test_check_all_refuses_a_batch():
+    rng = np.random.default_rng(1)
+    P, mask = layered(rng, S=12)
+    goal = np.arange(12) == 10
+    mdp = build(P, np.zeros(mask.shape), sparse=True, x64=False, action_mask=mask)
+    with pytest.raises(ValueError, match="check_all takes one model, got a batch"):
+        jp.check_all(releases(mdp, 2), 'P>=0.5 [F "goal"]', labels={"goal": goal})

@@ -29,6 +29,7 @@ import numpy as np
 
 from .._checks import is_concrete
 from ..models.core import Model, check_model
+from ._batch import is_batch
 from ._check import check
 from ._labels import check_labels, satisfying
 from ._parse import Formula, Property, property_error
@@ -130,8 +131,13 @@ def check_all(
       ValueError: as :func:`check` for each property (naming the position in it); a filter
         whose states are empty (PRISM: "filter satisfies no states"), ``filter(state, ...)``
         over more than one state, an operator that does not fit the property's type
-        (``forall`` of a number, ``min`` of a truth).
+        (``forall`` of a number, ``min`` of a truth), a batch of models.
     """
+    if is_batch(mdp):  # filters and verdicts read one model's states
+        raise ValueError(
+            "check_all takes one model, got a batch (a leading axis on every array): "
+            "jp.check checks a batch for one numerical query, or call check_all per model"
+        )
     mdp = check_model(mdp)
     if not is_concrete(mdp):
         raise ValueError(
