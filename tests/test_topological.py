@@ -157,3 +157,26 @@ def test_a_capped_pass_keeps_the_bounds_honest(monkeypatch):
         mdp = build(P, np.zeros(mask.shape), sparse=True, x64=True, action_mask=mask)
         res = check(mdp, 'Pmax=? [F "goal"]', labels={"goal": goal}, max_iterations=1)
     contains(res, exact)
+
+
+def test_a_model_with_one_long_row_is_iterated_unpadded():
+    """One state reaching all others: padding every row to its length would cost 100×
+    the transitions, so the check iterates the model's own layout (``fits`` False)."""
+    rng = np.random.default_rng(9)
+    S = 120
+    P = np.zeros((S, 1, S))
+    P[0, 0, 1:] = rng.random(S - 1) + 0.1
+    for s in range(1, S - 2):
+        P[s, 0, [s + 1, rng.integers(1, s + 1), S - 2, S - 1]] += [0.5, 0.3, 0.1, 0.1]
+    P[S - 2, 0, S - 2] = P[S - 1, 0, S - 1] = 1
+    P /= P.sum(-1, keepdims=True)
+    goal = np.arange(S) == S - 2
+    mask = np.ones((S, 1), bool)
+    exact = reach_oracle(P, mask, goal, True)
+    assert np.all((exact[: S - 2] > 0.05) & (exact[: S - 2] < 0.95))
+    with in_mode(True):
+        mdp = build(P, np.zeros((S, 1)), sparse="ragged", x64=True)
+        assert not topological.fits(Graph(mdp))
+        res = check(mdp, 'P=? [F "goal"]', labels={"goal": goal})
+    assert bool(res.converged)
+    contains(res, exact)

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..models.core import Model, RaggedMDP, transition_rows
 from ._graph import Graph
+from ._topological import fits
 from ._unbounded import (
     Precomputed,
     answer,
@@ -107,7 +108,7 @@ def _solve(graphs, models, pres: list[Precomputed], minimize, tol, max_iteration
     """Batched ``(lower, upper, policy, iterations, converged)``: `[n, S]`, `[n, S]`,
     `[n, S]`, `[n]`, `[n]`."""
     pre = pres[0]
-    if not pre.maybe.any() or any(p.upper is None for p in pres):  # nothing, or no bound
+    if not (pre.maybe.any() and fits(graphs[0])) or any(p.upper is None for p in pres):
         outs = [
             iterate(h, m, p, minimize, tol, max_iterations)
             for h, m, p in zip(graphs, models, pres, strict=True)

@@ -55,6 +55,17 @@ from ._graph import Graph
 WIDTH = 256
 
 
+# The padded rows `[S, A, D]` may hold at most this many times the transitions (plus one
+# slot per pair): a model with a few very long rows is iterated in its own (ragged) layout.
+MAX_PADDING = 8
+
+
+def fits(g: Graph) -> bool:
+    """Whether the rows of ``g`` padded to its longest successor list stay within
+    ``MAX_PADDING`` times its transitions (plus a slot per pair)."""
+    return g.S * g.A * max(g.degree, 1) <= MAX_PADDING * g.pair.size + g.S * g.A
+
+
 class Rows(NamedTuple):
     """The unfixed states' rows in topological order (a pytree; positions ``>= N`` are
     padding: state ``S``, no usable pair).

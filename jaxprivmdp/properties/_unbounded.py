@@ -24,7 +24,7 @@ from ._graph import Graph
 from ._guess import guess_bounds
 from ._iteration import Unfixed, host_widening, interval_iteration, model_rows, opt_sign
 from ._policy import extract_policy
-from ._topological import Topological
+from ._topological import Topological, fits
 
 
 class Precomputed(NamedTuple):
@@ -76,7 +76,7 @@ def iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
         values = fixed_value if infinite is None else np.where(infinite, np.inf, fixed_value)
         return values, values.copy(), policy.astype(np.int32), 0, True
     widths = margins(mdp, g)
-    if upper is not None:
+    if upper is not None and fits(g):
         lo, up, it, conv = (
             x[0] for x in ordered([g], [pre], minimize, tol, max_iterations, [widths])
         )
@@ -164,12 +164,14 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
 
 
 def _jacobi(g, mdp, pre: Precomputed, minimize, tol, max_iterations, widths):
-    """:func:`interval_iteration` over all states (no upper bound to start from: the
-    components' order needs one): ``WARM_UP_ITERATIONS``, then verified guesses between
-    runs: ``(lower, upper, iterations, converged, has_upper)``."""
+    """:func:`interval_iteration` over all states, in the model's own layout (no upper bound
+    to start from, which the components' order needs, or rows too uneven to pad: see
+    :func:`fits`): ``WARM_UP_ITERATIONS``, then verified guesses between runs: ``(lower,
+    upper, iterations, converged, has_upper)``."""
     margin, host = widths
     run = functools.partial(_device_iteration, mdp, pre, minimize, margin, tol)
-    lo, up, has_upper = np.zeros(g.S), np.zeros(g.S), False
+    has_upper = pre.upper is not None
+    lo, up = np.zeros(g.S), np.full(g.S, pre.upper if has_upper else 0.0)
     it, stop = 0, min(max_iterations, WARM_UP_ITERATIONS)
     while True:
         lo, up, more, conv = run(lo, up, has_upper, max(stop - it, 0))
