@@ -134,9 +134,7 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
     ``GUESS_GROWTH`` times more, guessing again between passes for the models not
     converged. Returns ``(lower, upper, iterations, converged)``: `[n, S]`, `[n, S]`,
     `[n]`, `[n]`."""
-    pre = pres[0]
-    raw = np.stack([h.raw for h in graphs])
-    passes = Topological(graphs[0], pre, minimize, max(w[0] for w in widths), tol, raw)
+    pre, passes = pres[0], None
     fixed = np.asarray(pre.fixed_value, np.float64)
     lo = np.stack([np.where(pre.maybe, 0.0, fixed)] * len(pres))
     up = np.stack([np.where(pre.maybe, p.upper, fixed) for p in pres])
@@ -158,6 +156,9 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
             return lo, up, it, met  # (not capped, nothing verified: stationary)
         if it.any():
             stop = min(max_iterations, max(GUESS_AGAIN_AFTER, GUESS_GROWTH * stop))
+        if passes is None:  # (built only when a guess did not settle every model)
+            raw = np.stack([h.raw for h in graphs])
+            passes = Topological(graphs[0], pre, minimize, max(w[0] for w in widths), tol, raw)
         lo, up, more, capped = passes.run(lo, up, stop)
         it += more
         todo = np.flatnonzero(np.any(up - lo > tol * (up + lo), axis=1))
