@@ -8,23 +8,22 @@ slow chain converges component by component. This module does the same on the de
 
 - :func:`schedule` (host): the SCCs of the unfixed states under every allowed pair (a
   collapsed end component lies inside one), in an order where each component's successors
-  come first (``scipy.sparse.csgraph``'s labels are such an order; checked, with a fallback);
-  inside a component, states nearer the decided ones first. Consecutive components are
-  packed into windows of ``WIDTH`` states; a larger component is split into windows of
-  ``WIDTH`` (a *block*, swept window after window until it converges: block Gauss-Seidel),
-  or, if it holds a collapsed end component (whose members share one optimum), put alone
-  in a window of the next width ``WIDTH · 4^j``. The rows of the unfixed states are laid
-  out once in that order, padded to ``[S, A, D]`` (``D`` the model's longest successor
-  list), so every property of one model runs the same compiled programs.
+  come first (``scipy.sparse.csgraph``'s labels are such an order; checked, with a fallback).
+  Consecutive components are packed into windows of ``WIDTH`` states; a larger component is
+  alone in a window of the next width ``WIDTH · 4^j`` (at most ``S``: one slowly mixing
+  component is iterated as a whole, as interval iteration over all states would; splitting
+  it into windows swept in turn, block Gauss-Seidel, was measured slower: more loop steps
+  for little faster convergence). The rows of the unfixed states are laid out once in that
+  order, padded to ``[S, A, D]`` (``D`` the model's longest successor list), so every
+  property of one model runs the same compiled programs.
 - :func:`sweep` (device): for each window in turn, interval iteration of its states only
   (``lax.while_loop``), the others read from the current bounds, until the window's bounds
   stop changing (a window without a cycle is then exact up to rounding), meet a relative
   width ``r + ε`` (a window with a cycle: ``r`` the widest already solved, ``ε = tol / (2
   (C + 1))`` with ``C`` the windows holding a cycle, so the widths add up to at most
   ``tol / 2`` along any chain), or ran their cap: the window's components plus the pass's
-  cap, or for a block's windows their number of distance levels plus one per sweep and the
-  pass's cap in sweeps. A large slow component is thus left, after the cap, to the
-  verified guess of :mod:`jaxprivmdp.properties._guess`; passes go on from the bounds
+  cap. A large slow component is thus left, after the cap, to the verified guess of
+  :mod:`jaxprivmdp.properties._guess`; passes go on from the bounds
   (:func:`jaxprivmdp.properties._unbounded.ordered`).
 - :class:`Topological`: one schedule on the device for ``n`` models of one support (their
   probabilities a trailing axis: every loop serves them all), run pass after pass.
@@ -93,19 +92,14 @@ class Windows(NamedTuple):
 
     Attributes:
       start, count: each window's first position and its number of states.
-      cap: its iterations per visit (a packed window adds the pass's cap to it).
+      cap: its components (a window iterates at most that many times plus the pass's cap).
       loops: whether it holds a cycle (then it may stop at the relative width ``r + ε``).
-      head: the first window of its block (a component split into windows, swept until it
-        converges; a packed window is its own block).
-      split: whether it is part of a split component.
     """
 
     start: np.ndarray
     count: np.ndarray
     cap: np.ndarray
     loops: np.ndarray
-    head: np.ndarray
-    split: np.ndarray
 
 
 class Schedule(NamedTuple):
@@ -153,24 +147,14 @@ def _kahn(n: int, la: np.ndarray, lb: np.ndarray) -> np.ndarray:
     return np.concatenate(done) if done else np.zeros(0, np.int64)
 
 
-def _windows(sizes, cyclic, splittable, levels, width: int, total: int) -> tuple:
+def _windows(sizes, cyclic, width: int, total: int) -> tuple:
     """Consecutive components (in order) packed into windows of ``width`` states; a larger
-    one split into windows of ``width`` (in the order of ``levels``, each state's distance
-    to the fixed states) if ``splittable``, else alone in a window of ``width · 4^j`` (at
-    most ``total``). Returns ``(Windows, widths)``."""
-    rows, widths = [], []  # (start, count, cap, loops, head, split) per window
+    one alone in a window of ``width · 4^j`` (at most ``total``). Returns ``(Windows,
+    widths)``."""
+    rows, widths = [], []  # (start, count, cap, loops) per window
     pos, i, n = 0, 0, sizes.size
     ends = np.cumsum(sizes)
     while i < n:
-        if sizes[i] > width and splittable[i]:
-            head = len(rows)
-            for at in range(pos, pos + int(sizes[i]), width):
-                count = min(width, pos + int(sizes[i]) - at)
-                steps = np.unique(levels[at : at + count]).size + 1
-                rows.append((at, count, steps, True, head, True))
-                widths.append(width)
-            pos, i = pos + int(sizes[i]), i + 1
-            continue
         if sizes[i] > width:
             j, w = i + 1, width
             while w < sizes[i]:
@@ -178,11 +162,11 @@ def _windows(sizes, cyclic, splittable, levels, width: int, total: int) -> tuple
         else:  # as many whole components as fit
             j, w = int(np.searchsorted(ends, pos + width, side="right")), width
         count = int(ends[j - 1] - pos)
-        rows.append((pos, count, j - i, bool(cyclic[i:j].any()), len(rows), False))
+        rows.append((pos, count, j - i, bool(cyclic[i:j].any())))
         widths.append(min(w, total))
         pos, i = pos + count, j
-    cols = [np.asarray(c) for c in zip(*rows, strict=True)] if rows else [np.zeros(0)] * 6
-    table = Windows(*(c.astype(bool if k in (3, 5) else np.int32) for k, c in enumerate(cols)))
+    cols = [np.asarray(c) for c in zip(*rows, strict=True)] if rows else [np.zeros(0)] * 4
+    table = Windows(*(c.astype(bool if k == 3 else np.int32) for k, c in enumerate(cols)))
     return table, np.asarray(widths, np.int32)
 
 
@@ -196,12 +180,8 @@ def schedule(g: Graph, pre, width: int = WIDTH, raw=None) -> Schedule:
     rank = np.empty(comp_order.size, np.int64)
     rank[comp_order] = np.arange(comp_order.size)
     src = g.pair // A
-    # Inside a component, states nearer the fixed ones first: a split component's windows
-    # then pass values along its chains in one sweep (block Gauss-Seidel).
-    level = g._layers(np.flatnonzero(g.allowed[g.pair] & maybe[src]), np.flatnonzero(~maybe))
-    level = np.where(level >= 0, level, S)
     states = np.flatnonzero(maybe)
-    states = states[np.lexsort((level[states], rank[label[states]]))]
+    states = states[np.argsort(rank[label[states]], kind="stable")]
     n = states.size
     comp = rank[label[states]]
     sizes = np.bincount(comp, minlength=comp_order.size)
@@ -209,10 +189,7 @@ def schedule(g: Graph, pre, width: int = WIDTH, raw=None) -> Schedule:
     self_loop[a[a == b]] = True
     loops = np.zeros(comp_order.size, bool)
     loops[comp] = self_loop[states]
-    # A collapsed end component shares one optimum: never split across windows.
-    grouped = np.zeros(comp_order.size, bool)
-    grouped[comp] = pre.group[states] >= 0
-    windows, widths = _windows(sizes, (sizes > 1) | loops, ~grouped, level[states], width, S)
+    windows, widths = _windows(sizes, (sizes > 1) | loops, width, S)
 
     pos = np.full(S + 1, S, np.int64)  # position of each state (S: none)
     pos[states] = np.arange(n)
@@ -245,14 +222,9 @@ def schedule(g: Graph, pre, width: int = WIDTH, raw=None) -> Schedule:
 class _Carry(NamedTuple):
     lower: jax.Array  # [S + 1, n] (the models last: rows gathered and written whole)
     upper: jax.Array  # [S + 1, n] (apart: a slice of one array would be copied each step)
-    widest: jax.Array  # [n] the widest relative width solved before the current block
+    widest: jax.Array  # [n] the widest relative width of the windows solved so far
     iterations: jax.Array
-    capped: jax.Array  # [n] a block stopped at its cap
-    window: jax.Array  # the next window
-    sweeps: jax.Array  # sweeps of the current block so far
-    met: jax.Array  # [n] every window of this sweep met the width
-    changed: jax.Array  # [n] some window of this sweep moved
-    gap: jax.Array  # [n] the widest relative width of this sweep
+    capped: jax.Array  # [n] a window stopped at its cap
 
 
 @functools.partial(jax.jit, static_argnames=("width",))
@@ -260,33 +232,28 @@ def sweep(rows: Rows, bounds, windows, n, stop, sign, margin, eps, *, width: int
     """Interval iteration window by window (see the module) over the first ``n`` windows
     of ``windows`` (:class:`Windows`, device arrays), from ``bounds`` `[m, 2, S + 1]` (lower,
     upper of ``m`` models of one support, whose probabilities ``rows.prob`` `[S, A, D, m]`
-    holds; index ``S`` is 0); ``stop``: the pass's cap (iterations of a packed window beyond
-    its components, sweeps of a split one). The models share every loop: a window iterates
-    until each model met its width or stopped moving (more backups of a model that did are
-    harmless: its bounds only tighten).
+    holds; index ``S`` is 0); ``stop``: the pass's cap (iterations of a window beyond its
+    components). The models share every loop: a window iterates until each model met its
+    width or stopped moving (more backups of a model that did are harmless: its bounds only
+    tighten).
 
     Returns ``(bounds, iterations, capped)``: the bounds, the iterations run over all
-    windows and `[m]` whether a block stopped at its cap for that model."""
+    windows and `[m]` whether a window stopped at its cap for that model."""
     total = rows.state.shape[0]
     low = jnp.asarray(-jnp.inf, rows.prob.dtype)
     widen = (1 - margin, 1 + margin)
     local = jnp.arange(width)
 
-    def visit(c: _Carry):
-        w = c.window
+    def visit(w, c: _Carry):
         start, count = windows.start[w], windows.count[w]
         first = jnp.minimum(start, total - width)  # a slice never runs past the end
-        at = lambda x, axis=0: lax.dynamic_slice_in_dim(x, first, width, axis)  # noqa: E731
-        state, succ, reward, usable = (
-            at(x) for x in (rows.state, rows.succ, rows.reward, rows.usable)
-        )
-        prob = at(rows.prob)
+        at = lambda x: lax.dynamic_slice_in_dim(x, first, width)  # noqa: E731
+        state, succ, prob, reward, usable = (at(x) for x in rows[:5])
         valid = (local >= start - first) & (local < start - first + count)
         group = jnp.where(valid, at(rows.group) - first, local)
         state = jnp.where(valid, state, c.lower.shape[0] - 1)
         loose = jnp.where(windows.loops[w], c.widest + eps, -1.0)[None]  # no cycle: exact
         valid = valid[:, None]
-        cap = windows.cap[w] + jnp.where(windows.split[w], 0, stop)
 
         def backup(v):  # `[W, m]` the window's backup of one bound of each model
             q = sign * (reward[..., None] + jnp.sum(prob * v[succ], axis=2))
@@ -294,47 +261,30 @@ def sweep(rows: Rows, bounds, windows, n, stop, sign, margin, eps, *, width: int
             return sign * jax.ops.segment_max(best, group, num_segments=width)[group]
 
         def body(inner):
-            lo, up, it, _, _, moved = inner
+            lo, up, it, _, _ = inner
             old_lo, old_up = lo[state], up[state]
             new_lo = jnp.where(valid, jnp.maximum(old_lo, backup(lo) * widen[0]), old_lo)
             new_up = jnp.where(valid, jnp.minimum(old_up, backup(up) * widen[1]), old_up)
             met = jnp.all(new_up - new_lo <= loose * (new_up + new_lo), axis=0)
             still = jnp.all((new_lo == old_lo) & (new_up == old_up), axis=0)
-            lo, up = lo.at[state].set(new_lo), up.at[state].set(new_up)
-            return lo, up, it + 1, met, still, moved | ~still
+            return lo.at[state].set(new_lo), up.at[state].set(new_up), it + 1, met, still
 
         def cond(inner):
-            return ~jnp.all(inner[3] | inner[4]) & (inner[2] < cap)
+            return ~jnp.all(inner[3] | inner[4]) & (inner[2] < windows.cap[w] + stop)
 
         no = jnp.zeros(c.lower.shape[1], bool)
-        start_inner = (c.lower, c.upper, jnp.zeros((), jnp.int32), no, no, no)
-        lower, upper, it, met, still, moved = lax.while_loop(cond, body, start_inner)
+        start_inner = (c.lower, c.upper, jnp.zeros((), jnp.int32), no, no)
+        lower, upper, it, met, still = lax.while_loop(cond, body, start_inner)
         lo, up = lower[state], upper[state]
         ratio = (up - lo) / jnp.where(up > 0, up + lo, 1)
         gap = jnp.max(jnp.where(valid & (up > 0), ratio, 0), axis=0)
-        met, changed, gap = c.met & met, c.changed | moved, jnp.maximum(c.gap, gap)
-        last = (w + 1 >= n) | (windows.head[jnp.minimum(w + 1, n - 1)] != windows.head[w])
-        split = windows.split[w]
-        again = last & split & jnp.any(~met & changed) & (c.sweeps + 1 < stop)
-        done = last & ~again
-        capped = jnp.where(split, ~met & changed, ~(met | still)) & done
-        return _Carry(
-            lower,
-            upper,
-            jnp.where(done, jnp.maximum(c.widest, gap), c.widest),
-            c.iterations + it,
-            c.capped | capped,
-            jnp.where(again, windows.head[w], w + 1),
-            jnp.where(again, c.sweeps + 1, jnp.where(done, 0, c.sweeps)),
-            met | last,
-            changed & ~last,
-            jnp.where(last, 0.0, gap),
-        )
+        widest = jnp.maximum(c.widest, gap)
+        return _Carry(lower, upper, widest, c.iterations + it, c.capped | ~(met | still))
 
     m = bounds.shape[0]
-    zero, zeros, no = jnp.zeros((), jnp.int32), jnp.zeros(m, bounds.dtype), jnp.zeros(m, bool)
-    init = _Carry(bounds[:, 0].T, bounds[:, 1].T, zeros, zero, no, zero, zero, ~no, no, zeros)
-    out = lax.while_loop(lambda c: c.window < n, visit, init)
+    zeros, no = jnp.zeros(m, bounds.dtype), jnp.zeros(m, bool)
+    init = _Carry(bounds[:, 0].T, bounds[:, 1].T, zeros, jnp.zeros((), jnp.int32), no)
+    out = lax.fori_loop(0, n, visit, init)
     return jnp.stack([out.lower.T, out.upper.T], axis=1), out.iterations, out.capped
 
 
@@ -360,9 +310,7 @@ class Topological:
             cut = np.flatnonzero(np.diff(plan.widths)) + 1
             for part in np.split(np.arange(plan.widths.size), cut):
                 if part.size:
-                    head = (plan.windows.head - part[0]).astype(np.int32)
-                    table = plan.windows._replace(head=head)
-                    table = Windows(*(jnp.asarray(_padded(x[part])) for x in table))
+                    table = Windows(*(jnp.asarray(_padded(x[part])) for x in plan.windows))
                     self.parts.append((int(plan.widths[part[0]]), part.size, table))
             self.scalars = (
                 jnp.asarray(-1.0 if minimize else 1.0),
