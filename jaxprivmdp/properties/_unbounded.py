@@ -2,9 +2,11 @@
 
 Each runs the graph precomputation on the host (:mod:`jaxprivmdp.properties._graph`:
 the states with value 0 and 1, or infinity; the end components to collapse; the starting upper
-bound), then interval iteration in float64 on the device on the states left undecided
-(:mod:`jaxprivmdp.properties._iteration`), started from bounds that policy iteration guessed
-and the host verified where it could (:mod:`jaxprivmdp.properties._guess`), and assembles
+bound), then interval iteration in float64 on the device on the states left undecided, their
+strongly connected components in topological order (:mod:`jaxprivmdp.properties._topological`;
+over all states at once, :mod:`jaxprivmdp.properties._iteration`, where that cannot run),
+from bounds that policy iteration guessed and the host verified where it could
+(:mod:`jaxprivmdp.properties._guess`), and assembles
 the answer on the host: float64 lower and upper bounds and the policy
 (:mod:`jaxprivmdp.properties._policy`). Float64 whatever the user's x64 switch: the rounding
 of float32 alone would cost about 1e-6 per expected step, above PRISM's default precision.
@@ -61,11 +63,10 @@ GUESS_GROWTH = 8
 
 
 def iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
-    """Runs :func:`interval_iteration` in float64 on the unfixed states ``pre.maybe``:
-    ``WARM_UP_ITERATIONS`` from 0 and the visiting-time bound, then, if that did not meet
-    ``tol``, from those bounds tightened by the verified guesses of policy iteration
-    (:func:`guess_bounds`; guessed again after ``GUESS_AGAIN_AFTER`` iterations and then
-    ``GUESS_GROWTH`` times as many while a side is unverified). Assembles the answer on the
+    """Interval iteration in float64 on the unfixed states ``pre.maybe``: in topological
+    order (:func:`ordered`) where a starting upper bound is known and the rows pad well
+    (:func:`fits`), else over all states in the model's layout (:func:`_jacobi`); verified
+    guesses of policy iteration (:func:`guess_bounds`) between. Assembles the answer on the
     host: ``(lower, upper, policy, iterations, converged)``, `[S]` float64 bounds (``upper``
     inf where none is known).
     """
@@ -129,8 +130,8 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
     precomputation and :func:`margins`; ``n = 1`` for one model): a verified guess first
     (policy iteration: :func:`guess_bounds`, skipped where its LU would fill in; for a batch
     after the first pass), then passes of :class:`Topological` (the components in order,
-    all models in each loop) from the bounds, each window or split component capped at
-    ``WARM_UP_ITERATIONS`` iterations or sweeps, then at ``GUESS_AGAIN_AFTER`` and
+    all models in each loop) from the bounds, each window capped at its components plus
+    ``WARM_UP_ITERATIONS`` iterations, then plus ``GUESS_AGAIN_AFTER`` and
     ``GUESS_GROWTH`` times more, guessing again between passes for the models not
     converged. Returns ``(lower, upper, iterations, converged)``: `[n, S]`, `[n, S]`,
     `[n]`, `[n]`."""
