@@ -2,9 +2,10 @@
 
 ``--load``: ``jp.load_prism`` against Storm's own build of the same source
 (``stormpy.build_model`` with ``build_full``, what ``load_prism`` asks of Storm), rounds
-interleaved, the median and each round's ratio; with ``--before REV`` also the
-``io/_prism_source.py`` of the git revision ``REV`` (loaded from ``git show`` beside the
-working tree's package), the conversion as it was there.
+interleaved, the median and each round's ratio; with ``--before REV`` also the whole
+package of the git revision ``REV`` (``git archive`` into a temporary folder, imported as
+``jaxprivmdp_before``: its modules import each other relatively), the conversion and the
+model's validation as they were there.
 
 ``--where``: the phases of ``jp.check`` on a case, timed by wrapping the functions of
 :mod:`jaxprivmdp.properties._unbounded` from outside (nothing in the library changes): the
@@ -19,7 +20,7 @@ and min swapped on the same model (does a new property of one model's shape reco
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import logging
 import os
@@ -41,21 +42,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _before_module(rev: str):
-    """``io/_prism_source.py`` at ``rev``, imported as a sibling of today's (its relative
-    imports resolve to the working tree's package)."""
-    text = subprocess.run(
-        ["git", "show", f"{rev}:jaxprivmdp/io/_prism_source.py"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
+    """``io/_prism_source.py`` of the package at ``rev``, imported as ``jaxprivmdp_before``."""
+    folder = Path(tempfile.mkdtemp())
+    archive = subprocess.run(
+        ["git", "archive", rev, "jaxprivmdp"], cwd=ROOT, check=True, capture_output=True
     ).stdout
-    path = Path(tempfile.mkdtemp()) / "_prism_source_before.py"
-    path.write_text(text)
-    spec = importlib.util.spec_from_file_location("jaxprivmdp.io._prism_source_before", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    (folder / "jaxprivmdp").rename(folder / "jaxprivmdp_before")
+    sys.path.insert(0, str(folder))
+    return importlib.import_module("jaxprivmdp_before.io._prism_source")
 
 
 def load_main(stormpy, cases, rounds: int, before: str | None, out: Path) -> None:

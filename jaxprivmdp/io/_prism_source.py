@@ -18,6 +18,7 @@ module does, and only when it is called.
 from __future__ import annotations
 
 import importlib
+import os
 import tarfile
 import tempfile
 from collections.abc import Mapping
@@ -28,7 +29,7 @@ import numpy as np
 
 from ..models.core import RaggedMDP, SparseMDP, TabularMDP, resolve_discount, to_dense, to_padded
 from ._text import where
-from ._transitions import Explicit, layout_model, make_layout
+from ._transitions import Explicit, layout_model, make_layout, with_rows
 
 JANI = (".jani",)
 DEADLOCKS = ("error", "self-loop")
@@ -109,7 +110,8 @@ def load_prism(
             f"{'have' if dead.size > 1 else 'has'} no transition (deadlock); pass "
             "deadlocks='self-loop' to keep the self-loop Storm gives each"
         )
-    rewards = {name: _rewards(built, name, csr, mask) for name in order}
+    cells = _cells(csr, mask.shape[1]) if order else None
+    rewards = {name: _rewards(built, name, cells, mask) for name in order}
     chosen = _choose(path, rewards, reward_structure, mask.shape)
     if initial_state is None:
         initial_state = _initial_state(path, built)
@@ -177,14 +179,22 @@ def _kind(path: Path, built) -> str:
 
 
 def _explicit(path: Path, built, kind: str, csr: _Csr) -> Explicit:
-    """The transitions, flat: a state's choices (rows of its row group) are 0, 1, ..."""
-    rows = np.repeat(np.arange(csr.choices.size - 1), np.diff(csr.choices))  # each entry's row
-    src = csr.state_of_row[rows]
-    choice = rows - csr.groups[src]
-    lines = range(rows.size)
-    return Explicit(
-        path, "storm", kind, built.nr_states, src, choice, csr.targets, csr.probs, lines
-    )
+    """The transitions, flat: a state's choices (rows of its row group) are 0, 1, ...; the
+    rows are the matrix's (no pass over the transitions to find them)."""
+    S, counts, sizes = built.nr_states, np.diff(csr.choices), np.diff(csr.groups)
+    A = int(sizes.max()) if sizes.size else 0
+    if A == 1 and sizes.min() == 1:  # one row per state (a DTMC): row r is state r's choice 0
+        state = np.arange(S)
+        src, choice, pairs = np.repeat(state, counts), np.zeros(counts.sum(), np.int64), state
+    else:
+        state = np.repeat(np.arange(S), sizes)
+        local = np.arange(state.size) - csr.groups[state]
+        src, choice, pairs = np.repeat(state, counts), np.repeat(local, counts), state * A + local
+    lines = range(src.size)
+    ex = Explicit(path, "storm", kind, S, src, choice, csr.targets, csr.probs, lines)
+    if counts.size and counts.min() > 0 and sizes.min() > 0:
+        ex = with_rows(ex, A, csr.choices[:-1], pairs)  # else found from the transitions
+    return ex
 
 
 class _Csr(NamedTuple):
@@ -208,28 +218,29 @@ def _csr(stormpy, path: Path, built) -> _Csr:
     """The transition matrix through Storm's binary export (UMB: its CSR arrays, float64).
 
     Reading the arrays back costs milliseconds where a Python loop over stormpy's entries
-    costs seconds per million: the bindings give no bulk access to the matrix itself.
+    costs seconds per million: the bindings give no bulk access to the matrix itself. The
+    archive is read in one piece and the arrays are views of it (no copies).
     """
     options = stormpy.io.UmbExportOptions()
     options.value_type = stormpy.io.UmbExportValueType.DOUBLE  # Storm's own doubles, no rounding
     options.compression = stormpy.io.CompressionMode.NO_COMPRESSION
-    with tempfile.TemporaryDirectory() as folder:
+    matrix = built.transition_matrix
+    S, rows, entries = built.nr_states, matrix.nr_rows, matrix.nr_entries
+    scratch = _scratch(24 * entries + 16 * rows + 64 * S + (1 << 20))
+    with tempfile.TemporaryDirectory(dir=scratch) as folder:
         archive_path = Path(folder) / "model.umb"
         try:
             stormpy.io.export_to_umb(built, archive_path, options=options)
         except Exception as e:
             raise ValueError(f"{where(path)}: Storm cannot export it: {_one_line(e)}") from None
-        with tarfile.open(archive_path) as archive:
-            names = set(archive.getnames())
-            data = {n: archive.extractfile(n).read() for n in (*_UMB, _UMB_PROBS) if n in names}
-    matrix = built.transition_matrix
-    S, rows, entries = built.nr_states, matrix.nr_rows, matrix.nr_entries
-    trivial = np.arange(S + 1, dtype=np.uint64)  # a DTMC's export leaves out its row groups
-    groups = np.frombuffer(data.get(_UMB[0], trivial.tobytes()), np.uint64).astype(np.int64)
-    choices = np.frombuffer(data.get(_UMB[1], b""), np.uint64).astype(np.int64)
-    targets = np.frombuffer(data.get(_UMB[2], b""), np.uint64).astype(np.int64)
-    probs = np.frombuffer(data.get(_UMB_PROBS, b""), np.float64).copy()
-    sizes = (groups.size, choices.size, targets.size, probs.size)
+        data = _read_tar(archive_path, (*_UMB, _UMB_PROBS))
+    trivial = np.arange(S + 1, dtype=np.int64)  # a DTMC's export leaves out its row groups
+    empty = np.zeros(0, np.uint8)
+    groups = _view(data.get(_UMB[0]), np.int64) if _UMB[0] in data else trivial
+    choices = _view(data.get(_UMB[1], empty), np.int64)  # uint64 in the file, below 2⁶³
+    targets = _view(data.get(_UMB[2], empty), np.int64)
+    probs = _view(data.get(_UMB_PROBS, empty), np.float64)
+    sizes = tuple(-1 if x is None else x.size for x in (groups, choices, targets, probs))
     if sizes != (S + 1, rows + 1, entries, entries) or groups[-1] != rows:
         raise ValueError(
             f"{where(path)}: Storm's export does not match its model ({S} states, {rows} "
@@ -238,30 +249,102 @@ def _csr(stormpy, path: Path, built) -> _Csr:
     return _Csr(groups, choices, targets, probs)
 
 
+def _scratch(size: int) -> str | None:
+    """A memory-backed folder for the export where there is one with room (no disk writes),
+    else None: the default temporary folder."""
+    folder = "/dev/shm"
+    try:
+        stat = os.statvfs(folder)
+    except (OSError, AttributeError):  # no such folder, or no statvfs (Windows)
+        return None
+    room = stat.f_bavail * stat.f_frsize
+    return folder if room > 2 * size and os.access(folder, os.W_OK) else None
+
+
+def _view(raw: np.ndarray, dtype) -> np.ndarray | None:
+    """Little-endian values in the bytes ``raw`` (None if they are no whole number of them)."""
+    dtype = np.dtype(dtype).newbyteorder("<")
+    return raw.view(dtype) if raw.size % dtype.itemsize == 0 else None
+
+
+def _read_tar(path: Path, names) -> dict[str, np.ndarray]:
+    """The named members of an uncompressed tar archive: `uint8` views of one read of the
+    file (the data blocks start at multiples of 512 bytes: aligned for any dtype)."""
+    raw = np.empty(path.stat().st_size, np.uint8)
+    with open(path, "rb", buffering=0) as f:
+        done = 0
+        while done < raw.size and (n := f.readinto(memoryview(raw)[done:])):
+            done += n
+    found, at = {}, 0
+    while at + 512 <= done:
+        header = raw[at : at + 512].tobytes()
+        if not header.strip(b"\0"):  # the end of the archive
+            return found
+        kind, size = header[156:157], header[124:136]
+        if kind not in (b"0", b"\0", b"5") or size[:1] >= b"\x80":
+            return _read_tar_slowly(path, names)  # long names, pax headers, huge members
+        name = header[:100].split(b"\0", 1)[0].decode()
+        if header[257:262] == b"ustar" and header[345] != 0:
+            name = header[345:500].split(b"\0", 1)[0].decode() + "/" + name
+        size = int(size.split(b"\0", 1)[0].strip() or b"0", 8)
+        at += 512
+        if name in names and kind != b"5":
+            found[name] = raw[at : at + size]
+            if len(found) == len(names):  # (the rest: labels, rewards, valuations)
+                return found
+        at += -(-size // 512) * 512
+    return found
+
+
+def _read_tar_slowly(path: Path, names) -> dict[str, np.ndarray]:
+    with tarfile.open(path) as archive:
+        present = set(archive.getnames())
+        return {
+            n: np.frombuffer(bytearray(archive.extractfile(n).read()), np.uint8)
+            for n in names
+            if n in present
+        }
+
+
 def _labels(built, num_states: int) -> dict[str, np.ndarray]:
     names = sorted(built.labeling.get_labels(), key=lambda n: (n != "init", n != "deadlock", n))
-    labels = {}
-    for name in names:
-        labels[name] = np.zeros(num_states, bool)
-        labels[name][list(built.labeling.get_states(name))] = True
+    labels = {name: _bits(built.labeling.get_states(name), num_states) for name in names}
     labels.setdefault("deadlock", np.zeros(num_states, bool))
     return labels
 
 
-def _rewards(built, name: str, csr: _Csr, mask: np.ndarray) -> np.ndarray:
+def _bits(states, num_states: int) -> np.ndarray:
+    """A Storm bit vector as ``bool[S]``, from its words (``store_as_string``: the size,
+    then 64-bit words in decimal, bit ``i`` the ``i % 64``-th most significant of word
+    ``i // 64``), not bit by bit through the bindings."""
+    fields = states.store_as_string().split()
+    words = -(-num_states // 64)
+    if len(fields) == words + 1 and fields[0] == str(num_states):
+        packed = np.array(fields[1:], np.uint64).astype(">u8").view(np.uint8)
+        return np.unpackbits(packed, count=num_states).astype(bool)
+    out = np.zeros(num_states, bool)  # another layout: the set bits one by one
+    out[list(states)] = True
+    return out
+
+
+def _cells(csr: _Csr, A: int) -> np.ndarray:
+    """Each row's cell ``s · A + c`` of `[S, A]` (state ``s``, its ``c``-th row)."""
+    src = csr.state_of_row
+    return src * A + (np.arange(src.size) - csr.groups[src])
+
+
+def _rewards(built, name: str, cells: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """A structure's expected one-step reward of each (state, action) `[S, A]`."""
     reward = built.reward_models[name]
     S, A = mask.shape
     r = np.zeros((S, A))
-    src = csr.state_of_row
-    choice = np.arange(src.size) - csr.groups[src]
-    if reward.has_state_rewards:
-        r += np.asarray(reward.state_rewards)[:, None]
+    if reward.has_state_rewards:  # (a list of floats: np.array with a dtype reads it fastest)
+        r += np.array(reward.state_rewards, np.float64)[:, None]
     if reward.has_state_action_rewards:
-        r[src, choice] += np.asarray(reward.state_action_rewards)
+        r.reshape(-1)[cells] += np.array(reward.state_action_rewards, np.float64)
     if reward.has_transition_rewards:  # not from PRISM sources (their rewards are per action)
         values, matrix = reward.transition_rewards, built.transition_matrix
-        for row, (s, c) in enumerate(zip(src, choice, strict=True)):
+        for row, (s, c) in enumerate(zip(*np.divmod(cells, A), strict=True)):
             for entry, p in zip(values.get_row(row), matrix.get_row(row), strict=True):
                 r[s, c] += p.value * entry.value
     return np.where(mask, r, 0.0)

@@ -27,6 +27,7 @@ from ..models.core import (
     is_skewed,
     make_ragged_mdp,
     make_sparse_mdp,
+    sparse_mdp_of_owned,
 )
 from ._columns import head_lines, read_columns
 from ._text import (
@@ -261,6 +262,14 @@ class _Rows:
         self.pairs = src[first].astype(np.int64) * self.A + choice[first]
 
 
+def with_rows(ex: Explicit, A: int, starts: np.ndarray, pairs: np.ndarray) -> Explicit:
+    """``ex`` with its rows given (transitions grouped by row in order, every row non-empty:
+    a CSR matrix's): ``starts`` each row's first transition, ``pairs`` its ``s · A + c``."""
+    ex.rows = rows = _Rows.__new__(_Rows)  # (not found from the transitions)
+    rows.A, rows.order, rows.starts, rows.pairs = A, None, starts, pairs
+    return ex
+
+
 def _nondecreasing(x: np.ndarray) -> bool:
     return bool((x[1:] >= x[:-1]).all())
 
@@ -298,12 +307,13 @@ def fix_deadlocks(ex: Explicit, deadlocks: str) -> Explicit:
 @dataclasses.dataclass
 class Layout:
     """The padded `[S, A, K]` arrays (None for a ragged layout), and where each flat
-    transition went."""
+    transition went; ``fresh``: the arrays are the layout's own (not the transitions')."""
 
     ex: Explicit
     next_states: np.ndarray | None
     probs: np.ndarray | None
     mask: np.ndarray
+    fresh: bool = False
 
     @functools.cached_property
     def lookup(self) -> tuple[np.ndarray, np.ndarray | None]:
@@ -343,20 +353,18 @@ def make_layout(ex: Explicit, layout: str = "auto") -> Layout:
         )
     counts = np.diff(np.append(rows.starts, ex.src.size))
     K = int(counts.max())
-    if layout == "ragged" or (layout == "auto" and is_skewed(S * A, K, ex.src.size)):
-        mask = np.zeros(S * A, bool)
-        mask[rows.pairs] = True
-        return Layout(ex, None, None, mask.reshape(S, A))
     mask = np.zeros(S * A, bool)
     mask[rows.pairs] = True
+    if layout == "ragged" or (layout == "auto" and is_skewed(S * A, K, ex.src.size)):
+        return Layout(ex, None, None, mask.reshape(S, A))
     index = np.int32 if S <= np.iinfo(np.int32).max else np.int64
-    if rows.order is None and rows.pairs.size == S * A and counts.min() == K:
-        # Every row present, full and in order: the columns are the arrays (no copies).
+    fresh = not (rows.order is None and rows.pairs.size == S * A and counts.min() == K)
+    if not fresh:  # every row present, full and in order: the columns are the arrays
         next_states, probs = ex.tgt.astype(index, copy=False), ex.prob
     else:
         next_states, probs = _scatter(ex, rows, counts, (S, A, K), index)
     shape = (S, A, K)
-    return Layout(ex, next_states.reshape(shape), probs.reshape(shape), mask.reshape(S, A))
+    return Layout(ex, next_states.reshape(shape), probs.reshape(shape), mask.reshape(S, A), fresh)
 
 
 def _scatter(ex: Explicit, rows: _Rows, counts: np.ndarray, shape, index):
@@ -381,9 +389,11 @@ def layout_model(layout: Layout, rewards: np.ndarray, **fields) -> SparseMDP | R
     """The validated model of a layout: :func:`make_sparse_mdp` of the padded arrays, or
     :func:`make_ragged_mdp` of the flat lists; ``fields``: their keyword arguments."""
     if layout.next_states is not None:
-        return make_sparse_mdp(
-            layout.next_states, layout.probs, rewards, action_mask=layout.mask, **fields
-        )
+        make = sparse_mdp_of_owned if layout.fresh else make_sparse_mdp  # (no copies of ours)
+        return make(layout.next_states, layout.probs, rewards, action_mask=layout.mask, **fields)
     ex, A = layout.ex, layout.mask.shape[1]
-    row_ids = ex.src.astype(np.int64) * A + ex.choice
+    if ex.rows.order is None:  # the transitions grouped by row: each one's row, repeated
+        row_ids = np.repeat(ex.rows.pairs, np.diff(np.append(ex.rows.starts, ex.src.size)))
+    else:
+        row_ids = ex.src.astype(np.int64) * A + ex.choice
     return make_ragged_mdp(row_ids, ex.tgt, ex.prob, rewards, action_mask=layout.mask, **fields)

@@ -265,9 +265,11 @@ def validate_model_fields(
         )
         if terminal_reward is not None and np.any(RT != 0):
             raise ValueError("terminal_reward is only meaningful with a finite horizon")
+    # device_put: jnp.asarray would compile a conversion for each new shape (ms apiece);
+    # R and RT are fresh copies, so device_put may alias them.
     return dict(
-        rewards=jnp.asarray(R),
-        terminal_reward=jnp.asarray(RT),
+        rewards=jax.device_put(R),
+        terminal_reward=jax.device_put(RT),
         discount=jnp.asarray(discount, dtype),
         horizon=horizon,
         initial_state=check_int("initial_state", initial_state, low=0, high=S),

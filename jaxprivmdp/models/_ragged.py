@@ -207,32 +207,35 @@ def is_skewed(num_rows: int, max_successors: int, num_transitions: int) -> bool:
 
 
 def _check_lists(row_ids, next_states, probs, S: int, A: int):
-    """Concrete 1-D transition lists, checked on the host: int64, int64, float64 copies."""
+    """Concrete 1-D transition lists, checked on the host: int64, int64, float64 (no copies)."""
     rid = as_numpy("row_ids", row_ids)
     nxt = as_numpy("next_states", next_states)
     for name, x in (("row_ids", rid), ("next_states", nxt)):
         if not np.issubdtype(x.dtype, np.integer) or x.ndim != 1:
             raise ValueError(f"{name} must be 1-D integers, got {x.dtype} {x.shape}")
-    p = float_array("probs", probs, np.float64)
+    p = float_array("probs", probs, np.float64, copy=False)
     if not rid.shape == nxt.shape == p.shape:
         raise ValueError(
             f"row_ids, next_states and probs must have one shape, got {rid.shape}, "
             f"{nxt.shape}, {p.shape}"
         )
     for name, x, n in (("row_ids", rid, S * A), ("next_states", nxt, S)):
-        bad = np.flatnonzero((x < 0) | (x >= n))
-        if bad.size:
+        if x.size and (x.min() < 0 or x.max() >= n):  # reductions first: no temporaries
+            bad = np.flatnonzero((x < 0) | (x >= n))
             raise ValueError(f"{name}[{bad[0]}] = {x[bad[0]]} is outside [0, {n})")
-    bad = np.flatnonzero(p < 0)
-    if bad.size:
+    if p.size and p.min() < 0:
+        bad = np.flatnonzero(p < 0)
         raise ValueError(f"probs[{bad[0]}] = {p[bad[0]]:.9g} is negative")
-    return rid.astype(np.int64), nxt.astype(np.int64), p
+    return rid.astype(np.int64, copy=False), nxt.astype(np.int64, copy=False), p
 
 
 def _check_rows(rid, nxt, p, mask: np.ndarray) -> None:
     """No successor twice in a row; every allowed row sums to 1 (nothing is renormalized)."""
     S, A = mask.shape
-    key = np.sort(rid * S + nxt)
+    key = rid * S
+    key += nxt
+    if not (key[1:] > key[:-1]).all():  # (lists sorted by row and successor need no sort)
+        key.sort()
     twice = np.flatnonzero(key[1:] == key[:-1])
     if twice.size:
         k = int(key[twice[0]])
@@ -321,13 +324,16 @@ def ragged_from_lists(row_ids, next_states, probs, mask, fields: dict, support=N
         keep = as_numpy("support", support).astype(bool)
         if keep.shape != p.shape or np.any(~keep & (p > 0)):
             raise ValueError(f"support must be {p.shape} bool, True on every positive entry")
-    order = np.argsort(rid[keep], kind="stable")
-    blocks = bucket_lists(rid[keep][order], nxt[keep][order], p[keep][order])
+    if not keep.all():
+        rid, nxt, p = rid[keep], nxt[keep], p[keep]
+    if not (rid[1:] >= rid[:-1]).all():  # (a stable sort of sorted rows keeps them)
+        order = np.argsort(rid, kind="stable")
+        rid, nxt, p = rid[order], nxt[order], p[order]
+    blocks = bucket_lists(rid, nxt, p)
     dtype = fields["rewards"].dtype
-    buckets = tuple(
-        Bucket(jnp.asarray(i), jnp.asarray(n), jnp.asarray(q, dtype)) for i, n, q in blocks
-    )
-    return RaggedMDP(buckets=buckets, action_mask=jnp.asarray(mask), **fields)
+    put = jax.device_put  # of fresh arrays: jnp.asarray would compile a conversion per shape
+    buckets = tuple(Bucket(put(i), put(n), put(q.astype(dtype, copy=False))) for i, n, q in blocks)
+    return RaggedMDP(buckets=buckets, action_mask=jax.device_put(mask.copy()), **fields)
 
 
 def transition_lists(mdp: SparseMDP | RaggedMDP) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

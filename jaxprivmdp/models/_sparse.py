@@ -204,6 +204,31 @@ def make_sparse_mdp(
     Raises:
       ValueError: naming the offending argument and row.
     """
+    rest = (terminal_reward, horizon, discount, initial_state)
+    return _validated(next_states, probs, rewards, action_mask, rest, support, dtype, owned=False)
+
+
+def sparse_mdp_of_owned(
+    next_states: np.ndarray,
+    probs: np.ndarray,
+    rewards: ArrayLike,
+    *,
+    action_mask: np.ndarray,
+    discount: float | None = None,
+    horizon: int | None = None,
+    initial_state: int = 0,
+    dtype=None,
+) -> SparseMDP:
+    """:func:`make_sparse_mdp` of arrays the caller hands over (a loader's fresh ones that
+    nothing else holds or writes): every check, without the copies that keep a caller's
+    arrays apart from the model's (the model may share their memory; ``probs`` may be
+    written)."""
+    rest = (None, horizon, discount, initial_state)
+    return _validated(next_states, probs, rewards, action_mask, rest, None, dtype, owned=True)
+
+
+def _validated(next_states, probs, rewards, action_mask, rest, support, dtype, owned: bool):
+    """``rest``: ``(terminal_reward, horizon, discount, initial_state)``."""
     dtype = working_dtype(dtype)
     idx, p, mask = validate_successors(next_states, probs, action_mask)
     S, A, _ = idx.shape
@@ -215,21 +240,18 @@ def make_sparse_mdp(
     drop = ~keep
     if (drop & (idx != PADDING)).any():  # slots stored as padding
         idx = np.where(keep, idx, PADDING).astype(np.int32, copy=False)
-    p = p.astype(dtype)  # a copy, written below
+    p = p.astype(dtype, copy=not owned)  # written below: a copy unless it is ours
     np.copyto(p, 0.0, where=drop)
-    fields = validate_model_fields(
-        S, A, rewards, terminal_reward, horizon, discount, initial_state, dtype
-    )
+    fields = validate_model_fields(S, A, rewards, *rest, dtype)
     # device_put transfers host arrays as they are; jnp.asarray would compile a conversion for
     # each new shape (tens of ms apiece, most of a small model's construction). On a CPU,
     # device_put may *alias* a 64-byte-aligned NumPy buffer instead of copying it, so each
-    # array handed over must be our own: `p` is, `idx` and `mask` may be the caller's.
-    return SparseMDP(
-        next_states=jax.device_put(_owned(idx, next_states)),
-        probs=jax.device_put(p),
-        action_mask=jax.device_put(_owned(mask, action_mask)),
-        **fields,
-    )
+    # array handed over must be our own: `p` is (or was handed over), `idx` and `mask` may be
+    # the caller's unless they were handed over.
+    if not owned:
+        idx, mask = _owned(idx, next_states), _owned(mask, action_mask)
+    idx, p, mask = jax.device_put((idx, p, mask))  # (one call: less overhead than three)
+    return SparseMDP(next_states=idx, probs=p, action_mask=mask, **fields)
 
 
 def _owned(x: np.ndarray, given) -> np.ndarray:

@@ -45,6 +45,7 @@ from ._rows import with_probs as with_probs
 from ._sparse import PADDING as PADDING
 from ._sparse import SparseMDP as SparseMDP
 from ._sparse import make_sparse_mdp as make_sparse_mdp
+from ._sparse import sparse_mdp_of_owned as sparse_mdp_of_owned
 from ._support import MechanismInput as MechanismInput
 from ._support import Support as Support
 from ._support import ZeroEntryError as ZeroEntryError
@@ -97,6 +98,7 @@ __all__ = [
     "row_sums",
     "row_support",
     "row_terms",
+    "sparse_mdp_of_owned",
     "successors",
     "to_dense",
     "to_padded",
