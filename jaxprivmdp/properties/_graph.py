@@ -59,6 +59,7 @@ class Graph:
         self.mask = mask
         self.allowed = mask.reshape(-1)
         self.pair = (s * A + a).astype(np.int64)
+        self.src = s.astype(np.int64)  # each edge's state (``pair // A``, kept: a pass each)
         self.succ = t.astype(np.int64)
         sums = np.bincount(self.pair, weights=p, minlength=S * A)
         self.row_sums = sums
@@ -87,17 +88,30 @@ class Graph:
         return self.allowed & ~bad
 
     def _reverse(self, edges: np.ndarray, sources: np.ndarray) -> csr_matrix:
-        """The graph ``succ -> src`` of the given edges, plus a root node ``S`` with an edge
-        to each of ``sources`` (one breadth-first search from the root then searches from
-        all of them at once)."""
+        """The graph ``succ -> src`` of the edges in ``edges`` (`[E]` bool), plus a root node
+        ``S`` with an edge to each of ``sources`` (one breadth-first search from the root
+        then searches from all of them at once). Built as CSR from the edges' order by
+        successor (no COO conversion: on small models its checks cost more than the
+        search); a row may repeat a column (two pairs of one state), which the search skips
+        like any visited node."""
         S = self.S
-        rows = np.concatenate([self.succ[edges], np.full(sources.size, S, np.int64)])
-        cols = np.concatenate([self.pair[edges] // self.A, sources])
-        return csr_matrix((np.ones(rows.size), (rows, cols)), shape=(S + 1, S + 1))
+        sel = np.flatnonzero(edges)
+        if 8 * sel.size < edges.size:  # a few edges: sort them (else: the order by successor)
+            sel = sel[np.argsort(self.succ[sel], kind="stable")]
+        else:
+            sel = self.by_succ[edges[self.by_succ]]  # (by successor, then by pair in both)
+        ptr = np.empty(S + 2, np.int64)
+        ptr[0] = 0
+        np.cumsum(np.bincount(self.succ[sel], minlength=S), out=ptr[1 : S + 1])
+        ptr[S + 1] = ptr[S] + sources.size
+        cols = np.concatenate([self.src[sel], sources])
+        index = np.int32 if ptr[-1] < 2**31 - 1 and S < 2**31 - 2 else np.int64
+        data = (np.ones(cols.size), cols.astype(index), ptr.astype(index))
+        return csr_matrix(data, shape=(S + 1, S + 1))
 
     def _reached(self, edges: np.ndarray, sources: np.ndarray) -> np.ndarray:
-        """`[S]` bool: the states that reach ``sources`` along ``edges`` (``sources``
-        included), by one breadth-first search."""
+        """`[S]` bool: the states that reach ``sources`` along ``edges`` (`[E]` bool,
+        ``sources`` included), by one breadth-first search."""
         order = breadth_first_order(
             self._reverse(edges, sources), self.S, directed=True, return_predecessors=False
         )
@@ -106,8 +120,8 @@ class Graph:
         return out[: self.S]
 
     def _layers(self, edges: np.ndarray, sources: np.ndarray):
-        """Breadth-first search backward along ``edges`` from ``sources``: `[S]` each
-        state's distance (0 on ``sources``, -1 where not reached)."""
+        """Breadth-first search backward along ``edges`` (`[E]` bool) from ``sources``: `[S]`
+        each state's distance (0 on ``sources``, -1 where not reached)."""
         S = self.S
         order, pred = breadth_first_order(
             self._reverse(edges, sources), S, directed=True, return_predecessors=True
@@ -129,15 +143,16 @@ class Graph:
         with a successor in ``R``. Returns ``R`` and each added state's witness action (the
         lowest pair with a successor one layer closer to ``target``; -1 elsewhere)."""
         A = self.A
-        src = self.pair // A
-        edges = np.flatnonzero(pair_ok[self.pair] & through[src] & ~target[src])
-        dist = self._layers(edges, np.flatnonzero(target))
+        src = self.src
+        use = pair_ok[self.pair] & through[src] & ~target[src]
+        dist = self._layers(use, np.flatnonzero(target))
+        edges = np.flatnonzero(use)
         reached = dist >= 0
         witness = np.full(self.S, -1, np.int32)
         s, t = src[edges], self.succ[edges]
         step = edges[(dist[t] >= 0) & (dist[s] == dist[t] + 1)]
         lowest = np.full(self.S, self.S * A, np.int64)
-        np.minimum.at(lowest, self.pair[step] // A, self.pair[step])
+        np.minimum.at(lowest, self.src[step], self.pair[step])
         added = reached & ~target
         witness[added] = (lowest[added] % A).astype(np.int32)
         return reached, witness
@@ -158,7 +173,7 @@ class Graph:
         again; a model whose states mostly have one action takes a few rounds.
         """
         S, A = self.S, self.A
-        src = self.pair // A
+        src = self.src
         reached = base.copy()
         while True:
             hit = np.zeros(S * A, bool)
@@ -168,7 +183,7 @@ class Graph:
             todo = cand & ~reached
             sources = np.flatnonzero(reached | (todo & (left == 0)))
             single = todo & (left == 1)
-            new = self._reached(np.flatnonzero(open_pairs[self.pair] & single[src]), sources)
+            new = self._reached(open_pairs[self.pair] & single[src], sources)
             if np.array_equal(new, reached):
                 return reached
             reached = new
@@ -202,7 +217,7 @@ class Graph:
         pairs = pair_ok & np.repeat(cur, A) & self.pairs_within(cur)
         while True:
             e = pairs[self.pair]
-            src, dst = self.pair[e] // A, self.succ[e]
+            src, dst = self.src[e], self.succ[e]
             graph = csr_matrix((np.ones(src.size, np.int8), (src, dst)), shape=(S, S))
             _, comp = connected_components(graph, directed=True, connection="strong")
             leaving = np.zeros(S * A, bool)
@@ -239,7 +254,7 @@ class Graph:
         eps = np.finfo(np.float64).eps
         shrink = 1 - 2 * (self.degree + 3) * eps  # the rounding of each d_s, downward
         src_pair = self.pair
-        src = src_pair // A
+        src = self.src
         use = pairs[src_pair] & maybe[src]
         inside = use & maybe[self.succ]
         graph = csr_matrix(

@@ -5,31 +5,30 @@ mixing chain (a 601-state symmetric walk: about 1 − 1.4e-5 per step) it needs 
 steps, and SCC-wise ordering does not help when the slow part is one strongly connected
 component. So, as Storm solves a DTMC by a linear solve and checks a guess in optimistic
 value iteration (Hartmanns & Kaminski 2020), a candidate ``x`` comes from policy iteration
-with sparse LU solves on the host (float64, SciPy), on the quotient by the collapsed end
-components; ``w`` solves the same system with reward 1 (the expected steps of the final
-policy), and the candidates ``x ± δ w`` are *verified*: a vector ``u`` with ``B(u) <= u``
-(``B`` the Bellman operator, each backup widened by its rounding ``m``) is above the least
-fixed point, one with ``B(l) >= l`` below the greatest, and after the precomputation the
-fixed point is unique (the same fact interval iteration relies on). A verified pair seeds
-the iteration, which stops at once when it already meets ``tol``; a candidate that fails is
-dropped (the iteration starts from 0 and the visiting-time bound, as without a guess).
-Under the guessed policy ``B(x ± δ w) = x ± δ (w − 1)``: the slack is ``δ`` per state, far
-above float64's rounding for any ``δ`` that ``tol`` allows.
+with sparse solves on the host (float64, SciPy: :mod:`jaxprivmdp.properties._solve`), on the
+quotient by the collapsed end components; ``y`` solves the same system with reward ``x`` (the
+values the final policy sums along its paths), and the candidates ``x ± κ y`` are
+*verified*: a vector ``u`` with ``B(u) <= u`` (``B`` the Bellman operator, each backup
+widened by its rounding ``m``) is above the least fixed point, one with ``B(l) >= l``
+below the greatest, and after the precomputation the fixed point is unique (the same fact
+interval iteration relies on). A verified pair seeds the iteration, which stops at once
+when it already meets ``tol``; a candidate that fails is dropped (the iteration starts from
+0 and the visiting-time bound, as without a guess).
+Under the guessed policy ``B(x ± κ y) = x ± κ (y − x)``: the slack is ``κ x`` per state, the
+same fraction of every state's value (``κ >= tol / (2 · the most expected steps)``, since
+``P x <= x``), far above float64's rounding (relative) for any model whose values float64
+can tell apart; a uniform slack would drown in the rounding of the states with large values
+where the values span many orders of magnitude (brp: 1e-14 to 0.03).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import csc_matrix, csr_matrix, identity
-from scipy.sparse.csgraph import reverse_cuthill_mckee
-from scipy.sparse.linalg import splu
 
 from ._graph import Graph, _distinct
+from ._solve import PolicySolver
 
 _MAX_POLICY_ROUNDS = 32
-# A sparse LU of n unknowns with bandwidth b (after reverse Cuthill-McKee) stores up to n·b
-# entries: chains and grids stay far below, successors drawn at random fill it densely.
-_MAX_FILL = 5e7
 _MAX_STEPS = 1e12
 # A switch must gain more than the solves' noise (about 1e-13 relative), or policy
 # iteration cycles among tied policies; far below any tol, and the guess is verified anyway.
@@ -43,24 +42,26 @@ class _Quotient:
         S, A = g.S, g.A
         self.g, self.S, self.A = g, S, A
         rep = np.where(group >= 0, group, np.arange(S))
-        reps = np.unique(rep[maybe])
-        col = np.full(S, -1, np.int64)
-        col[reps] = np.arange(reps.size)
+        is_rep = np.zeros(S, bool)
+        is_rep[rep[maybe]] = True  # (a mask, not np.unique: no sort)
+        col = np.cumsum(is_rep) - 1
         self.col = np.where(maybe, col[rep], -1)
-        self.n = reps.size
+        self.n = int(is_rep.sum())
         self.maybe = maybe
         self.fixed_value = np.where(maybe, 0, np.asarray(fixed_value, np.float64))
         self.pairs = (np.asarray(usable, bool) & maybe[:, None]).reshape(-1)
-        e = self.pairs[g.pair]
-        pair, succ, prob = g.pair[e], g.succ[e], g.prob[e]
+        pair, succ, prob, src = _kept(self.pairs[g.pair], g.pair, g.succ, g.prob, g.src)
         inner = maybe[succ]
         # The part of each pair's backup that does not depend on the unknowns.
         self.inflow = np.asarray(rewards, np.float64).reshape(-1) + np.bincount(
             pair[~inner], weights=prob[~inner] * self.fixed_value[succ[~inner]], minlength=S * A
         )
-        self.e_pair, self.e_col, self.e_prob = pair[inner], self.col[succ[inner]], prob[inner]
+        self.e_pair, succ, self.e_prob, src = _kept(inner, pair, succ, prob, src)
+        self.e_col, self.e_row = self.col[succ], self.col[src]
         self.pair_ids = np.flatnonzero(self.pairs)
         self.pair_col = self.col[self.pair_ids // A]
+        self.solver = PolicySolver(self.n, self.e_row, self.e_col)
+        self._last = None
 
     def q(self, x: np.ndarray) -> np.ndarray:
         """`[S*A]` ``r + Σ p v`` of the usable pairs (``x``: the unknowns' values)."""
@@ -73,17 +74,6 @@ class _Quotient:
         out = np.full(self.n, -np.inf)
         np.maximum.at(out, self.pair_col, sign * q[self.pair_ids])
         return sign * out
-
-    def affordable(self) -> bool:
-        """Whether every policy's LU stays within ``_MAX_FILL`` (a bound from the union of
-        the usable pairs' structure, permuted by reverse Cuthill-McKee)."""
-        if self.e_pair.size == 0:
-            return True
-        rows = self.col[self.e_pair // self.A]
-        m = csr_matrix((np.ones(rows.size, np.int8), (rows, self.e_col)), (self.n, self.n))
-        perm = np.argsort(reverse_cuthill_mckee(m, symmetric_mode=False))
-        band = int(np.max(np.abs(perm[rows] - perm[self.e_col]), initial=0)) + 1
-        return self.n * band <= _MAX_FILL
 
     def attractor(self) -> np.ndarray | None:
         """`[n]` a pair per class with a successor in an earlier layer toward the fixed
@@ -121,20 +111,29 @@ class _Quotient:
             reached[new] = True
         return choice if np.all(choice >= 0) else None
 
-    def evaluate(self, choice: np.ndarray):
-        """The values ``x`` and expected steps ``w`` of the policy ``choice`` (LU), or None."""
+    def system(self, choice: np.ndarray):
+        """:meth:`PolicySolver.factor` for the policy ``choice`` (`[n]` a pair per class);
+        the last policy's is kept (policy iteration evaluates its final policy again)."""
+        key = choice.tobytes()
+        if self._last is not None and self._last[0] == key:
+            return self._last[1]
         chosen = np.full(self.S * self.A, -1, np.int64)
         chosen[choice] = np.arange(self.n)
         row = chosen[self.e_pair]
         keep = row >= 0
-        m = identity(self.n, format="csc") - csc_matrix(
-            (self.e_prob[keep], (row[keep], self.e_col[keep])), shape=(self.n, self.n)
-        )
-        try:
-            lu = splu(m)
-        except RuntimeError:  # singular: an improper policy
+        solve = self.solver.factor(row[keep], self.e_col[keep], self.e_prob[keep])
+        self._last = (key, solve)
+        return solve
+
+    def evaluate(self, choice: np.ndarray):
+        """The values ``x`` and expected steps ``w`` of the policy ``choice``, or None."""
+        solve = self.system(choice)
+        if solve is None:
             return None
-        x, w = lu.solve(self.inflow[choice]), lu.solve(np.ones(self.n))
+        x = solve(self.inflow[choice], "x")
+        w = None if x is None else solve(np.ones(self.n), "w")
+        if w is None:
+            return None
         # The system's condition grows with the expected steps ``w``: beyond _MAX_STEPS a
         # float64 solve says little (and a nearly improper policy's values come out < 0).
         if not (np.all(np.isfinite(w)) and np.all(w >= 1 - 1e-9) and np.max(w) <= _MAX_STEPS):
@@ -142,6 +141,12 @@ class _Quotient:
         if not (np.all(np.isfinite(x)) and np.all(x >= 0)):
             return None
         return x, w
+
+
+def _kept(mask, *arrays):
+    """The ``arrays`` where ``mask`` holds (the arrays themselves where it always does: on
+    large models each copy costs a pass over the transitions)."""
+    return arrays if mask.all() else tuple(x[mask] for x in arrays)
 
 
 def _improve(quo: _Quotient, choice, q, sign, eligible):
@@ -200,25 +205,29 @@ def _policy_iteration(quo: _Quotient, sign: float, estimate):
     return best
 
 
-def _tied_steps(quo: _Quotient, x, w, choice, sign, tol):
-    """The most expected steps over the policies that choose, in each class, among the
-    pairs within ``tol / 4`` (relative) of the optimum (policy iteration from ``choice``;
-    ``w`` if that fails): with it, ``x ± δ W`` passes the check whichever tied pair
-    ``B`` picks (a tie broken the other way has ``Σ p W <= W − 1`` too)."""
+def _tied_weight(quo: _Quotient, x, choice, sign, tol):
+    """The most ``Σ_t x(s_t)`` (expected, along the paths) over the policies that choose, in
+    each class, among the pairs within ``tol / 4`` (relative) of the optimum (policy
+    iteration from ``choice``), or None if ``choice``'s cannot be solved: with it, ``x ± κ
+    Y`` passes the check whichever tied pair ``B`` picks (a tie broken the other way has
+    ``x + Σ p Y <= Y`` too)."""
     q = quo.q(x)
     cls = quo.col[np.arange(quo.S * quo.A) // quo.A]
     gap = sign * (x[np.maximum(cls, 0)] - q)
     tied = quo.pairs & (gap <= tol / 4 * np.abs(q))
+    reward = np.where(cls >= 0, x[np.maximum(cls, 0)], 0)
+    y = None
     for _ in range(_MAX_POLICY_ROUNDS):
-        qw = 1 + np.bincount(quo.e_pair, weights=quo.e_prob * w[quo.e_col], minlength=q.size)
-        new = _improve(quo, choice, qw, 1.0, tied)
-        if new is None:
-            return w
-        out = quo.evaluate(new)
-        if out is None:
-            return w
-        choice, w = new, out[1]
-    return w
+        solve = quo.system(choice)
+        new_y = None if solve is None else solve(x, "y")
+        if new_y is None or not np.all(np.isfinite(new_y)):
+            return y
+        y = new_y
+        qy = reward + np.bincount(quo.e_pair, weights=quo.e_prob * y[quo.e_col], minlength=q.size)
+        choice = _improve(quo, choice, qy, 1.0, tied)
+        if choice is None:
+            return y
+    return y
 
 
 def guess_bounds(g: Graph, pre, minimize, tol, margin, estimate=None):
@@ -238,14 +247,16 @@ def guess_bounds(g: Graph, pre, minimize, tol, margin, estimate=None):
     )
     quo = _Quotient(g, rewards, usable, group, maybe, fixed_value)
     sign = -1.0 if minimize else 1.0
-    if quo.n == 0 or quo.pair_ids.size == 0 or not quo.affordable():
+    if quo.n == 0 or quo.pair_ids.size == 0:
         return None, None
     out = _policy_iteration(quo, sign, estimate)
     if out is None or np.any(out[0] <= 0):
         return None, None
-    x, w, choice = out
-    w = _tied_steps(quo, x, w, choice, sign, tol)
-    delta = tol / 2 * float(np.min(x / w))
+    x, _, choice = out
+    y = _tied_weight(quo, x, choice, sign, tol)
+    if y is None or not np.all(y >= x * (1 - 1e-9)):
+        return None, None
+    kappa = tol / 2 / float(np.max(y / x))
 
     def full(v):
         return np.where(maybe, v[np.maximum(quo.col, 0)], quo.fixed_value)
@@ -253,7 +264,7 @@ def guess_bounds(g: Graph, pre, minimize, tol, margin, estimate=None):
     def backup(v):
         return quo.best(quo.q(v), sign)
 
-    up, lo = x + delta * w, x - delta * w
+    up, lo = x + kappa * y, x - kappa * y
     up_ok = bool(np.all(backup(up) * (1 + margin) <= up))
     lo_ok = bool(np.all(lo >= 0) and np.all(backup(lo) * (1 - margin) >= lo))
     return (full(lo) if lo_ok else None), (full(up) if up_ok else None)

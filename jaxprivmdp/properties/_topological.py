@@ -126,10 +126,10 @@ def _components(g: Graph, maybe: np.ndarray):
     la, lb = label[a][across], label[b][across]
     if np.all(la > lb):
         return label, np.arange(n), (a, b)
-    return label, _kahn(n, la, lb), (a, b)
+    return label, successors_first(n, la, lb), (a, b)
 
 
-def _kahn(n: int, la: np.ndarray, lb: np.ndarray) -> np.ndarray:
+def successors_first(n: int, la: np.ndarray, lb: np.ndarray) -> np.ndarray:
     """Components with successors first, by rounds of Kahn's algorithm (the fallback)."""
     out_deg = np.bincount(la, minlength=n)
     order_e = np.argsort(lb, kind="stable")

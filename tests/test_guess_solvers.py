@@ -1,0 +1,179 @@
+"""The policy solves behind ``check``'s verified guess (``properties._solve``): the direct LU
+in its fixed order, the Krylov fallback, and the fill bound that chooses between them.
+
+Oracles share no code with the library: NumPy's dense ``linalg.solve`` of each system, and
+for ``check`` the optimum over every policy of a small MDP (each solved densely by NumPy).
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import jaxprivmdp.properties._solve as solve_module
+import jaxprivmdp.properties._unbounded as unbounded
+from jaxprivmdp.models import make_mdp
+from jaxprivmdp.properties import check
+from jaxprivmdp.properties._solve import PolicySolver
+
+
+def random_system(rng, n, k=3, leave=0.05, shape="random"):
+    """Off-diagonal entries ``rows -> cols`` with probabilities of a proper policy (each row
+    loses ``leave`` or more): successors at random, earlier states only ("dag"), or chains
+    that return to state 0 ("hub")."""
+    rows = np.repeat(np.arange(n), k)
+    if shape == "dag":
+        cols = (rng.random(rows.size) * rows).astype(np.int64)
+    elif shape == "hub":
+        cols = np.where(rng.random(rows.size) < 0.2, 0, np.minimum(rows + 1, n - 1))
+    else:
+        cols = rng.integers(0, n, rows.size)
+    keep = rows != cols
+    rows, cols = rows[keep], cols[keep]
+    probs = rng.random(rows.size)
+    probs *= (1 - leave) / np.bincount(rows, probs, n)[rows]
+    return rows, cols, probs
+
+
+def dense(n, rows, cols, probs):
+    m = np.eye(n)
+    np.subtract.at(m, (rows, cols), probs)
+    return m
+
+
+@pytest.mark.parametrize("small", [False, True])
+@pytest.mark.parametrize("shape", ["random", "dag", "hub"])
+def test_direct_and_krylov_solves_match_numpy(monkeypatch, shape, small):
+    """The LU (in the solver's order, or SuperLU's for a small system) and GMRES."""
+    monkeypatch.setattr(solve_module, "SMALL", 1000 if small else 0)
+    rng = np.random.default_rng(1)
+    n = 400
+    rows, cols, probs = random_system(rng, n, shape=shape)
+    b = rng.random(n)
+    exact = np.linalg.solve(dense(n, rows, cols, probs), b)
+    direct = PolicySolver(n, rows, cols)
+    assert direct.direct and direct.small == small
+    got = direct.factor(rows, cols, probs)(b, "x")
+    np.testing.assert_allclose(got, exact, rtol=1e-11)
+    monkeypatch.setattr(solve_module, "MAX_FILL", -1)
+    krylov = PolicySolver(n, rows, cols)
+    assert not krylov.direct
+    got = krylov.factor(rows, cols, probs)(b, "x")
+    np.testing.assert_allclose(got, exact, rtol=1e-10)
+    # A policy on a sub-pattern (some successors dropped): the same order serves it.
+    part = rng.random(rows.size) < 0.7
+    sub = probs[part]
+    exact = np.linalg.solve(dense(n, rows[part], cols[part], sub), b)
+    got = direct.factor(rows[part], cols[part], sub)(b, "x")
+    np.testing.assert_allclose(got, exact, rtol=1e-11)
+
+
+@pytest.mark.parametrize("shape", ["random", "dag", "hub"])
+def test_the_fill_bound_holds(monkeypatch, shape):
+    """SuperLU's factor in the solver's order, without pivoting, stays within the bound;
+    an acyclic pattern fills nothing."""
+    monkeypatch.setattr(solve_module, "SMALL", 0)
+    rng = np.random.default_rng(2)
+    n = 600
+    rows, cols, probs = random_system(rng, n, shape=shape)
+    solver = PolicySolver(n, rows, cols)
+    entries = solver.factor(rows, cols, probs).entries
+    assert entries <= solver.fill
+    if shape == "dag":  # the entries themselves (the diagonal twice), no fill
+        assert entries == np.unique(rows * n + cols).size + 2 * n
+        assert solver.fill == rows.size + 2 * n
+
+
+def test_random_successors_are_refused_and_chains_with_a_hub_are_not():
+    """Successors drawn at random fill an LU densely whatever the order; chains that all
+    return to one state fill little once that state is ordered last."""
+    rng = np.random.default_rng(3)
+    n = 3000
+    rows, cols, _ = random_system(rng, n, shape="random")
+    assert PolicySolver(n, rows, cols).fill > 100 * rows.size
+    rows, cols, _ = random_system(rng, n, shape="hub")
+    assert PolicySolver(n, rows, cols).fill < 10 * rows.size
+
+
+def random_proper_mdp(rng, S=9, A=2):
+    """Every pair moves to a random state or ends in goal (S-2) / fail (S-1) with
+    probability >= 0.1: every policy is proper, so each is one linear solve."""
+    P = np.zeros((S, A, S))
+    for s in range(S - 2):
+        for a in range(A):
+            succ = rng.choice(S - 2, size=3, replace=False)
+            P[s, a, succ] = rng.dirichlet(np.ones(3)) * 0.8
+            P[s, a, S - 2], P[s, a, S - 1] = rng.dirichlet(np.ones(2)) * 0.2
+    P[S - 2, :, S - 2] = P[S - 1, :, S - 1] = 1
+    R = rng.uniform(0.5, 2, (S, A))
+    R[S - 2 :] = 0
+    return P, R
+
+
+def optimum(P, R, opt, reward):
+    """The optimum over every deterministic policy, each solved by ``numpy.linalg.solve``."""
+    S, A, _ = P.shape
+    n = S - 2
+    best = None
+    for pol in itertools.product(range(A), repeat=n):
+        Pp = P[np.arange(n), pol][:, :n]
+        b = R[np.arange(n), pol] if reward else P[np.arange(n), pol, S - 2]
+        v = np.linalg.solve(np.eye(n) - Pp, b)
+        best = v if best is None else (np.maximum if opt == "max" else np.minimum)(best, v)
+    return np.r_[best, 0.0 if reward else 1.0, 0.0]
+
+
+def idle(self, lo, up, stop):
+    """``Topological.run`` made to do nothing: one iteration, not capped (the check stops
+    there unless the guess was verified)."""
+    return lo, up, 1, np.zeros(np.shape(lo)[:-1], bool)
+
+
+def contains(res, exact):
+    lo = np.asarray(res.lower, np.float64)
+    up = np.asarray(res.upper, np.float64)
+    assert np.all(lo <= exact) and np.all(exact <= up), (lo, up, exact)
+    assert float(res.precision) <= 1e-6
+
+
+@pytest.mark.parametrize("solver", ["small", "ordered", "krylov"])
+@pytest.mark.parametrize("prop", ["Pmax", "Pmin", "Rmax", "Rmin"])
+def test_check_with_each_solver_contains_the_optimum(monkeypatch, solver, prop):
+    """The guess alone (the passes over the components made to do nothing) gives bounds
+    that contain every policy's optimum, by SuperLU's LU, the LU in the solver's order,
+    or forced onto GMRES."""
+    monkeypatch.setattr(unbounded.Topological, "run", idle)
+    if solver == "ordered":
+        monkeypatch.setattr(solve_module, "SMALL", 0)
+    if solver == "krylov":
+        monkeypatch.setattr(solve_module, "MAX_FILL", -1)
+    rng = np.random.default_rng(4)
+    P, R = random_proper_mdp(rng)
+    S = P.shape[0]
+    labels = {"goal": np.arange(S) == S - 2, "end": np.arange(S) >= S - 2}
+    mdp = make_mdp(P, R, dtype=np.float32)
+    P = P.astype(np.float32).astype(np.float64)  # the model's rows, read as distributions
+    P /= P.sum(-1, keepdims=True)
+    text = f'{prop}=? [F "goal"]' if prop[0] == "P" else f'{prop}=? [F "end"]'
+    res = check(mdp, text, labels=labels)
+    contains(res, optimum(P, R, prop[1:], prop[0] == "R"))
+    assert bool(res.converged) and int(res.iterations) == 0
+
+
+def test_values_over_many_orders_of_magnitude_are_verified_at_once(monkeypatch):
+    """A chain whose reach probabilities run from 0.5 down to 2e-13: a slack that is the
+    same fraction of every state's value passes the check where one absolute slack (the
+    smallest value's) would drown in the rounding of the largest."""
+    monkeypatch.setattr(unbounded.Topological, "run", idle)
+    k = 15
+    S = k + 2  # k: goal, k + 1: fail
+    P = np.zeros((S, 1, S))
+    P[np.arange(k - 1), 0, np.arange(1, k)] = 0.125  # exact in float32
+    P[np.arange(k - 1), 0, k + 1] = 0.875
+    P[k - 1, 0, [k, k + 1]] = 0.5
+    P[[k, k + 1], 0, [k, k + 1]] = 1
+    mdp = make_mdp(P, np.zeros((S, 1)), dtype=np.float32)
+    res = check(mdp, 'P=? [F "goal"]', labels={"goal": np.arange(S) == k})
+    exact = np.r_[0.5 * 0.125 ** np.arange(k - 1, -1, -1), 1, 0]
+    contains(res, exact)
+    assert bool(res.converged) and int(res.iterations) == 0
