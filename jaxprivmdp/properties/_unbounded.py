@@ -128,11 +128,10 @@ def tightened(g, pre, minimize, tol, margin, lo, up, has_upper):
 def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widths):
     """For ``n`` models of one support (``graphs``, ``pres``, ``widths``: each model's graph,
     precomputation and :func:`margins`; ``n = 1`` for one model): a verified guess first
-    (policy iteration: :func:`guess_bounds`, skipped where its LU would fill in; for a batch
-    after the first pass), then passes of :class:`Topological` (the components in order,
-    all models in each loop) from the bounds, each window capped at its components plus
-    ``WARM_UP_ITERATIONS`` iterations, then plus ``GUESS_AGAIN_AFTER`` and
-    ``GUESS_GROWTH`` times more, guessing again between passes for the models not
+    (policy iteration: :func:`guess_bounds`), then passes of :class:`Topological` (the
+    components in order, all models in each loop) from the bounds, each window capped at
+    its components plus ``WARM_UP_ITERATIONS`` iterations, then plus ``GUESS_AGAIN_AFTER``
+    and ``GUESS_GROWTH`` times more, guessing again between passes for the models not
     converged. Returns ``(lower, upper, iterations, converged)``: `[n, S]`, `[n, S]`,
     `[n]`, `[n]`."""
     pre, passes = pres[0], None
@@ -140,9 +139,9 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
     lo = np.stack([np.where(pre.maybe, 0.0, fixed)] * len(pres))
     up = np.stack([np.where(pre.maybe, p.upper, fixed) for p in pres])
     it, stop = np.zeros(len(pres), np.int64), min(max_iterations, WARM_UP_ITERATIONS)
-    # One model: a guess first (a verified one ends the check). A batch: a pass first, whose
-    # loops all models share, then guesses (each a model's own LU) for the models it left.
-    todo, capped = np.arange(len(pres) if len(pres) == 1 else 0), np.ones(len(pres), bool)
+    # A guess first for every model (a verified one settles it: measured faster than a
+    # shared pass first on a batch, brp N = 1024: 45 vs 88 ms a model).
+    todo, capped = np.arange(len(pres)), np.ones(len(pres), bool)
     while True:
         verified = False
         for i in todo:  # (the first time: every model)
