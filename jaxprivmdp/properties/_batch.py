@@ -23,7 +23,6 @@ import numpy as np
 
 from ..models.core import Model, RaggedMDP, transition_rows
 from ._graph import Graph
-from ._topological import fits
 from ._unbounded import (
     Precomputed,
     answer,
@@ -32,7 +31,6 @@ from ._unbounded import (
     ordered,
     probability_problem,
     reward_problem,
-    upper_bound,
 )
 
 
@@ -98,24 +96,25 @@ def batch_probability(g: Graph, models, target, avoid, minimize, tol, max_iterat
 
 def batch_reward(g: Graph, models, target, minimize, tol, max_iterations):
     """``R{min,max} [F target]`` on every model (their rewards are the first's)."""
-    pre, visit = reward_problem(g, np.asarray(models[0].rewards, np.float64), target, minimize)
+    pre = reward_problem(g, np.asarray(models[0].rewards, np.float64), target, minimize)
     graphs = [g] + [_reweighted(g, m) for m in models[1:]]
-    pres = [pre._replace(upper=upper_bound(h, visit)) for h in graphs]
-    return _solve(graphs, models, pres, minimize, tol, max_iterations)
+    return _solve(graphs, models, [pre] * len(models), minimize, tol, max_iterations)
 
 
 def _solve(graphs, models, pres: list[Precomputed], minimize, tol, max_iterations):
     """Batched ``(lower, upper, policy, iterations, converged)``: `[n, S]`, `[n, S]`,
     `[n, S]`, `[n]`, `[n]`."""
     pre = pres[0]
-    if not (pre.maybe.any() and fits(graphs[0])) or any(p.upper is None for p in pres):
+    widths = [margins(m, h) for m, h in zip(models, graphs, strict=True)]
+    bounded = pre.maybe.any() and (pre.upper is not None or pre.visit is not None)
+    out = ordered(graphs, pres, minimize, tol, max_iterations, widths) if bounded else None
+    if out is None:  # nothing to iterate, or no shared passes: model by model
         outs = [
             iterate(h, m, p, minimize, tol, max_iterations)
             for h, m, p in zip(graphs, models, pres, strict=True)
         ]
         return tuple(np.stack(x) for x in zip(*outs, strict=True))
-    widths = [margins(m, h) for m, h in zip(models, graphs, strict=True)]
-    lo, up, it, met = ordered(graphs, pres, minimize, tol, max_iterations, widths)
+    lo, up, it, met = out
     outs = [
         answer(h, p, lo[i], up[i], minimize)
         for i, (h, p) in enumerate(zip(graphs, pres, strict=True))

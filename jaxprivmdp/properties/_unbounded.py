@@ -38,7 +38,9 @@ class Precomputed(NamedTuple):
         may use on ``maybe`` (see :func:`extract_policy`); maybe: `[S]` the unfixed states;
         fixed_value: `[S]` the values of the others; upper: a float upper bound on the unfixed
         states, or None; policy: `[S]` the actions chosen so far; infinite: `[S]` states whose
-        value is infinite, or None.
+        value is infinite, or None; visit: for rewards, the arguments ``(maybe, pairs, rmax)``
+        of the visiting-time bound that gives ``upper`` (:func:`upper_bound`), computed only
+        where a guess did not settle the check (it runs a round per layer of the chains).
     """
 
     rewards: np.ndarray
@@ -50,6 +52,7 @@ class Precomputed(NamedTuple):
     upper: float | None
     policy: np.ndarray
     infinite: np.ndarray | None = None
+    visit: tuple | None = None
 
 
 # Interval iteration alone first: a model that mixes fast meets ``tol`` within this many
@@ -77,12 +80,14 @@ def iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
         values = fixed_value if infinite is None else np.where(infinite, np.inf, fixed_value)
         return values, values.copy(), policy.astype(np.int32), 0, True
     widths = margins(mdp, g)
-    if upper is not None and fits(g):
-        lo, up, it, conv = (
-            x[0] for x in ordered([g], [pre], minimize, tol, max_iterations, [widths])
-        )
+    bounded = upper is not None or pre.visit is not None
+    out = ordered([g], [pre], minimize, tol, max_iterations, [widths]) if bounded else None
+    if out is not None:
+        lo, up, it, conv = (x[0] for x in out)
         it, conv, has_upper = int(it), bool(conv), True
-    else:
+    else:  # (no finite starting bound, or rows too uneven to pad)
+        if upper is None and pre.visit is not None:
+            pre = pre._replace(upper=upper_bound(g, pre.visit))
         lo, up, it, conv, has_upper = _jacobi(g, mdp, pre, minimize, tol, max_iterations, widths)
     if not has_upper:
         up = np.where(maybe, np.inf, up)
@@ -133,11 +138,13 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
     its components plus ``WARM_UP_ITERATIONS`` iterations, then plus ``GUESS_AGAIN_AFTER``
     and ``GUESS_GROWTH`` times more, guessing again between passes for the models not
     converged. Returns ``(lower, upper, iterations, converged)``: `[n, S]`, `[n, S]`,
-    `[n]`, `[n]`."""
+    `[n]`, `[n]`; or None where passes are needed but cannot run (no finite upper bound, or
+    rows too uneven to pad: :func:`fits`)."""
     pre, passes = pres[0], None
     fixed = np.asarray(pre.fixed_value, np.float64)
     lo = np.stack([np.where(pre.maybe, 0.0, fixed)] * len(pres))
-    up = np.stack([np.where(pre.maybe, p.upper, fixed) for p in pres])
+    first = [np.inf if p.upper is None else p.upper for p in pres]  # (inf: see p.visit)
+    up = np.stack([np.where(pre.maybe, u, fixed) for u in first])
     it, stop = np.zeros(len(pres), np.int64), min(max_iterations, WARM_UP_ITERATIONS)
     # A guess first for every model (a verified one settles it: measured faster than a
     # shared pass first on a batch, brp N = 1024: 45 vs 88 ms a model).
@@ -149,7 +156,7 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
                 graphs[i], pres[i], minimize, tol, widths[i][1], lo[i], up[i], True
             )
             verified |= ok
-        met = np.all(up - lo <= tol * (up + lo), axis=1)  # interval_iteration's test
+        met = _met(lo, up, tol)
         if met.all() or (
             it.any() and (stop >= max_iterations or not (capped[~met].any() or verified))
         ):
@@ -157,11 +164,25 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
         if it.any():
             stop = min(max_iterations, max(GUESS_AGAIN_AFTER, GUESS_GROWTH * stop))
         if passes is None:  # (built only when a guess did not settle every model)
+            if not fits(graphs[0]):
+                return None
+            for i in np.flatnonzero(~np.all(np.isfinite(up), axis=1)):
+                visit = pres[i].visit
+                bound = None if visit is None else upper_bound(graphs[i], visit)
+                if bound is None:
+                    return None  # no finite bound: the components' order cannot start
+                up[i] = np.minimum(up[i], np.where(pre.maybe, bound, fixed))
             raw = np.stack([h.raw for h in graphs])
             passes = Topological(graphs[0], pre, minimize, max(w[0] for w in widths), tol, raw)
         lo, up, more, capped = passes.run(lo, up, stop)
         it += more
-        todo = np.flatnonzero(np.any(up - lo > tol * (up + lo), axis=1))
+        todo = np.flatnonzero(~_met(lo, up, tol))
+
+
+def _met(lo, up, tol) -> np.ndarray:
+    """`[n]` :func:`interval_iteration`'s test, per model: every interval finite and within
+    ``tol`` (relative)."""
+    return np.all(np.isfinite(up) & (up - lo <= tol * (up + lo)), axis=1)
 
 
 def _jacobi(g, mdp, pre: Precomputed, minimize, tol, max_iterations, widths):
@@ -221,8 +242,7 @@ def solve_unbounded_probability(g: Graph, mdp: Model, target, avoid, minimize, t
 
 def solve_unbounded_reward(g: Graph, mdp: Model, target, minimize, tol, max_iterations):
     """Unbounded ``R{min,max} [F target]`` with PRISM's infinities."""
-    pre, visit = reward_problem(g, np.asarray(mdp.rewards, np.float64), target, minimize)
-    pre = pre._replace(upper=upper_bound(g, visit))
+    pre = reward_problem(g, np.asarray(mdp.rewards, np.float64), target, minimize)
     return iterate(g, mdp, pre, minimize, tol, max_iterations)
 
 
@@ -302,8 +322,9 @@ def reward_problem(g: Graph, R, target, minimize):
         rmax = np.where(maybe, np.max(np.where(g.mask, R, 0), axis=1), 0)
         visit = (maybe, g.allowed, rmax)
     rewards = np.where(g.mask, R, 0)
-    pre = Precomputed(rewards, usable, group, candidate, maybe, np.zeros(S), None, policy, infinite)
-    return pre, visit
+    return Precomputed(
+        rewards, usable, group, candidate, maybe, np.zeros(S), None, policy, infinite, visit
+    )
 
 
 def upper_bound(g: Graph, visit) -> float | None:
