@@ -180,3 +180,15 @@ def test_a_model_with_one_long_row_is_iterated_unpadded():
         res = check(mdp, 'P=? [F "goal"]', labels={"goal": goal})
     assert bool(res.converged)
     contains(res, exact)
+
+
+@pytest.mark.parametrize("layout", ["dense", "sparse", "ragged"])
+def test_graph_lists_edges_by_pair(layout):
+    """What ``Graph.reach_exists``'s witnesses and the batch's reweighting rely on."""
+    rng = np.random.default_rng(4)
+    P, mask = layered(rng, S=25)
+    sparse = {"dense": False, "sparse": True, "ragged": "ragged"}[layout]
+    with in_mode(True):
+        g = Graph(build(P, np.zeros(mask.shape), sparse=sparse, x64=True, action_mask=mask))
+    assert g.pair.size == int(((P > 0) & mask[:, :, None]).sum())
+    assert np.all(np.diff(g.pair) >= 0)

@@ -34,7 +34,9 @@ def _distinct(x: np.ndarray) -> np.ndarray:
 class Graph:
     """The positive-probability edges of the allowed actions, on the host (NumPy).
 
-    Pairs ``(s, a)`` are numbered ``s * A + a``. Reachability runs as one breadth-first
+    Pairs ``(s, a)`` are numbered ``s * A + a``; edges are listed by pair (``np.nonzero``'s
+    order; a ragged model's lists come sorted by row), which searches rely on (a state's
+    first edge in a selection is its lowest pair). Reachability runs as one breadth-first
     search of ``scipy.sparse.csgraph`` (O(transitions), in C) rather than a NumPy round
     per layer: the chains of models such as brp have thousands of layers.
     """
@@ -152,7 +154,10 @@ class Graph:
         s, t = src[edges], self.succ[edges]
         step = edges[(dist[t] >= 0) & (dist[s] == dist[t] + 1)]
         lowest = np.full(self.S, self.S * A, np.int64)
-        np.minimum.at(lowest, self.src[step], self.pair[step])
+        first = self.src[step]  # edges are listed by pair: a state's first is its lowest
+        keep = np.ones(first.size, bool)
+        keep[1:] = first[1:] != first[:-1]
+        lowest[first[keep]] = self.pair[step[keep]]
         added = reached & ~target
         witness[added] = (lowest[added] % A).astype(np.int32)
         return reached, witness
