@@ -168,3 +168,20 @@ def test_check_all_refuses_a_batch():
     mdp = build(P, np.zeros(mask.shape), sparse=True, x64=False, action_mask=mask)
     with pytest.raises(ValueError, match="check_all takes one model, got a batch"):
         jp.check_all(releases(mdp, 2), 'P>=0.5 [F "goal"]', labels={"goal": goal})
+
+
+def test_a_batch_too_large_for_one_pass_is_split(monkeypatch, shared):
+    """Padded rows over the memory budget: the batch goes in chunks, the same answers."""
+    import jaxprivmdp.properties._topological as topological
+
+    rng = np.random.default_rng(7)
+    P, mask = layered(rng, S=30, back=0.3)
+    goal = np.arange(30) == 28
+    with in_mode(True):
+        batch = releases(build(P, np.zeros(mask.shape), sparse=True, x64=True, action_mask=mask), 5)
+        whole = jp.check(batch, 'Pmax=? [F "goal"]', labels={"goal": goal})
+        monkeypatch.setattr(topological, "MAX_BATCH_SLOTS", 30 * 2 * 3 * 2)  # 2 models a chunk
+        split = jp.check(batch, 'Pmax=? [F "goal"]', labels={"goal": goal})
+    assert len(shared) == 2
+    np.testing.assert_array_equal(split.lower, whole.lower)
+    np.testing.assert_array_equal(split.upper, whole.upper)

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..models.core import Model, RaggedMDP, transition_rows
 from ._graph import Graph
+from ._topological import batch_size
 from ._unbounded import (
     Precomputed,
     answer,
@@ -107,7 +108,13 @@ def _solve(graphs, models, pres: list[Precomputed], minimize, tol, max_iteration
     pre = pres[0]
     widths = [margins(m, h) for m, h in zip(models, graphs, strict=True)]
     bounded = pre.maybe.any() and (pre.upper is not None or pre.visit is not None)
-    out = ordered(graphs, pres, minimize, tol, max_iterations, widths) if bounded else None
+    out = None
+    if bounded:  # chunks whose padded rows fit a memory budget
+        size, limits = batch_size(graphs[0]), (tol, max_iterations)
+        chunks = [slice(i, i + size) for i in range(0, len(models), size)]
+        parts = [ordered(graphs[c], pres[c], minimize, *limits, widths[c]) for c in chunks]
+        if all(p is not None for p in parts):
+            out = tuple(np.concatenate(x) for x in zip(*parts, strict=True))
     if out is None:  # nothing to iterate, or no shared passes: model by model
         outs = [
             iterate(h, m, p, minimize, tol, max_iterations)

@@ -134,7 +134,9 @@ def check(
         tol``), i.e. ``values`` within ``tol`` (relative) of the exact value. Default 1e-6,
         PRISM's and Storm's, in float32 and float64 alike (the check runs in float64).
       max_iterations: a cap on interval iterations (then ``converged`` is False; the bound
-        still holds).
+        still holds): on each window of states, whose passes are capped at its components
+        plus 64, 1,000, 8× more … iterations, up to this; over all states where the
+        components' order cannot run. ``iterations`` sums the windows', so it may exceed it.
       step_policy: for a bounded property, also keep the decision rule of every step:
         ``policy`` `[k, S]` (``k S`` int32s: 5 GB for ``k = 1300``, ``S = 10⁶``). Default
         False: ``policy`` is the `[S]` rule of the first step, and memory does not grow
@@ -147,8 +149,7 @@ def check(
       ``error_bound = upper − lower``, inf if no upper bound was found). Bounded properties:
       backward induction, exact up to the rounding ``[lower, upper]`` accounts for.
       Unbounded properties iterate the strongly connected components of the undecided
-      states in topological order (``iterations`` counts the iterations of each window of
-      states; ``max_iterations`` caps each window's), after and between verified guesses.
+      states in topological order, after and between verified guesses.
 
     Raises:
       ValueError: a property outside the supported subset or malformed (naming the position

@@ -36,8 +36,8 @@ class CheckResult(NamedTuple):
         reported in the model's dtype); always True for bounded properties.
       iterations: scalar int: interval iterations done, summed over the windows of states
         the strongly connected components are solved in (each a few hundred states; see
-        ``_topological``; 0 where a verified guess met ``tol`` at once), or the step bound
-        ``k``.
+        ``_topological``; 0 where a verified guess met ``tol`` at once; in a batch, the
+        shared passes' count for every model they ran on), or the step bound ``k``.
       lower: `[S]` a lower bound on the exact value in each state.
       upper: `[S]` an upper bound (``inf`` where none was found); ``exact`` lies in
         ``[lower, upper]``, rounded outward when narrowed from float64.

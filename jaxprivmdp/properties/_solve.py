@@ -3,7 +3,7 @@ policies ``σ`` of one model, on the host (float64, SciPy), in memory bounded be
 factorization starts.
 
 A policy's matrix lies in the pattern of the union of the usable pairs, so one ordering and
-one fill bound, computed once from that pattern, serve every policy:
+one fill bound, computed once per guess from that pattern, serve every policy it evaluates:
 
 - the strongly connected components (SCCs) of the pattern, successors first: the matrix is
   block triangular, so an LU without pivoting fills only the diagonal blocks and, in each

@@ -59,10 +59,20 @@ WIDTH = 256
 MAX_PADDING = 8
 
 
+# Probabilities the padded rows of a batch may hold at once (float64: 2 GB), host and device.
+MAX_BATCH_SLOTS = 2.5e8
+
+
 def fits(g: Graph) -> bool:
     """Whether the rows of ``g`` padded to its longest successor list stay within
     ``MAX_PADDING`` times its transitions (plus a slot per pair)."""
     return g.S * g.A * max(g.degree, 1) <= MAX_PADDING * g.pair.size + g.S * g.A
+
+
+def batch_size(g: Graph) -> int:
+    """How many models of ``g``'s support one :class:`Topological` takes at once (their
+    padded rows within ``MAX_BATCH_SLOTS``; at least one)."""
+    return max(1, int(MAX_BATCH_SLOTS // (g.S * g.A * max(g.degree, 1))))
 
 
 class Rows(NamedTuple):
@@ -228,17 +238,18 @@ class _Carry(NamedTuple):
 
 
 @functools.partial(jax.jit, static_argnames=("width",))
-def sweep(rows: Rows, bounds, windows, n, stop, sign, margin, eps, *, width: int):
+def sweep(rows: Rows, bounds, widest, windows, n, stop, sign, margin, eps, *, width: int):
     """Interval iteration window by window (see the module) over the first ``n`` windows
     of ``windows`` (:class:`Windows`, device arrays), from ``bounds`` `[m, 2, S + 1]` (lower,
     upper of ``m`` models of one support, whose probabilities ``rows.prob`` `[S, A, D, m]`
-    holds; index ``S`` is 0); ``stop``: the pass's cap (iterations of a window beyond its
-    components). The models share every loop: a window iterates until each model met its
-    width or stopped moving (more backups of a model that did are harmless: its bounds only
-    tighten).
+    holds; index ``S`` is 0) and ``widest`` `[m]` (the widest relative width solved so far);
+    ``stop``: the pass's cap (iterations of a window beyond its components). The models
+    share every loop: a window iterates until each model met its width or stopped moving
+    (more backups of a model that did are harmless: its bounds only tighten).
 
-    Returns ``(bounds, iterations, capped)``: the bounds, the iterations run over all
-    windows and `[m]` whether a window stopped at its cap for that model."""
+    Returns ``(bounds, widest, iterations, capped)``: the bounds, the widest relative width
+    after these windows, the iterations run over all windows and `[m]` whether a window
+    stopped at its cap for that model."""
     total = rows.state.shape[0]
     low = jnp.asarray(-jnp.inf, rows.prob.dtype)
     widen = (1 - margin, 1 + margin)
@@ -282,10 +293,11 @@ def sweep(rows: Rows, bounds, windows, n, stop, sign, margin, eps, *, width: int
         return _Carry(lower, upper, widest, c.iterations + it, c.capped | ~(met | still))
 
     m = bounds.shape[0]
-    zeros, no = jnp.zeros(m, bounds.dtype), jnp.zeros(m, bool)
-    init = _Carry(bounds[:, 0].T, bounds[:, 1].T, zeros, jnp.zeros((), jnp.int32), no)
+    no = jnp.zeros(m, bool)
+    init = _Carry(bounds[:, 0].T, bounds[:, 1].T, widest, jnp.zeros((), jnp.int32), no)
     out = lax.fori_loop(0, n, visit, init)
-    return jnp.stack([out.lower.T, out.upper.T], axis=1), out.iterations, out.capped
+    bounds = jnp.stack([out.lower.T, out.upper.T], axis=1)
+    return bounds, out.widest, out.iterations, out.capped
 
 
 def _padded(x: np.ndarray) -> np.ndarray:
@@ -325,12 +337,14 @@ class Topological:
         b = np.zeros((n, 2, self.S + 1))
         b[:, 0, : self.S], b[:, 1, : self.S] = lower, upper
         iterations, capped = 0, np.zeros(n, bool)
+        stop = min(stop, 2**30)  # a window's cap (its components + stop) stays an int32
         with jax.enable_x64(True):
-            out = jnp.asarray(b)
+            out, widest = jnp.asarray(b), jnp.zeros(n)
             for width, count, table in self.parts:
-                out, it, cap = sweep(
+                out, widest, it, cap = sweep(
                     self.rows,
                     out,
+                    widest,
                     table,
                     jnp.asarray(count, jnp.int32),
                     jnp.asarray(stop, jnp.int32),

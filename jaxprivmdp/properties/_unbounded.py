@@ -110,10 +110,12 @@ def answer(g, pre: Precomputed, lo, up, minimize):
 def margins(mdp, g) -> tuple[float, float]:
     """``(device, host)``: the widening of a device backup (:func:`host_widening`) and of
     the guess's checks on the host, whose sums run in order over at most ``g.degree`` terms
-    of the normalized rows (each entry within u of the exact quotient): rigorous, unlike
-    the device's blocked-summation heuristic for long dense rows."""
+    of the normalized rows (each entry within ``(degree + 1) u`` of the exact quotient, the
+    row sum it is divided by being computed too): rigorous, unlike the device's
+    blocked-summation heuristic for long dense rows."""
     margin = host_widening(mdp, g)
-    host = (g.degree + 8) * float(np.finfo(np.float64).eps) / 2 * (1 + 1e-6)
+    # (each normalized entry: p / ŝ, ŝ itself a computed sum of up to `degree` terms)
+    host = (2 * g.degree + 8) * float(np.finfo(np.float64).eps) / 2 * (1 + 1e-6)
     return margin, max(margin, host)
 
 
@@ -141,6 +143,8 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
     `[n]`, `[n]`; or None where passes are needed but cannot run (no finite upper bound, or
     rows too uneven to pad: :func:`fits`)."""
     pre, passes = pres[0], None
+    if not fits(graphs[0]):  # (checked first: the guesses would be made again there)
+        return None
     fixed = np.asarray(pre.fixed_value, np.float64)
     lo = np.stack([np.where(pre.maybe, 0.0, fixed)] * len(pres))
     first = [np.inf if p.upper is None else p.upper for p in pres]  # (inf: see p.visit)
@@ -164,8 +168,6 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
         if it.any():
             stop = min(max_iterations, max(GUESS_AGAIN_AFTER, GUESS_GROWTH * stop))
         if passes is None:  # (built only when a guess did not settle every model)
-            if not fits(graphs[0]):
-                return None
             for i in np.flatnonzero(~np.all(np.isfinite(up), axis=1)):
                 visit = pres[i].visit
                 bound = None if visit is None else upper_bound(graphs[i], visit)
