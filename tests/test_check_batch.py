@@ -47,9 +47,10 @@ def one(batch, i):
     return jax.tree_util.tree_map(lambda x: x[i], batch)
 
 
-SLOW = pytest.mark.integration  # one combination in the unit tier, the others beside it
+SLOW = pytest.mark.integration  # the unit tier keeps the chunked batch and the refusals
 
 
+@SLOW  # every combination (3 s each); the unit tier keeps the chunked batch's test
 @pytest.mark.parametrize("sparse", [True, pytest.param(False, marks=SLOW)])
 @pytest.mark.parametrize("x64", [True, pytest.param(False, marks=SLOW)])
 @pytest.mark.parametrize(

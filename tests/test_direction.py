@@ -140,6 +140,7 @@ def _on_release(pm, out):
     return dataclasses.replace(pm, model=released)
 
 
+@pytest.mark.integration  # 3 s: the unit tier keeps the 2-minute budget
 def test_maximization_worst_case_is_lower_and_vmap_batches_the_direction():
     mdp = _model("dense")
     out = jp.synthesize(KEY, mdp, jp.Dirichlet(50.0))

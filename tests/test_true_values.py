@@ -83,6 +83,7 @@ def test_infinite_horizon():
     np.testing.assert_array_equal(out.true_values, jp.evaluate(mdp, out.policy))
 
 
+@pytest.mark.integration  # 2.4 s: the unit tier keeps the 2-minute budget
 def test_under_jit_with_a_traced_stage():
     dense, all_kinds = models()
     mdp = all_kinds["sparse"]
@@ -138,6 +139,7 @@ def test_a_min_property_in_its_own_scale():
     assert np.all(np.asarray(full.true_values) >= 0)
 
 
+@pytest.mark.integration  # 2.4 s: the unit tier keeps the 2-minute budget
 def test_a_minimized_cost_in_its_own_scale():
     """``jp.minimizing``: the true values are the costs on the model itself."""
     mdp = build_mdp(3, masked=True)
