@@ -189,14 +189,11 @@ def check(
     dtype = np.dtype(mdp.rewards.dtype)
     if not (concrete and is_concrete(mdp)) or tracing():  # traced: the model's dtype
         out = _solve(prop_, mdp, sat, bound, (tol, max_iterations, step_policy), jnp)
-        lower, upper, policy, it, conv = out
-        values, error = summarize(lower, upper, jnp.asarray(conv), jnp)
-        precision = relative_width(lower, upper, jnp)
-        return result(mdp, (values, error, policy, it, conv, lower, upper, precision))
+        return _traced_answer(mdp, out)
     with jax.enable_x64(True):
-        wide = as_float64(mdp)
-        limits = (working_tol(tol, dtype), max_iterations, step_policy)
         wides = [as_float64(m) for m in batch] if batch else None
+        wide = wides[0] if batch else as_float64(mdp)
+        limits = (working_tol(tol, dtype), max_iterations, step_policy)
         out = _solve(prop_, wide, sat, bound, limits, np, wides)
         lower, upper = (np.asarray(x) for x in out[:2])
         policy = jnp.asarray(out[2], jnp.int32)  # no host round trip: it may be `[k, S]`
@@ -204,6 +201,15 @@ def check(
         parts = zip(lower, upper, policy, out[3], out[4], strict=True)
         return stacked([_answer(mdp, part, dtype, tol if unbounded else None) for part in parts])
     return _answer(mdp, (lower, upper, policy, out[3], out[4]), dtype, tol if unbounded else None)
+
+
+def _traced_answer(mdp: Model, out) -> CheckResult:
+    """``(lower, upper, policy, iterations, converged)`` computed in the model's dtype
+    (traced, under ``jax.jit``) as a CheckResult."""
+    lower, upper, policy, it, conv = out
+    values, error = summarize(lower, upper, jnp.asarray(conv), jnp)
+    precision = relative_width(lower, upper, jnp)
+    return result(mdp, (values, error, policy, it, conv, lower, upper, precision))
 
 
 def _answer(mdp: Model, out, dtype, tol) -> CheckResult:
