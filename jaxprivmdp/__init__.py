@@ -57,12 +57,14 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from . import privacy as privacy
+    from .experiments import CertifiedProperty as CertifiedProperty
     from .experiments import Chunking as Chunking
     from .experiments import FrontierResult as FrontierResult
     from .experiments import RobustPolicy as RobustPolicy
     from .experiments import RobustSummary as RobustSummary
     from .experiments import SweepResult as SweepResult
     from .experiments import Synthesis as Synthesis
+    from .experiments import certify_property as certify_property
     from .experiments import frontier as frontier
     from .experiments import sweep as sweep
     from .experiments import sweep_key as sweep_key
@@ -81,10 +83,12 @@ if TYPE_CHECKING:
     from .mechanisms import dirichlet_mechanism as dirichlet_mechanism
     from .mechanisms import privatize as privatize
     from .mechanisms import secure_key as secure_key
+    from .models import IntervalMDP as IntervalMDP
     from .models import RaggedMDP as RaggedMDP
     from .models import SparseMDP as SparseMDP
     from .models import TabularMDP as TabularMDP
     from .models import examples as examples
+    from .models import make_interval_mdp as make_interval_mdp
     from .models import make_mdp as make_mdp
     from .models import make_ragged_mdp as make_ragged_mdp
     from .models import make_sparse_mdp as make_sparse_mdp
@@ -97,6 +101,7 @@ if TYPE_CHECKING:
     from .planning import SolverOptions as SolverOptions
     from .planning import cost_of_privacy as cost_of_privacy
     from .planning import evaluate as evaluate
+    from .planning import interval_model as interval_model
     from .planning import robust_expectation as robust_expectation
     from .planning import robust_solve as robust_solve
     from .planning import solve as solve

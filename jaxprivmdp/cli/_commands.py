@@ -15,10 +15,10 @@ import sys
 import warnings
 
 from ._args import build_parser, check_args
+from ._certify_command import cmd_check_or_certify
 from ._interrupts import deferred_interrupts
 from ._policy_commands import cmd_evaluate, cmd_synthesize
 from ._privacy_commands import cmd_privacy
-from ._property_commands import cmd_check
 from ._release import cmd_privatize
 from ._sweep_commands import cmd_frontier, cmd_reproduce, cmd_sweep
 from ._terminal import note
@@ -58,7 +58,7 @@ COMMANDS = {
     "frontier": cmd_frontier,
     "synthesize": cmd_synthesize,
     "evaluate": cmd_evaluate,
-    "check": cmd_check,
+    "check": cmd_check_or_certify,
 }
 
 

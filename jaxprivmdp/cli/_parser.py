@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 from .._version import __version__
+from ._certify_options import certify_options, release_option
 from ._check_options import check_options, labels_option
 from ._objective import direction_options
 from ._privacy_options import PARAMETER_FLAGS as PARAMETER_FLAGS
@@ -289,8 +290,11 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=CHECK_JSON,
         **fmt,
     )
-    _mdp_options(p, use="property", privatizes=False)
+    which = p.add_mutually_exclusive_group(required=True)  # --mdp or --release
+    _mdp_options(which, use="property", required=False, group=p, privatizes=False)
+    release_option(which)
     check_options(p)  # --property, --props, --labels, --variables, --dtype
+    certify_options(p)  # --set, --beta, --support-aware (with --release)
     _out_folder(p)
     p = sub.add_parser(
         "privacy",

@@ -10,8 +10,10 @@ and initial state), which share the line and number parsing of ``_text``; files 
 PRISM's plain form are read block by block with array operations (``_columns``, decimals
 rounded as Python's ``float`` does in ``_decimals``), other forms line by line. ``_save``
 writes models (``save_mdp``): an ``.npz``, or through ``_export`` PRISM's explicit files or a
-DRN file. ``_prism_source`` builds models from PRISM/JANI sources through Storm
-(``load_prism``, the optional extra ``storm``).
+DRN file. PRISM's explicit files of interval models (``[lower,upper]`` for each probability)
+are read and laid out by ``_interval_files``. ``_prism_source`` builds models from PRISM/JANI
+sources through Storm (``load_prism``, the optional extra ``storm``; sources with interval
+updates through ``_prism_source_interval``).
 
 Imports: ``jaxprivmdp._checks`` and :mod:`jaxprivmdp.models`. What the command line uses
 beyond the public readers is in :mod:`jaxprivmdp.io.core` (the internal API).

@@ -9,7 +9,9 @@ support (the listed transitions are its support, or the nonzero entries without 
 and Storm's properties do not use them; pass them to ``load_mdp`` again. A state's allowed
 actions become its choices ``0 .. n_s − 1`` in order (a mask with gaps is renumbered, with a
 warning). Numbers are written as Python's ``repr`` of the float64 value (a float32 value
-exactly), so reading them back gives the same values.
+exactly), so reading them back gives the same values. An interval model is written as PRISM's
+interval ``.tra`` (``[lower,upper]`` for each probability; see :mod:`._interval_files`), not
+as DRN.
 """
 
 from __future__ import annotations
@@ -21,8 +23,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..models.core import TabularMDP, check_model, transition_lists
+from ..models.core import IntervalMDP, TabularMDP, check_model, transition_lists
 from ._files import atomic_outputs, sidecar_path
+from ._interval_files import interval_lists
 
 _NAME = re.compile(r'[^\s"\[\],]+')  # a label or reward model name both formats can hold
 
@@ -30,7 +33,8 @@ _NAME = re.compile(r'[^\s"\[\],]+')  # a label or reward model name both formats
 class Flat(NamedTuple):
     """A model's allowed rows ``s·A + a`` (ascending), each one's index among its state's
     choices, its transitions ``tgt[bounds[i]:bounds[i+1]]`` and ``prob`` (float64), and
-    its one-step reward."""
+    its one-step reward; an interval model's ``prob`` is its lower bounds, ``upper`` its
+    upper bounds (None for a point model)."""
 
     num_states: int
     rows: np.ndarray
@@ -40,14 +44,19 @@ class Flat(NamedTuple):
     prob: np.ndarray
     rewards: np.ndarray
     dtmc: bool
+    upper: np.ndarray | None = None
 
 
 def flat_model(mdp) -> Flat:
     """The transitions of ``mdp``'s allowed actions, by row; a DTMC if ``A == 1``."""
-    check_model(mdp)
+    if not isinstance(mdp, IntervalMDP):
+        check_model(mdp)
     mask = np.asarray(mdp.action_mask)
     S, A = mask.shape
-    if isinstance(mdp, TabularMDP):
+    upper = None
+    if isinstance(mdp, IntervalMDP):
+        rid, tgt, p, upper = interval_lists(mdp)
+    elif isinstance(mdp, TabularMDP):
         P = np.asarray(mdp.transitions)
         listed = P != 0
         if mdp.support is not None:
@@ -58,6 +67,7 @@ def flat_model(mdp) -> Flat:
         rid, tgt, p = transition_lists(mdp)
     keep = mask.reshape(-1)[rid]
     rid, tgt, p = rid[keep], tgt[keep], p[keep].astype(np.float64)
+    upper = None if upper is None else upper[keep]
     rows = np.flatnonzero(mask.reshape(-1))
     bounds = np.searchsorted(rid, np.append(rows, S * A))
     empty = np.flatnonzero(bounds[1:] == bounds[:-1])
@@ -73,7 +83,7 @@ def flat_model(mdp) -> Flat:
             stacklevel=3,
         )
     rewards = np.asarray(mdp.rewards, np.float64).reshape(-1)[rows]
-    return Flat(S, rows, local, bounds, tgt, p, rewards, A == 1)
+    return Flat(S, rows, local, bounds, tgt, p, rewards, A == 1, upper)
 
 
 def _label_sets(labels, S: int, initial_state: int) -> dict[str, np.ndarray]:
@@ -114,6 +124,8 @@ def _numbers(x: np.ndarray) -> list[str]:
 
 def drn_text(mdp, labels=None, reward_name=None) -> str:
     """The DRN file of ``mdp`` (see the module)."""
+    if isinstance(mdp, IntervalMDP):
+        raise ValueError("an interval model is written as PRISM's explicit files: give a .tra")
     f = flat_model(mdp)
     name = _reward_name(reward_name)
     S, A = f.num_states, np.asarray(mdp.action_mask).shape[1]
@@ -166,6 +178,8 @@ def prism_files(mdp, labels=None, reward_name=None) -> dict[str, str]:
     src = np.repeat(f.rows // A, n_rows).tolist()
     choice = np.repeat(f.local, n_rows).tolist()
     targets, probs = f.tgt.tolist(), _numbers(f.prob)
+    if f.upper is not None:  # PRISM's interval form, no blank inside
+        probs = [f"[{lo},{hi}]" for lo, hi in zip(probs, _numbers(f.upper), strict=True)]
     T = len(targets)
     if f.dtmc:
         tra = [f"{S} {T}"] + [f"{s} {t} {p}" for s, t, p in zip(src, targets, probs, strict=True)]

@@ -1,7 +1,8 @@
 """The public readers :func:`load_mdp` and :func:`load_labels`, which dispatch by suffix:
 an ``.npz`` (dense or sparse arrays, read here), or the explicit text formats of PRISM and
 Storm (``_text``, ``_transitions``, ``_rewards`` and ``_labels`` read those files), or
-Storm's DRN (``_drn``, which describes it).
+Storm's DRN (``_drn``, which describes it); PRISM's interval models (``s c t [l,u]``
+lines) are read by ``_interval_files``.
 
 **PRISM** (``prism model.prism -exportmodel model.tra,srew,trew,lab``, or ``model.all``; see
 the "Explicit Model Files" appendix of PRISM's manual) writes
@@ -44,6 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from ..models.core import (
+    IntervalMDP,
     RaggedMDP,
     SparseMDP,
     TabularMDP,
@@ -54,6 +56,7 @@ from ..models.core import (
 from ._drn import read_drn
 from ._drn_model import drn_initial_state, drn_labels, drn_rewards
 from ._files import read_npz
+from ._interval_files import declared_interval, load_interval, read_explicit
 from ._labels import initial_state as labelled_initial_state
 from ._labels import label_arrays, read_labels
 from ._record import RELEASE_METADATA, read_sidecar, record_from_arrays
@@ -89,7 +92,7 @@ def load_mdp(
     initial_state: int | None = None,
     dtype=None,
     layout: str = "auto",
-) -> TabularMDP | SparseMDP | RaggedMDP:
+) -> TabularMDP | SparseMDP | RaggedMDP | IntervalMDP:
     """Reads and validates a model: ``.npz`` (dense or sparse), a PRISM or Storm ``.tra``, or
     Storm's DRN (``.drn``).
 
@@ -98,7 +101,8 @@ def load_mdp(
         ``probs`` `[S, A, K]` (sparse), ``rewards`` `[S, A]` and optionally
         ``terminal_reward`` `[S]`, ``action_mask`` `[S, A]`, ``support`` (the rows' public
         support, which ``jaxprivmdp privatize`` writes into a release); or an explicit
-        ``.tra`` file of PRISM or Storm (MDP or DTMC; see the module's documentation); or a
+        ``.tra`` file of PRISM or Storm (MDP or DTMC; see the module's documentation; PRISM's
+        interval models, ``s c t [lower,upper]``, give an :class:`IntervalMDP`); or a
         ``.drn`` (DTMC or MDP, as ``storm --exportbuild`` and ``stormpy.export_to_drn``
         write it: its reward models and labels inside; its choice labels are read and
         dropped, a model has no place for them).
@@ -131,14 +135,17 @@ def load_mdp(
         holds its own layout (``row_ids`` and 1-D lists: ragged, see :func:`save_mdp`).
 
     Returns:
-      A :class:`TabularMDP`, :class:`SparseMDP` or :class:`RaggedMDP`.
+      A :class:`TabularMDP`, :class:`SparseMDP` or :class:`RaggedMDP`; for an interval
+      ``.tra``, an :class:`IntervalMDP` over successor lists (no ragged layout).
 
     Raises:
       ValueError: one line naming the file (and line, for text files): unreadable or
         malformed files, a header that disagrees with the body, indices out of range, a
         reward file for another model, a model that is no DTMC or MDP, deadlocks (with
         ``deadlocks="error"``), an unknown or ambiguous reward structure, and every check of
-        :func:`make_mdp` / :func:`make_sparse_mdp`.
+        :func:`make_mdp` / :func:`make_sparse_mdp` (:func:`make_interval_mdp`: an interval
+        outside ``[0, 1]`` or reversed, a row whose bounds hold no distribution, each named
+        by its line).
     """
     path = Path(path)
     if path.suffix in (".tra", ".drn"):
@@ -195,7 +202,7 @@ def load_labels(path, *, num_states: int | None = None) -> dict[str, np.ndarray]
         names, entries = read_labels(lab)
     explicit = None
     if tra.is_file() and (num_states is None or "deadlock" not in names):
-        explicit = read_transitions(tra)
+        explicit = read_explicit(tra)
     if num_states is None:
         if explicit is None:
             raise ValueError(
@@ -348,7 +355,7 @@ def _load_explicit(
     initial_state,
     dtype,
     layout,
-) -> SparseMDP | RaggedMDP:
+) -> SparseMDP | RaggedMDP | IntervalMDP:
     """A PRISM or Storm ``.tra``, its reward structure and (for ``s0``) the ``.lab`` beside it;
     or a DRN file."""
     if path.suffix == ".drn":
@@ -359,6 +366,11 @@ def _load_explicit(
         if initial_state is None:
             initial_state = drn_initial_state(drn)
     else:
+        kind = declared_interval(path)
+        if kind is not None:  # PRISM's interval models (IMDPs, interval DTMCs)
+            fields = dict(horizon=horizon, discount=discount, initial_state=initial_state)
+            reward_files = (rewards, reward_structure)
+            return load_interval(path, kind, reward_files, deadlocks, layout, dtype=dtype, **fields)
         ex = fix_deadlocks(read_transitions(path), deadlocks)
         layout = make_layout(ex, layout)
         r = read_rewards(ex, layout, pick_structure(path, rewards, reward_structure))

@@ -28,6 +28,8 @@ from typing import NamedTuple
 import numpy as np
 
 from ..models.core import RaggedMDP, SparseMDP, TabularMDP, resolve_discount, to_dense, to_padded
+from ._interval_files import interval_layout, interval_model
+from ._prism_source_interval import build, interval_rewards, is_interval
 from ._text import where
 from ._transitions import Explicit, layout_model, make_layout, with_rows
 
@@ -40,14 +42,15 @@ class PrismModel(NamedTuple):
     """What :func:`load_prism` builds.
 
     Attributes:
-      model: the model, its rewards those of the chosen reward structure.
+      model: the model, its rewards those of the chosen reward structure (an
+        :class:`IntervalMDP` for a source with interval updates).
       labels: ``{name: bool[S]}``: every label of the source, ``"init"`` and ``"deadlock"``
         first.
       rewards: ``{name: [S, A]}``: every reward structure (Storm names an unnamed one
         ``""``), 0 where an action is masked.
     """
 
-    model: TabularMDP | SparseMDP | RaggedMDP
+    model: TabularMDP | SparseMDP | RaggedMDP  # or an IntervalMDP
     labels: dict[str, np.ndarray]
     rewards: dict[str, np.ndarray]
 
@@ -66,8 +69,12 @@ def load_prism(
 ) -> PrismModel:
     """Builds a PRISM (``.prism``, ``.pm``, ``.nm``, ...) or JANI (``.jani``) model with Storm.
 
+    A source with interval updates (PRISM's ``[0.1, 0.3] : (s'=1)``) is built with Storm's
+    interval values and becomes an :class:`IntervalMDP` (an interval DTMC: one action);
+    its reward structures must be numbers per state and action (no transition rewards).
+
     Args:
-      path: the source file: a DTMC or an MDP.
+      path: the source file: a DTMC or an MDP, or their interval forms.
       constants: values of the source's undefined constants: ``"N=4,p=0.5"`` or
         ``{"N": 4, "p": 0.5}`` (PRISM's ``-const``, Storm's ``--constants``).
       reward_structure: the structure that becomes the model's rewards, by name or by index
@@ -75,7 +82,8 @@ def load_prism(
         are 0.
       deadlocks: ``"error"`` (a ValueError naming the states without a transition) or
         ``"self-loop"`` (the self-loop Storm adds, as PRISM does).
-      dense: a :class:`TabularMDP` instead of a :class:`SparseMDP`.
+      dense: a :class:`TabularMDP` instead of a :class:`SparseMDP` (dense bounds `[S, A, S]`
+        for an interval model).
       horizon: ``T``, or None for an infinite discounted horizon.
       discount: ``γ`` (default 1 with a horizon, else 0.95).
       initial_state: ``s0`` (default: the source's initial state).
@@ -89,7 +97,8 @@ def load_prism(
       ValueError: one line naming the file: Storm's parse or build errors, undefined
         constants, a model that is no DTMC or MDP, deadlocks (with ``deadlocks="error"``),
         several initial states, an unknown or ambiguous reward structure, and every check
-        of :func:`make_sparse_mdp`.
+        of :func:`make_sparse_mdp` (of :func:`make_interval_mdp`; for an interval model,
+        also transition rewards and rewards that are intervals).
     """
     stormpy = _stormpy()
     path = Path(path)
@@ -99,7 +108,10 @@ def load_prism(
     kind = _kind(path, built)
     csr = _csr(stormpy, path, built)
     ex = _explicit(path, built, kind, csr)
-    layout = make_layout(ex)
+    if csr.upper is None:
+        layout = make_layout(ex)
+    else:  # an interval model: Storm's values are intervals
+        layout, bounds = interval_layout(ex, csr.upper)
     mask = layout.mask
     labels = _labels(built, ex.num_states)
     dead = np.flatnonzero(labels["deadlock"])
@@ -111,20 +123,20 @@ def load_prism(
             "deadlocks='self-loop' to keep the self-loop Storm gives each"
         )
     cells = _cells(csr, mask.shape[1]) if order else None
-    rewards = {name: _rewards(built, name, cells, mask) for name in order}
+    if csr.upper is None:
+        rewards = {name: _rewards(built, name, cells, mask) for name in order}
+    else:
+        rewards = {name: interval_rewards(path, built, name, cells, mask) for name in order}
     chosen = _choose(path, rewards, reward_structure, mask.shape)
     if initial_state is None:
         initial_state = _initial_state(path, built)
     discount = resolve_discount(horizon, discount)
+    fields = dict(horizon=horizon, discount=discount, initial_state=initial_state, dtype=dtype)
+    if csr.upper is not None:
+        model = interval_model(path, layout, bounds, chosen, **fields)
+        return PrismModel(to_dense(model) if dense else model, labels, rewards)
     try:
-        model = layout_model(
-            layout,
-            chosen,
-            horizon=horizon,
-            discount=discount,
-            initial_state=initial_state,
-            dtype=dtype,
-        )
+        model = layout_model(layout, chosen, **fields)
         if dense:
             model = to_dense(to_padded(model) if isinstance(model, RaggedMDP) else model)
         return PrismModel(model, labels, rewards)
@@ -162,7 +174,7 @@ def _build(stormpy, path: Path, constants):
         names = ", ".join(sorted(str(c.name) for c in source.constants if not c.defined))
         raise ValueError(f"{where(path)}: undefined constants {names}: pass constants='NAME=...'")
     try:
-        built = stormpy.build_model(source, options=stormpy.BuilderOptions(build_full=True))
+        built = build(stormpy, source)
     except Exception as e:
         raise ValueError(f"{where(path)}: Storm cannot build it: {_one_line(e)}") from None
     in_source = [r.name for r in getattr(source, "reward_models", [])]
@@ -203,7 +215,8 @@ class _Csr(NamedTuple):
     groups: np.ndarray  # [S + 1]: each state's first row
     choices: np.ndarray  # [rows + 1]: each row's first entry
     targets: np.ndarray  # [entries]: the column (successor state)
-    probs: np.ndarray  # [entries]: float64, as Storm holds it
+    probs: np.ndarray  # [entries]: float64, as Storm holds it (an interval's lower bound)
+    upper: np.ndarray | None = None  # [entries]: an interval model's upper bounds
 
     @property
     def state_of_row(self) -> np.ndarray:
@@ -222,7 +235,9 @@ def _csr(stormpy, path: Path, built) -> _Csr:
     archive is read in one piece and the arrays are views of it (no copies).
     """
     options = stormpy.io.UmbExportOptions()
-    options.value_type = stormpy.io.UmbExportValueType.DOUBLE  # Storm's own doubles, no rounding
+    interval = is_interval(built)  # (each value: its lower and upper bound, interleaved)
+    kind = "DOUBLE_INTERVAL" if interval else "DOUBLE"  # Storm's own doubles, no rounding
+    options.value_type = getattr(stormpy.io.UmbExportValueType, kind)
     options.compression = stormpy.io.CompressionMode.NO_COMPRESSION
     matrix = built.transition_matrix
     S, rows, entries = built.nr_states, matrix.nr_rows, matrix.nr_entries
@@ -239,14 +254,16 @@ def _csr(stormpy, path: Path, built) -> _Csr:
     groups = _view(data.get(_UMB[0]), np.int64) if _UMB[0] in data else trivial
     choices = _view(data.get(_UMB[1], empty), np.int64)  # uint64 in the file, below 2⁶³
     targets = _view(data.get(_UMB[2], empty), np.int64)
-    probs = _view(data.get(_UMB_PROBS, empty), np.float64)
+    probs, upper = _view(data.get(_UMB_PROBS, empty), np.float64), None
+    if interval and probs is not None and probs.size % 2 == 0:
+        probs, upper = probs[0::2], probs[1::2]
     sizes = tuple(-1 if x is None else x.size for x in (groups, choices, targets, probs))
     if sizes != (S + 1, rows + 1, entries, entries) or groups[-1] != rows:
         raise ValueError(
             f"{where(path)}: Storm's export does not match its model ({S} states, {rows} "
             f"choices, {entries} transitions; arrays of {sizes})"
         )
-    return _Csr(groups, choices, targets, probs)
+    return _Csr(groups, choices, targets, probs, upper)
 
 
 def _scratch(size: int) -> str | None:

@@ -21,6 +21,7 @@ import numpy as np
 from .._checks import working_dtype
 from .._version import __version__
 from ..models.core import (
+    IntervalMDP,
     RaggedMDP,
     TabularMDP,
     check_mask,
@@ -65,7 +66,10 @@ def save_mdp(path, mdp, *, labels=None, reward_name=None, metadata=None) -> Path
     ``.lab``, ``.srew`` and ``.trew`` of the same stem (see :mod:`jaxprivmdp.io._export` for
     what these formats hold: not the discount, horizon or terminal reward). Any other name:
     an ``.npz`` with the model's scalars. ``load_mdp(path)`` returns the same model (from a
-    ``.tra`` or ``.drn``: the same values as a sparse model).
+    ``.tra`` or ``.drn``: the same values as a sparse model). An :class:`IntervalMDP` is
+    written as PRISM's explicit interval files only (``.tra``: ``s c t [lower,upper]`` lines,
+    an interval DTMC's ``s t [lower,upper]`` where ``A == 1``; see
+    :mod:`jaxprivmdp.io._interval_files`); ``load_mdp`` reads back the same bounds.
 
     With ``metadata`` (e.g. a release's mechanism, parameter and guarantee), a JSON sidecar
     ``<path>.json`` (``release.drn.json``) is written with the model's files: an object
@@ -76,7 +80,8 @@ def save_mdp(path, mdp, *, labels=None, reward_name=None, metadata=None) -> Path
 
     Args:
       path: the file to write; its suffix picks the format.
-      mdp: a :class:`TabularMDP`, :class:`SparseMDP` or :class:`RaggedMDP`.
+      mdp: a :class:`TabularMDP`, :class:`SparseMDP`, :class:`RaggedMDP` or (``.tra``
+        only) :class:`IntervalMDP`.
       labels: ``.drn``/``.tra`` only: ``{name: bool[S]}`` to write (e.g. from
         :func:`load_labels`); ``init`` is always the model's initial state.
       reward_name: ``.drn``/``.tra`` only: the name of the reward structure written.
@@ -88,10 +93,16 @@ def save_mdp(path, mdp, *, labels=None, reward_name=None, metadata=None) -> Path
 
     Raises:
       TypeError: ``metadata`` that is not a dict of JSON values.
-      ValueError: a model, label or name the format cannot hold; ``labels``/``reward_name``
-        for an ``.npz``; a non-finite number in ``metadata``.
+      ValueError: a model, label or name the format cannot hold (an interval model in any
+        file but a ``.tra``); ``labels``/``reward_name`` for an ``.npz``; a non-finite
+        number in ``metadata``.
     """
     path = Path(path)
+    if isinstance(mdp, IntervalMDP) and path.suffix != ".tra":
+        raise ValueError(
+            f"{str(path)!r}: an interval model is written as PRISM's explicit files (an "
+            "IMDP or interval DTMC .tra with its .lab, .srew and .trew): give a .tra path"
+        )
     sidecar = None if metadata is None else _sidecar_text(path, mdp, metadata)
     if path.suffix in (".drn", ".tra"):
         return write_explicit(path, mdp, labels, reward_name, sidecar)
@@ -116,7 +127,8 @@ def _sidecar_text(path: Path, mdp, metadata) -> str:
     """The JSON sidecar of :func:`save_mdp`."""
     if not isinstance(metadata, Mapping):
         raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}")
-    check_model(mdp)
+    if not isinstance(mdp, IntervalMDP):
+        check_model(mdp)
     body = {
         "file": path.name,
         "jaxprivmdp": __version__,

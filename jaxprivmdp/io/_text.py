@@ -61,7 +61,11 @@ def parse_value(path: Path, number: int, field: str) -> float:
     try:
         return float(Fraction(field)) if "/" in field else float(field)
     except (ValueError, ZeroDivisionError):
-        hint = " (interval models are not supported)" if field.startswith("[") else ""
+        hint = (
+            " (an interval: a file is an interval model's where its first transition's "
+            "probability is an interval, or its '# Transitions (IMDP)' comment says so)"
+        )
+        hint = hint if field.startswith("[") else ""
         raise ValueError(f"{where(path)} line {number}: {field!r} is not a number{hint}") from None
 
 

@@ -1,5 +1,6 @@
 """Conversions between the dense layout and the successor lists: :func:`to_sparse` and
-:func:`to_dense` (from a sparse or a ragged model).
+:func:`to_dense` (from a sparse or a ragged model; both also take an interval model), and
+:func:`interval_of_point`, a point model as the interval model with ``lower = upper``.
 
 They live apart from the containers because ``to_dense`` reads all three layouts: the ragged
 container builds on the sparse one, so a conversion inside ``_sparse`` that reads a ragged
@@ -12,27 +13,37 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._dense import TabularMDP
+from ._interval import IntervalMDP, interval_to_dense, interval_to_sparse
 from ._memory import check_fits, device_memory
 from ._ragged import RaggedMDP, to_padded
 from ._sparse import PADDING, SparseMDP
 
 
-def to_sparse(mdp: TabularMDP, max_successors: int | None = None) -> SparseMDP:
+def to_sparse(
+    mdp: TabularMDP | IntervalMDP, max_successors: int | None = None
+) -> SparseMDP | IntervalMDP:
     """A dense model's rows as successor lists: its recorded support (else its nonzero
     pattern) becomes the lists.
 
+    An :class:`IntervalMDP` (dense or sparse) becomes an interval model over successor lists
+    that list each allowed row's entries with ``upper > 0`` (masked rows are emptied).
+
     Args:
-      mdp: a :class:`TabularMDP` with concrete arrays.
-      max_successors: ``K`` (default: the largest number of nonzeros in an allowed row).
+      mdp: a :class:`TabularMDP` or an :class:`IntervalMDP`, with concrete arrays.
+      max_successors: ``K`` (default: the largest number of nonzeros, or of entries with
+        ``upper > 0``, in an allowed row).
 
     Returns:
-      A :class:`SparseMDP` with the same rewards, discount, horizon and initial state.
+      A :class:`SparseMDP` (an :class:`IntervalMDP` with ``next_states`` for an interval
+      model) with the same rewards, discount, horizon and initial state.
 
     Raises:
       ValueError: if a row has more than ``max_successors`` nonzeros.
     """
+    if isinstance(mdp, IntervalMDP):
+        return interval_to_sparse(mdp, max_successors)
     if not isinstance(mdp, TabularMDP):
-        raise ValueError(f"mdp must be a TabularMDP, got {type(mdp).__name__}")
+        raise ValueError(f"mdp must be a TabularMDP or an IntervalMDP, got {type(mdp).__name__}")
     P = np.asarray(mdp.transitions)
     mask = np.asarray(mdp.action_mask)
     nonzero = (P > 0) if mdp.support is None else np.asarray(mdp.support)
@@ -49,18 +60,25 @@ def to_sparse(mdp: TabularMDP, max_successors: int | None = None) -> SparseMDP:
     return SparseMDP(next_states=jnp.asarray(idx), probs=jnp.asarray(probs), **mdp.shared_fields())
 
 
-def to_dense(mdp: SparseMDP) -> TabularMDP:
+def to_dense(mdp: SparseMDP | RaggedMDP | IntervalMDP) -> TabularMDP | IntervalMDP:
     """The `[S, A, S]` model of a sparse or ragged one (for small models: tests, comparisons);
     its successor lists become the recorded support.
+
+    An :class:`IntervalMDP` gets `[S, A, S]` bounds (``l = u = 0`` off its lists); a dense one
+    is returned as it is.
 
     Raises:
       ValueError: for a model whose dense arrays (``S·A·S`` probabilities and support flags)
         do not fit in the device's memory, checked before anything is allocated.
     """
+    if isinstance(mdp, IntervalMDP):
+        return interval_to_dense(mdp)
     if isinstance(mdp, RaggedMDP):
         mdp = to_padded(mdp)
     if not isinstance(mdp, SparseMDP):
-        raise ValueError(f"mdp must be a SparseMDP or RaggedMDP, got {type(mdp).__name__}")
+        raise ValueError(
+            f"mdp must be a SparseMDP, a RaggedMDP or an IntervalMDP, got {type(mdp).__name__}"
+        )
     S, A, _ = mdp.next_states.shape
     dtype = np.dtype(mdp.probs.dtype)
     check_fits(
@@ -80,3 +98,25 @@ def to_dense(mdp: SparseMDP) -> TabularMDP:
         jnp.zeros((S, A, S), bool).at[s[..., None], a[..., None], idx].max(mdp.next_states >= 0)
     )
     return TabularMDP(transitions=P, support=support, **mdp.shared_fields())
+
+
+def interval_of_point(mdp: TabularMDP | SparseMDP | RaggedMDP) -> IntervalMDP:
+    """A point model as the interval model with ``lower = upper =`` its rows: dense for a
+    :class:`TabularMDP` (its recorded support is dropped), over the same successor lists for a
+    :class:`SparseMDP`, over its padded lists (:func:`to_padded`) for a :class:`RaggedMDP`.
+
+    Raises:
+      ValueError: for anything else.
+    """
+    if isinstance(mdp, RaggedMDP):
+        mdp = to_padded(mdp)
+    if isinstance(mdp, SparseMDP):
+        rows, next_states = mdp.probs, mdp.next_states
+    elif isinstance(mdp, TabularMDP):
+        rows, next_states = mdp.transitions, None
+    else:
+        raise ValueError(
+            "mdp must be a TabularMDP, a SparseMDP or a RaggedMDP (a point model), got "
+            f"{type(mdp).__name__}"
+        )
+    return IntervalMDP(lower=rows, upper=rows, next_states=next_states, **mdp.shared_fields())

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 from jax.lax import Precision
 
 from ._dense import TabularMDP
+from ._interval import IntervalMDP
 from ._ragged import RaggedMDP, RaggedRows, map_blocks
 from ._sparse import SparseMDP
 
@@ -40,7 +41,14 @@ class Rows(NamedTuple):
 
 def check_model(mdp, name: str = "mdp") -> Model:
     """``mdp`` itself if it is a :class:`TabularMDP`, :class:`SparseMDP` or :class:`RaggedMDP`,
-    else a ValueError."""
+    else a ValueError (one that says what to do for an :class:`IntervalMDP`)."""
+    if isinstance(mdp, IntervalMDP):
+        raise ValueError(
+            f"{name} is an IntervalMDP (an interval model), and this takes a point model: a "
+            "TabularMDP, SparseMDP or RaggedMDP. Check an interval model with jp.check and a "
+            "two-quantifier property (the policy's, then nature's: 'Pmaxmin=? [F \"goal\"]', "
+            "'Rminmax=? [F \"goal\"]'; on an interval chain 'Pmin=?' / 'Pmax=?')"
+        )
     if not isinstance(mdp, TabularMDP | SparseMDP | RaggedMDP):
         raise ValueError(
             f"{name} must be a TabularMDP (make_mdp), a SparseMDP (make_sparse_mdp) or a "

@@ -9,12 +9,21 @@ Other subpackages import this module or :mod:`jaxprivmdp.models`, never its unde
 modules (``tests/test_layout.py`` checks it).
 """
 
+from ._convert import interval_of_point as interval_of_point
 from ._convert import to_dense as to_dense
+from ._convert import to_sparse as to_sparse
 from ._dense import TabularMDP as TabularMDP
 from ._dense import check_mask as check_mask
 from ._dense import make_mdp as make_mdp
 from ._dense import resolve_discount as resolve_discount
 from ._dense import validate_model_fields as validate_model_fields
+from ._interval import IntervalMDP as IntervalMDP
+from ._interval import make_interval_mdp as make_interval_mdp
+from ._interval import validate_intervals as validate_intervals
+from ._interval_expect import fill_margin as fill_margin
+from ._interval_expect import interval_excess as interval_excess
+from ._interval_expect import interval_expect as interval_expect
+from ._interval_expect import nature_choice as nature_choice
 from ._memory import device_memory as device_memory
 from ._ragged import LAYOUTS as LAYOUTS
 from ._ragged import RaggedMDP as RaggedMDP
@@ -59,6 +68,11 @@ from ._support import private_rows as private_rows
 from ._support import ragged_mechanism_input as ragged_mechanism_input
 
 __all__ = [
+    "IntervalMDP",
+    "fill_margin",
+    "interval_excess",
+    "interval_expect",
+    "nature_choice",
     "LAYOUTS",
     "MechanismInput",
     "Model",
@@ -79,7 +93,9 @@ __all__ = [
     "device_memory",
     "expect",
     "host_mechanism_input",
+    "interval_of_point",
     "is_skewed",
+    "make_interval_mdp",
     "make_mdp",
     "make_ragged_mdp",
     "make_sparse_mdp",
@@ -102,8 +118,10 @@ __all__ = [
     "successors",
     "to_dense",
     "to_padded",
+    "to_sparse",
     "transition_lists",
     "transition_rows",
+    "validate_intervals",
     "validate_model_fields",
     "with_probs",
     "with_self_loops",

@@ -9,7 +9,8 @@ its fill reaches (a static width, proven from concrete values or checked at run 
 ``_set_up`` computes a set's parameters and that width on the host; ``_bounds`` runs the
 kernel through the stages for the cost-of-privacy bounds, ``_robust_policy`` for the robust
 private policy (both take a property's reward problem from
-:mod:`jaxprivmdp.properties` in place of a model, the layer below).
+:mod:`jaxprivmdp.properties` in place of a model, the layer below); ``_interval_model`` turns
+a release and its set into the interval MDP of the same boxes.
 
 Imports: ``jaxprivmdp._checks``, :mod:`jaxprivmdp.models`, :mod:`jaxprivmdp.mechanisms`,
 :mod:`jaxprivmdp.sets`, :mod:`jaxprivmdp.properties`. What the experiments use beyond the
@@ -22,6 +23,7 @@ from ._bounds import PrivacyBounds as PrivacyBounds
 from ._bounds import cost_of_privacy as cost_of_privacy
 from ._evaluation import evaluate as evaluate
 from ._inner import robust_expectation as robust_expectation
+from ._interval_model import interval_model as interval_model
 from ._options import SolverOptions as SolverOptions
 from ._robust_policy import robust_solve as robust_solve
 
@@ -31,6 +33,7 @@ __all__ = [
     "SolverOptions",
     "cost_of_privacy",
     "evaluate",
+    "interval_model",
     "robust_expectation",
     "robust_solve",
     "solve",

@@ -67,9 +67,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import check_count, check_int, check_range, is_concrete
-from ..models.core import Model, check_model
+from ..models.core import IntervalMDP, Model, check_model
 from ._batch import batch_probability, batch_reward, is_batch, same_support, unstack
 from ._graph import Graph
+from ._interval_check import check_interval
 from ._iteration import solve_bounded
 from ._labels import check_labels, satisfying
 from ._parse import Property, parse_property, property_error
@@ -159,6 +160,13 @@ def check(
         batch of models under ``jax.jit``.
       TypeError: ``step_policy`` not a bool.
     """
+    if isinstance(mdp, IntervalMDP):
+        _check_flag("step_policy", step_policy)
+        prop_ = parse_property(prop)
+        limits = _iteration_limits(tol, max_iterations)
+        check_reward_structure(prop_, reward_name)
+        bound = step_bound(prop_, mdp, horizon)
+        return check_interval(mdp, prop_, labels, variables, bound, limits)
     batch = _batch_models(mdp)
     mdp = check_model(batch[0] if batch else mdp)
     step_policy = _check_flag("step_policy", step_policy)

@@ -33,7 +33,11 @@ class Property(NamedTuple):
 
     Attributes:
       kind: ``"P"`` or ``"R"``.
-      opt: ``"max"``, ``"min"`` or None (``P=?``/``R=?``).
+      opt: ``"max"``, ``"min"`` or None (``P=?``/``R=?``): the policy's optimum.
+      nature: on an interval model, nature's optimum (``"max"`` or ``"min"``), the second
+        word of PRISM's two quantifiers (``Pmaxmin=?``: the best policy against the worst
+        nature); for an interval DTMC the only one (``Pmin=?``: nature minimizes, ``opt``
+        None). None on a point model.
       reward: ``R{"name"}`` (str), ``R{i}`` (int) or None.
       path: ``"F"``, ``"U"``, ``"G"``, ``"X"`` or ``"C"``.
       left, right: the state formulas (``left`` only for ``U``).
@@ -54,6 +58,7 @@ class Property(NamedTuple):
     positions: dict
     comparison: str | None = None
     threshold: float | None = None
+    nature: str | None = None
 
 
 _COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
@@ -75,6 +80,10 @@ _TOKEN = re.compile(
 
 _P_OPERATORS = {"P": None, "Pmax": "max", "Pmin": "min"}
 _R_OPERATORS = {"R": None, "Rmax": "max", "Rmin": "min"}
+# PRISM's two quantifiers of interval models: the policy's optimum, then nature's.
+_QUANTIFIERS = {f"{a}{b}": (a, b) for a in ("max", "min") for b in ("max", "min")}
+_P_OPERATORS.update({f"P{q}": q for q in _QUANTIFIERS})
+_R_OPERATORS.update({f"R{q}": q for q in _QUANTIFIERS})
 
 
 def property_error(text: str, pos: int, message: str) -> ValueError:
@@ -164,7 +173,7 @@ class _Parser:
                     r, f'expected a reward structure "name" or index, got {self.show(r)}'
                 )
             self.expect("}")
-            if self.peek().kind == "id" and self.peek().text in ("max", "min"):
+            if self.peek().kind == "id" and self.peek().text in ("max", "min", *_QUANTIFIERS):
                 opt = self.next().text
         q = self.peek()
         positions["query"] = q.pos
@@ -177,8 +186,20 @@ class _Parser:
         self.expect("[")
         path, left, right, bound = self.path(kind, positions)
         self.expect("]", "']'")
+        opt, nature = _QUANTIFIERS.get(opt, (opt, None))
         return Property(
-            kind, opt, reward, path, left, right, bound, self.text, positions, comparison, threshold
+            kind,
+            opt,
+            reward,
+            path,
+            left,
+            right,
+            bound,
+            self.text,
+            positions,
+            comparison,
+            threshold,
+            nature,
         )
 
     def comparison(self, kind: str, q: _Token) -> tuple[str, float]:

@@ -1,0 +1,139 @@
+"""The expectation of a value vector under an interval row: nature's optimum over the box.
+
+For row ``(s, a)`` with bounds ``l <= x <= u`` on the simplex, ``max{x · v}`` (or ``min``) is a
+fractional knapsack, solved exactly by the greedy fill the robust bounds use
+(``jaxprivmdp.planning._inner``; PRISM's and IntervalMDP.jl's "O-maximization"): start at
+``x = l``, pour the slack ``1 − Σ l`` into the entries with the largest ``v`` first (smallest
+to minimize), each up to ``u``. Here for every row of a model at once, dense `[S, A, S]` (one
+sort of ``v`` serves every row) or over successor lists `[S, A, K]` (a sort per row), in
+JAX or NumPy (``xp``: the host runs it too, for the graph analysis's end components).
+
+The planning kernel (``jaxprivmdp.planning._kernel``) is the same fill specialized to the
+boxes of a set around a release (capacities of at least ``min(α, 1)``, so a bounded prefix of
+the order suffices) and to a mixture weight; an interval model's boxes are arbitrary, so this
+one pours over whole rows. Rounding is the caller's: every product here has non-negative
+factors when ``v >= 0``, and the fill's amounts are within ``2 (n + 2)`` ulps (of 1) of the
+exact fill's (``n`` entries), which :func:`fill_margin` bounds.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+
+def _sorted_rows(lower, upper, next_states, values, sign, xp):
+    """``(l, caps, w)`` `[B, S, A, N]` with each row's entries in nature's pouring order."""
+    key = -sign * values  # ascending key: the largest sign · v first
+    if next_states is None:  # dense: one order for every row
+        order = xp.argsort(key, axis=-1)  # [B, S]
+        l_ = xp.moveaxis(lower[:, :, order], 2, 0)  # [B, S, A, S]
+        u_ = xp.moveaxis(upper[:, :, order], 2, 0)
+        w = xp.take_along_axis(values, order, axis=-1)[:, None, None, :]
+        w = xp.broadcast_to(w, l_.shape)
+        return l_, u_ - l_, w
+    idx = xp.maximum(next_states, 0)
+    w = values[:, idx]  # [B, S, A, K]; padding has l = u = 0, so its place does not matter
+    order = xp.argsort(-sign * w, axis=-1)
+    w = xp.take_along_axis(w, order, axis=-1)
+    l_ = xp.take_along_axis(xp.broadcast_to(lower, w.shape), order, axis=-1)
+    u_ = xp.take_along_axis(xp.broadcast_to(upper, w.shape), order, axis=-1)
+    return l_, u_ - l_, w
+
+
+# Up to this many successors a row is filled by pairwise comparisons (K² per row, no sort):
+# XLA:CPU sorts many short rows slowly (as in ``jaxprivmdp.planning._kernel``).
+PAIRWISE_MAX_SUCCESSORS = 16
+
+
+def _fill(lower, upper, next_states, values, sign, xp):
+    """``(x, w, u)`` `[B, S, A, N]`: nature's distribution, the values it weighs and the
+    upper bounds, aligned (in the rows' own order for short lists, in pouring order
+    otherwise)."""
+    if next_states is not None and next_states.shape[-1] <= PAIRWISE_MAX_SUCCESSORS:
+        w = values[:, xp.maximum(next_states, 0)]  # [B, S, A, K]
+        key = sign * w
+        n = w.shape[-1]
+        earlier = xp.arange(n)[:, None] < xp.arange(n)[None, :]
+        earlier = earlier.reshape((1,) * (w.ndim - 1) + (n, n))
+        k_i, k_j = key[..., :, None], key[..., None, :]
+        before = (k_i > k_j) | ((k_i == k_j) & earlier)  # entry i is poured before j
+        low = xp.broadcast_to(lower, w.shape)
+        caps = xp.broadcast_to(upper, w.shape) - low
+        mass_before = xp.sum(xp.where(before, caps[..., :, None], 0), axis=-2)
+        slack = xp.maximum(1 - xp.sum(low, axis=-1), 0)[..., None]
+        x = low + xp.clip(slack - mass_before, 0, caps)
+        return x, w, xp.broadcast_to(upper, w.shape)
+    l_, caps, w = _sorted_rows(lower, upper, next_states, values, sign, xp)
+    slack = xp.maximum(1 - xp.sum(l_, axis=-1), 0)[..., None]
+    before = xp.cumsum(caps, axis=-1) - caps
+    return l_ + xp.clip(slack - before, 0, caps), w, l_ + caps
+
+
+def interval_expect(lower, upper, next_states, values, sign, xp=jnp, with_scale=False):
+    """``sign · max_x sign · (x · v)`` over each row's box: `[B, S, A]` (and, with
+    ``with_scale``, each row's largest finite ``|v|`` over the entries it can use, `[B, S,
+    A]`: the scale of :func:`fill_margin`'s absolute error).
+
+    Args:
+      lower, upper: `[S, A, N]` the bounds (dense ``N = S``, or over ``next_states``), each
+        row's polytope non-empty (``Σ l <= 1 <= Σ u``; a negative slack is read as 0).
+      next_states: None or `[S, A, K]` successor indices (``-1`` padding).
+      values: `[B, S]` value vectors (``B`` of them, e.g. a lower and an upper bound).
+      sign: ``1``: nature maximizes; ``-1``: it minimizes (a Python number or a traced
+        scalar).
+      xp: ``jax.numpy`` (jit-able) or ``numpy``.
+    """
+    x, w, u = _fill(lower, upper, next_states, values, sign, xp)
+    terms = xp.where(x > 0, x * w, 0)  # an unreachable entry's value may be inf
+    if not with_scale:
+        return xp.sum(terms, axis=-1)
+    usable = (u > 0) & xp.isfinite(w)
+    return xp.sum(terms, axis=-1), xp.max(xp.where(usable, xp.abs(w), 0), axis=-1)
+
+
+def interval_excess(lower, upper, next_states, values, shift, sign, xp=jnp):
+    """``(E, err)`` `[S, A]`: nature's optimum of ``Σ x (v − shift_s)`` over each row's box
+    (``v`` `[S]`, ``shift`` `[S]` per state), and a bound on the rounding of the computed
+    ``E``. Since ``Σ x = 1`` on the box, ``r + E`` is ``B(v)(s) − shift_s``: a test of
+    ``B(v) <= v`` in which an entry with ``v_t = shift_s`` (a state staying where it is)
+    contributes exactly 0, however its mass is rounded."""
+    x, w, u = (a[0] for a in _fill(lower, upper, next_states, values[None], sign, xp))
+    w = w - shift[:, None, None]
+    terms = xp.where(x > 0, x * w, 0)
+    rel, absolute = fill_margin(w.shape[-1], w.dtype)
+    reach = xp.where((u > 0) & xp.isfinite(w), xp.abs(w), 0)
+    err = rel * xp.sum(xp.abs(terms), axis=-1) + absolute * xp.max(reach, axis=-1)
+    return xp.sum(terms, axis=-1), err
+
+
+def nature_choice(lower, upper, next_states, values, sign, xp=np):
+    """`[S, A, N]` the distribution nature picks in each row against ``values`` `[S]`: the
+    greedy fill of :func:`interval_expect`, in the rows' own entry order."""
+    l_, caps, w = _sorted_rows(lower, upper, next_states, values[None], sign, xp)
+    slack = xp.maximum(1 - xp.sum(l_, axis=-1), 0)[..., None]
+    before = xp.cumsum(caps, axis=-1) - caps
+    x_sorted = (l_ + xp.clip(slack - before, 0, caps))[0]
+    key = -sign * values
+    if next_states is None:
+        order = xp.broadcast_to(xp.argsort(key), x_sorted.shape)
+    else:
+        order = xp.argsort(-sign * values[xp.maximum(next_states, 0)], axis=-1)
+    inverse = xp.argsort(order, axis=-1)
+    return xp.take_along_axis(x_sorted, inverse, axis=-1)
+
+
+def fill_margin(n: int, dtype) -> tuple[float, float]:
+    """``(relative, absolute)``: a computed :func:`interval_expect` of ``v >= 0`` is within
+    ``relative · exact + absolute · max v`` of the exact optimum over the box.
+
+    The products and their sum: ``(n + 2) u`` relative (non-negative terms; Higham 2002,
+    §3.1). The fill: each pour ``clip(slack − before, 0, cap)`` is off by at most the
+    rounding of ``slack`` and of the running sum ``before`` (``(n + 1) u`` each, of
+    quantities at most 1), so the mass moved between entries is at most ``2 (n + 2) u`` per
+    entry and ``Σ`` over the row at most ``2 n (n + 2) u``, each unit changing the value by at
+    most ``max v``. A heuristic cap for long rows (XLA sums in blocks) is not applied here:
+    the bound is the worst case of sequential sums.
+    """
+    u = float(np.finfo(dtype).eps) / 2
+    return (n + 2) * u * 1.01, 2 * n * (n + 2) * u * 1.01

@@ -1,0 +1,274 @@
+"""PRISM properties on interval models: ``check(imdp, 'Pmaxmin=? [F "goal"]', labels=...)``.
+
+PRISM's semantics (4.8 and later) for interval MDPs: two quantifiers, the first the
+policy's, the second nature's, which picks a distribution in the row's box each time a row
+is used, knowing the history (``Pmaxmin``: the best policy against the worst nature;
+``Rminmax``: the least expected cost against the most adverse nature). On an interval DTMC
+(one allowed action in every state) one quantifier is nature's (``Pmin=?``, ``Pmax=?``). A
+one-quantifier query on an interval MDP is refused, naming the two-quantifier forms: Storm
+reads ``Pmax`` there as a silent ``Pmaxmin``, a trap its users have reported.
+
+Unbounded ``F``, ``U``, ``G`` and ``R [F]``: the graph analysis of :mod:`._interval_graph`
+decides the states with probability 0 and 1 (the states with infinite expected reward),
+then robust interval iteration (:mod:`._interval_iteration`) bounds the rest from both
+sides, in float64 on the host's model, the answer narrowed outward to the model's dtype as
+for point models. Step-bounded ``F<=k``, ``U<=k``, ``G<=k``, ``X``, ``R [C<=k]``: backward
+induction, exact up to the rounding its bounds account for, also under ``jax.jit`` (in the
+model's dtype). The policy is stationary for unbounded properties (among the actions optimal
+on the lower bound, one that makes progress towards the target where the policy seeks it),
+the first step's rule for bounded ones.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .._checks import is_concrete
+from ..models.core import IntervalMDP
+from . import _interval_graph as graph
+from ._interval_iteration import Problem, backward, q_values, run, widening
+from ._labels import check_labels, satisfying
+from ._parse import Property, property_error
+from ._precision import host_answer, outward, relative_width, summarize, tracing, working_tol
+from ._result import CheckResult, result
+
+
+def quantifiers(prop_: Property, imdp: IntervalMDP) -> tuple[str, str]:
+    """``(policy, nature)`` optima, each ``"max"`` or ``"min"``; refuses what PRISM would."""
+    text, pos = prop_.text, prop_.positions["operator"]
+    dtmc = is_concrete(imdp.action_mask) and bool(
+        np.all(np.asarray(imdp.action_mask).sum(axis=1) == 1)
+    )
+    if prop_.nature is not None:
+        return prop_.opt, prop_.nature
+    k = prop_.kind
+    if prop_.opt is None:
+        raise property_error(
+            text, pos, f"on an interval model nature's optimum must be given: {k}min=? or "
+            f"{k}max=? on an interval DTMC, {k}maxmin=? or {k}minmax=? (policy, then nature) "
+            "on an interval MDP",
+        )  # fmt: skip
+    if not dtmc:
+        o = prop_.opt
+        raise property_error(
+            text, pos, f"an interval MDP needs two quantifiers, the policy's then nature's: "
+            f"{k}{o}min=? (against the worst nature) or {k}{o}max=? (the best nature)",
+        )  # fmt: skip
+    return "max", prop_.opt
+
+
+def check_interval(imdp: IntervalMDP, prop_: Property, labels, variables, bound, limits):
+    """:func:`jaxprivmdp.check` on an interval model (arguments checked there).
+    ``limits``: ``(tol, max_iterations)``."""
+    policy_opt, nature_opt = quantifiers(prop_, imdp)
+    tol, max_iterations = limits
+    unbounded = bound is None and prop_.path in ("F", "U", "G")
+    if unbounded and (tracing() or not is_concrete(imdp)):
+        raise property_error(
+            prop_.text,
+            prop_.positions["path"],
+            "unbounded properties need a concrete model "
+            "(the graph analysis runs on the host); under jax.jit use a step-bounded one",
+        )
+    concrete = unbounded or is_concrete(labels, variables)
+    lab = check_labels(imdp, labels, concrete, variables)
+    traced = not (concrete and is_concrete(imdp)) or tracing()
+    xp = jnp if traced else np
+
+    def sat(f):
+        return None if f is None else satisfying(prop_.text, f, labels=lab, xp=xp)
+
+    if prop_.kind == "R" and prop_.path == "F":
+        _check_nonnegative(prop_, imdp)
+    dtype = np.dtype(imdp.rewards.dtype)
+    opts = (policy_opt, nature_opt)
+    if traced:
+        lower, upper, policy, it = _solve(prop_, imdp, sat, bound, opts, (tol, max_iterations))
+        values, error = summarize(lower, upper, jnp.asarray(True), jnp)
+        out = (values, error, policy, it, True, lower, upper, relative_width(lower, upper, jnp))
+        return result(imdp, out)
+    with jax.enable_x64(True):
+        wide = _float64(imdp)
+        limits = (working_tol(tol, dtype), max_iterations)
+        lower, upper, policy, it, conv = _solve(prop_, wide, sat, bound, opts, limits, host=True)
+    lower, upper, values, error, precision, conv = host_answer(
+        np.asarray(lower), np.asarray(upper), dtype, bool(conv), tol if unbounded else None
+    )
+    policy = jnp.asarray(policy, jnp.int32)
+    return result(imdp, (values, error, policy, it, conv, lower, upper, precision))
+
+
+def _float64(imdp: IntervalMDP) -> IntervalMDP:
+    """The model in float64 with its bounds read as distributions (``_interval_graph``)."""
+    lo, up = graph.normalized_bounds(
+        np.asarray(imdp.lower, np.float64), np.asarray(imdp.upper, np.float64)
+    )
+    ns = None if imdp.next_states is None else np.asarray(imdp.next_states)
+    return IntervalMDP(
+        lower=lo,
+        upper=up,
+        next_states=ns,
+        rewards=np.asarray(imdp.rewards, np.float64),
+        terminal_reward=np.asarray(imdp.terminal_reward, np.float64),
+        discount=np.asarray(imdp.discount, np.float64),
+        action_mask=np.asarray(imdp.action_mask, bool),
+        horizon=imdp.horizon,
+        initial_state=imdp.initial_state,
+    )
+
+
+def _problem(imdp, rewards, fixed, fixed_value, opts, ceiling, xp) -> Problem:
+    dtype = rewards.dtype
+    n = imdp.lower.shape[-1]
+    rel, absolute = widening(n, dtype)
+    sign = {"max": 1, "min": -1}
+    return Problem(
+        lower=xp.asarray(imdp.lower),
+        upper=xp.asarray(imdp.upper),
+        next_states=None if imdp.next_states is None else xp.asarray(imdp.next_states),
+        rewards=xp.asarray(rewards),
+        usable=xp.asarray(imdp.action_mask),
+        fixed=xp.asarray(fixed),
+        fixed_value=xp.asarray(fixed_value, dtype),
+        policy_sign=xp.asarray(sign[opts[0]], dtype),
+        nature_sign=xp.asarray(sign[opts[1]], dtype),
+        rel=xp.asarray(rel, dtype),
+        absolute=xp.asarray(absolute, dtype),
+        ceiling=xp.asarray(ceiling, dtype),
+    )
+
+
+def _flip(opts):
+    swap = {"max": "min", "min": "max"}
+    return swap[opts[0]], swap[opts[1]]
+
+
+def _solve(prop_, imdp, sat, bound, opts, limits, host=False):
+    """``(lower, upper, policy, iterations[, converged])`` of the parsed property."""
+    S, A = imdp.num_states, imdp.num_actions
+    xp = np if host else jnp
+    dtype = imdp.rewards.dtype
+    right, left = sat(prop_.right), sat(prop_.left)
+    zeros = xp.zeros((S, A), dtype)
+    nothing = xp.zeros(S, bool)
+    if prop_.kind == "R" and prop_.path == "C":
+        p = _problem(imdp, imdp.rewards, nothing, xp.zeros(S, dtype), opts, np.inf, xp)
+        lower, upper, rule = backward(p, xp.zeros(S, dtype), bound)
+        return (*_out(lower, upper, host), rule, bound) + ((True,) if host else ())
+    if prop_.kind == "R":
+        return _reward_unbounded(imdp, np.asarray(right), opts, limits)
+    negate = prop_.path == "G"
+    if negate:  # P[G φ] = 1 − P[F ¬φ], both optima swapped
+        target, avoid, opts = ~right, nothing, _flip(opts)
+    elif prop_.path in ("F", "X"):
+        target, avoid = right, nothing
+    else:
+        target, avoid = right, ~left & ~right
+    if prop_.path == "X":
+        p = _problem(imdp, zeros, nothing, nothing.astype(dtype), opts, 1.0, xp)
+        lower, upper, rule = backward(p, target.astype(dtype), 1)
+        out = (*_out(lower, upper, host), rule, 1) + ((True,) if host else ())
+    elif bound is None:
+        out = _probability_unbounded(imdp, np.asarray(target), np.asarray(avoid), opts, limits)
+    else:
+        fixed = target | avoid
+        init = target.astype(dtype)
+        p = _problem(imdp, zeros, fixed, init, opts, 1.0, xp)
+        lower, upper, rule = backward(p, init, bound)
+        out = (*_out(lower, upper, host), rule, bound) + ((True,) if host else ())
+    if negate:
+        lower, upper, *rest = out
+        out = (*outward(1 - np.asarray(upper) if host else 1 - upper,
+                        1 - np.asarray(lower) if host else 1 - lower, xp), *rest)  # fmt: skip
+    return out
+
+
+def _out(lower, upper, host):
+    return (np.asarray(lower), np.asarray(upper)) if host else (lower, upper)
+
+
+def _probability_unbounded(imdp, target, avoid, opts, limits):
+    tol, max_iterations = limits
+    e = graph.edges(imdp.lower, imdp.upper, imdp.next_states, imdp.action_mask)
+    allowed = ~target & ~avoid
+    helps = (opts[0] == "max", opts[1] == "max")
+    pos, rank = graph.positive(e, target, allowed, *helps)
+    one = graph.almost_sure(e, target, allowed & pos, *helps)
+    fixed = ~pos | one
+    value = one.astype(np.float64)
+    p = _problem(imdp, np.zeros(imdp.rewards.shape), fixed, value, opts, 1.0, np)
+    p = jax.tree_util.tree_map(jnp.asarray, p)
+
+    def components(unsettled):
+        return graph.staying_components(e, unsettled & ~fixed)
+
+    lo, up = value, np.where(fixed, value, 1.0)
+    lo, up, it, met = run(p, lo, up, tol, max_iterations, probability=True, components=components)
+    policy = _policy(p, e, lo, rank, helps[0], helps[1])
+    return lo, up, policy, it, met
+
+
+def _reward_unbounded(imdp, target, opts, limits):
+    tol, max_iterations = limits
+    e = graph.edges(imdp.lower, imdp.upper, imdp.next_states, imdp.action_mask)
+    helps = (opts[0] == "min", opts[1] == "min")  # the cost's minimizers seek the target
+    sure = graph.almost_sure(e, target, ~target, *helps)
+    infinite = ~sure
+    fixed = target | infinite
+    value = np.where(infinite, np.inf, 0.0)
+    p = _problem(imdp, imdp.rewards, fixed, value, opts, np.inf, np)
+    p = jax.tree_util.tree_map(jnp.asarray, p)
+    lo, up = value, np.where(fixed, value, np.inf)
+    free = graph.edges(imdp.lower, imdp.upper, imdp.next_states,
+                       imdp.action_mask & (imdp.rewards == 0))  # fmt: skip
+    if graph.staying_components(free, ~fixed):  # the minimizer may loop at no cost
+        lo, _, it, _ = run(p, lo, up, tol, max_iterations, probability=False, components=None)
+        up = np.where(fixed, value, np.inf)
+        met = bool(np.all(fixed))
+    else:
+        lo, up, it, met = run(p, lo, up, tol, max_iterations, probability=False, components=None)
+    _, rank = graph.positive(e, target, ~target, *helps)
+    policy = _policy(p, e, lo, rank, helps[0], helps[1])
+    return lo, up, policy, it, met
+
+
+def _policy(p: Problem, e, lo, rank, policy_seeks: bool, nature_helps: bool) -> np.ndarray:
+    """A stationary policy: the best action on ``lo`` (ties within 1e-9 relative), preferring,
+    where the policy seeks the target, an action whose row reaches a state of lower
+    :func:`graph.positive` rank (so that ties inside a loop do not keep it there)."""
+    q = np.asarray(_q_values(p, jnp.asarray(lo[None])))[0]
+    sign = float(p.policy_sign)
+    score = np.where(np.asarray(p.usable), sign * np.nan_to_num(q, posinf=1e300), -np.inf)
+    best = score.max(axis=1, keepdims=True)
+    near = score >= best - 1e-9 * np.maximum(np.abs(best), 1.0)
+    if policy_seeks:
+        src = e.row // e.allowed.shape[1]
+        closer = (rank[e.target] >= 0) & ((rank[e.target] < rank[src]) | (rank[src] < 0))
+        low = np.maximum(e.sums(np.where(closer, e.lo, 0)),
+                         1 - e.sums(np.where(closer, 0, e.up)))  # fmt: skip
+        high = np.minimum(e.sums(np.where(closer, e.up, 0)),
+                          1 - e.sums(np.where(closer, 0, e.lo)))  # fmt: skip
+        progress = ((high if nature_helps else low) > graph.MASS_TOL).reshape(score.shape)
+        score = np.where(near & progress, score + 1e300, score)
+    return np.argmax(score, axis=1).astype(np.int32)
+
+
+_q_values = jax.jit(q_values)
+
+
+def _check_nonnegative(prop_: Property, imdp: IntervalMDP) -> None:
+    R = np.asarray(imdp.rewards)
+    neg = np.argwhere((R < 0) & np.asarray(imdp.action_mask))
+    if neg.size:
+        s, a = (int(i) for i in neg[0])
+        raise property_error(
+            prop_.text,
+            prop_.positions["operator"],
+            f"R [F ...] needs non-negative rewards (PRISM's rule); reward {R[s, a]:.9g} at "
+            f"(state {s}, action {a})",
+        )
+
+
+__all__ = ["CheckResult", "check_interval"]

@@ -1,0 +1,205 @@
+"""The graph analysis of an interval model, on the host: which states a property decides.
+
+Two players choose in turn at every step: the *policy* an action, then *nature* a
+distribution in the row's box. Which entries nature can make positive, or must, depends on
+the whole row, not on one entry: in ``{l <= x <= u, Σ x = 1}`` the mass ``x(X)`` on a set
+``X`` of entries ranges over ``[max(Σ_X l, 1 − Σ_{¬X} u), min(Σ_X u, 1 − Σ_{¬X} l)]``. So the
+qualitative questions are asked of these per-row sums (a plain graph of "entries with
+``u > 0``" would let nature drop an entry it cannot drop, or keep one it cannot keep):
+
+- :func:`positive`: the states from which the *reaching* side can make the target's
+  probability positive against the *avoiding* side (an attractor; its complement has
+  probability 0: PRISM's Prob0 generalized to the two players);
+- :func:`almost_sure`: those from which it can make it 1 (the nested fixpoint of
+  almost-sure reachability in turn-based stochastic games, de Alfaro & Henzinger 2000;
+  PRISM's Prob1);
+- :func:`staying_components`: sets of states the players can keep the play in forever,
+  where an upper bound iterated from above may never come down
+  (:mod:`._interval_iteration` deflates them).
+
+Each side quantifies: ``True`` = it helps ("there is"), ``False`` = it opposes ("for
+every"). A row's bounds are read as the distributions they stand for: ``l / max(1, Σ l)``
+and ``u / min(1, Σ u)`` (a point row ``l = u`` summing to ``1 ± 1e-7`` is its normalized
+self), and a mass below :data:`MASS_TOL` is read as 0, so that rounding in the sums (bounds
+meant to sum to exactly 1) never makes an entry look reachable or avoidable.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+# Masses at or below this are read as 0 (rounding in sums of bounds meant to be exact).
+MASS_TOL = 1e-12
+
+
+class Edges(NamedTuple):
+    """An interval model's allowed rows as an edge list, float64 on the host.
+
+    Attributes:
+      row: `[E]` the row ``s · A + a`` of each entry; target: `[E]` its successor.
+      lo, up: `[E]` the normalized bounds; num_rows: ``S · A``; num_states: ``S``.
+      allowed: `[S, A]` bool; sum_lo, sum_up: `[S · A]` the rows' sums of bounds;
+      by_target: ``(order, ptr)``, the entries sorted by successor and where each
+        successor's run starts (a CSR of the reversed graph).
+    """
+
+    row: np.ndarray
+    target: np.ndarray
+    lo: np.ndarray
+    up: np.ndarray
+    allowed: np.ndarray
+    sum_lo: np.ndarray
+    sum_up: np.ndarray
+    by_target: tuple | None = None
+
+    @property
+    def num_states(self) -> int:
+        return self.allowed.shape[0]
+
+    def sums(self, weights: np.ndarray) -> np.ndarray:
+        """`[S · A]` per-row sums of per-entry ``weights`` `[E]`."""
+        return np.bincount(self.row, weights=weights, minlength=self.allowed.size)
+
+    def mass_range(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`[S · A]` ``(min, max)`` of ``x(X)`` over each row's box, ``X`` `[S]` bool."""
+        inside = X[self.target]
+        lo_in = self.sums(np.where(inside, self.lo, 0))
+        up_in = self.sums(np.where(inside, self.up, 0))
+        low = np.maximum(lo_in, 1 - (self.sum_up - up_in))
+        high = np.minimum(up_in, 1 - (self.sum_lo - lo_in))
+        return low, high
+
+
+def normalized_bounds(lower: np.ndarray, upper: np.ndarray):
+    """The bounds read as distributions: ``l / max(1, Σ l)``, ``u / min(1, Σ u)`` per row."""
+    sum_l = lower.sum(axis=-1, keepdims=True)
+    sum_u = upper.sum(axis=-1, keepdims=True)
+    lo = lower / np.maximum(sum_l, 1)
+    up = upper / np.where(sum_u > 0, np.minimum(sum_u, 1), 1)
+    return lo, np.maximum(up, lo)
+
+
+def edges(lower, upper, next_states, action_mask) -> Edges:
+    """The entries with ``u > 0`` of the allowed rows (bounds already normalized)."""
+    S, A = action_mask.shape
+    if next_states is None:
+        targets = np.broadcast_to(np.arange(S), lower.shape)
+    else:
+        targets = next_states
+    keep = (upper > 0) & action_mask[..., None] & (targets >= 0)
+    rows = np.broadcast_to(np.arange(S * A).reshape(S, A, 1), keep.shape)
+    e = Edges(rows[keep], targets[keep].astype(np.int64), lower[keep], upper[keep], action_mask,
+              np.zeros(0), np.zeros(0))  # fmt: skip
+    order = np.argsort(e.target, kind="stable")
+    ptr = np.searchsorted(e.target[order], np.arange(S + 1))
+    return e._replace(sum_lo=e.sums(e.lo), sum_up=e.sums(e.up), by_target=(order, ptr))
+
+
+def _into(e: Edges, states: np.ndarray) -> np.ndarray:
+    """The indices of the entries whose successor is one of ``states`` (a CSR by target)."""
+    if e.by_target is None:
+        return np.flatnonzero(np.isin(e.target, states))
+    order, ptr = e.by_target
+    starts, lens = ptr[states], ptr[states + 1] - ptr[states]
+    offsets = np.repeat(starts - np.cumsum(lens) + lens, lens)
+    return order[offsets + np.arange(lens.sum())]
+
+
+def _attractor(e: Edges, start, allowed, rows_ok, hit, policy_helps):
+    """``(X, rank)``: ``start`` grown by the ``allowed`` states where some (``policy_helps``)
+    or every allowed action's row is ``rows_ok`` and ``hit(rows, lo_in, up_in)`` (the sums of
+    the row's bounds over ``X``), as a worklist: each round touches only the entries into the
+    states it added (a fixpoint over all entries per round costs the depth times the edges)."""
+    S, A = e.allowed.shape
+    X = start.copy()
+    rank = np.where(start, 0, -1)
+    lo_in = e.sums(np.where(X[e.target], e.lo, 0))
+    up_in = e.sums(np.where(X[e.target], e.up, 0))
+    every = np.arange(S * A)
+    good = rows_ok & e.allowed.reshape(-1) & hit(every, lo_in, up_in)
+    n_good = np.bincount(every // A, weights=good, minlength=S)
+    n_allowed = e.allowed.sum(axis=1)
+    states_ok = (n_good > 0) if policy_helps else ((n_good == n_allowed) & (n_allowed > 0))
+    new = np.flatnonzero(states_ok & allowed & ~X)
+    r = 0
+    while new.size:
+        r += 1
+        X[new] = True
+        rank[new] = r
+        idx = _into(e, new)
+        np.add.at(lo_in, e.row[idx], e.lo[idx])
+        np.add.at(up_in, e.row[idx], e.up[idx])
+        rows = np.unique(e.row[idx])
+        rows = rows[rows_ok[rows] & ~good[rows] & e.allowed.reshape(-1)[rows]]
+        rows = rows[hit(rows, lo_in[rows], up_in[rows])]
+        good[rows] = True
+        np.add.at(n_good, rows // A, 1)
+        touched = np.unique(rows // A)
+        ok = (n_good[touched] > 0) if policy_helps else (n_good[touched] == n_allowed[touched])
+        new = touched[ok & allowed[touched] & ~X[touched]]
+    return X, rank
+
+
+def positive(e: Edges, target, allowed, policy_helps, nature_helps):
+    """`(X, rank)`: the states (``target`` or ``allowed``) from which the target is reached
+    with positive probability whatever the opposing side does; ``rank`` `[S]` the round a
+    state joined (0 for the target, -1 outside)."""
+
+    def hit(rows, lo_in, up_in):
+        if nature_helps:  # the most mass on X
+            return np.minimum(up_in, 1 - (e.sum_lo[rows] - lo_in)) > MASS_TOL
+        return np.maximum(lo_in, 1 - (e.sum_up[rows] - up_in)) > MASS_TOL  # the least
+
+    ok = np.ones(e.allowed.size, bool)
+    return _attractor(e, target, allowed, ok, hit, policy_helps)
+
+
+def almost_sure(e: Edges, target, allowed, policy_helps, nature_helps):
+    """`[S]` the states from which the target is reached with probability 1 whatever the
+    opposing side does (through ``allowed`` states): ``νY. μZ. target ∪ CPre(Y, Z)``, the
+    rows of ``CPre`` those that stay in ``Y`` (some distribution, or every one, as nature
+    helps or not) and put mass on ``Z`` (the most mass within ``Y``, or the least)."""
+    Y = target | allowed
+    while True:
+        out_low, out_high = e.mass_range(~Y)
+        stays = (out_low if nature_helps else out_high) <= MASS_TOL
+        lo_y = e.sums(np.where(Y[e.target], e.lo, 0))
+
+        def hit(rows, lo_in, up_in, lo_y=lo_y):
+            if nature_helps:  # within Y: min(Σ_Z u, 1 − Σ_{Y∖Z} l)
+                return np.minimum(up_in, 1 - (lo_y[rows] - lo_in)) > MASS_TOL
+            return np.maximum(lo_in, 1 - (e.sum_up[rows] - up_in)) > MASS_TOL
+
+        Z, _ = _attractor(e, target, allowed & Y, stays, hit, policy_helps)
+        if np.array_equal(Z, Y):
+            return Z
+        Y = Z
+
+
+def staying_components(e: Edges, states: np.ndarray) -> list[np.ndarray]:
+    """The end components among ``states``: maximal sets ``C``, strongly connected through
+    entries nature can make positive, in which every state has an action whose row nature
+    can keep inside ``C`` (the end components of a point model, nature's choice a second
+    action; the usual refinement: strongly connected components, drop the rows that cannot
+    stay in their own, repeat). Lists of states, each of two or more states or of one state
+    whose row can stay on itself."""
+    S = e.num_states
+    src = e.row // e.allowed.shape[1]
+    C, rows_ok = states.copy(), e.allowed.reshape(-1).copy()
+    while True:
+        use = rows_ok[e.row] & C[src] & C[e.target]
+        graph = sp.csr_matrix((np.ones(use.sum()), (src[use], e.target[use])), shape=(S, S))
+        labels = np.where(C, connected_components(graph, connection="strong")[1], -1)
+        own = (labels[src] == labels[e.target]) & C[src]
+        up_own = e.sums(np.where(own, e.up, 0))
+        lo_out = e.sums(np.where(own, 0, e.lo))
+        ok = rows_ok & (up_own >= 1 - MASS_TOL) & (lo_out <= MASS_TOL)
+        keep = C & np.any(ok.reshape(e.allowed.shape), axis=1)
+        if np.array_equal(keep, C) and np.array_equal(ok, rows_ok):
+            break
+        C, rows_ok = keep, ok
+    return [np.flatnonzero(labels == c) for c in np.unique(labels[C])]
