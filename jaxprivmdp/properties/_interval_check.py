@@ -171,7 +171,8 @@ def _solve(prop_, imdp, sat, bound, opts, limits, host=False):
         lower, upper, rule = backward(p, target.astype(dtype), 1)
         out = (*_out(lower, upper, host), rule, 1) + ((True,) if host else ())
     elif bound is None:
-        out = _probability_unbounded(imdp, np.asarray(target), np.asarray(avoid), opts, limits)
+        target, avoid = np.asarray(target), np.asarray(avoid)
+        out = _probability_unbounded(imdp, target, avoid, opts, limits, complement=negate)
     else:
         fixed = target | avoid
         init = target.astype(dtype)
@@ -189,7 +190,7 @@ def _out(lower, upper, host):
     return (np.asarray(lower), np.asarray(upper)) if host else (lower, upper)
 
 
-def _probability_unbounded(imdp, target, avoid, opts, limits):
+def _probability_unbounded(imdp, target, avoid, opts, limits, complement=False):
     tol, max_iterations = limits
     e = graph.edges(imdp.lower, imdp.upper, imdp.next_states, imdp.action_mask)
     allowed = ~target & ~avoid
@@ -205,7 +206,10 @@ def _probability_unbounded(imdp, target, avoid, opts, limits):
         return graph.staying_components(e, unsettled & ~fixed)
 
     lo, up = value, np.where(fixed, value, 1.0)
-    lo, up, it, met = run(p, lo, up, tol, max_iterations, probability=True, components=components)
+    lo, up, it, met = run(
+        p, e, lo, up, tol, max_iterations, probability=True, components=components,
+        complement=complement,
+    )  # fmt: skip
     policy = _policy(p, e, lo, rank, helps[0], helps[1])
     return lo, up, policy, it, met
 
@@ -224,11 +228,11 @@ def _reward_unbounded(imdp, target, opts, limits):
     free = graph.edges(imdp.lower, imdp.upper, imdp.next_states,
                        imdp.action_mask & (imdp.rewards == 0))  # fmt: skip
     if graph.staying_components(free, ~fixed):  # the minimizer may loop at no cost
-        lo, _, it, _ = run(p, lo, up, tol, max_iterations, probability=False, components=None)
+        lo, _, it, _ = run(p, e, lo, up, tol, max_iterations, probability=False, components=None)
         up = np.where(fixed, value, np.inf)
         met = bool(np.all(fixed))
     else:
-        lo, up, it, met = run(p, lo, up, tol, max_iterations, probability=False, components=None)
+        lo, up, it, met = run(p, e, lo, up, tol, max_iterations, probability=False, components=None)
     _, rank = graph.positive(e, target, ~target, *helps)
     policy = _policy(p, e, lo, rank, helps[0], helps[1])
     return lo, up, policy, it, met

@@ -97,14 +97,18 @@ def backup(p: Problem, values, xp=jnp):
     return xp.where(fixed, xp.broadcast_to(p.fixed_value, both.shape), both)
 
 
-def _met(lo, up, tol):
+def _met(lo, up, tol, complement=False):
+    """Whether ``[lo, up]`` meets ``tol`` relative to the values, or to ``1 − values`` (a
+    ``G`` property is ``1 −`` the ``F`` property iterated here)."""
+    if complement:
+        lo, up = 1 - up, 1 - lo
     width = up - lo
     close = jnp.isfinite(up) & (width <= tol * (jnp.abs(up) + jnp.abs(lo)))
     return jnp.all(close | (lo == up))
 
 
-@functools.partial(jax.jit, static_argnames=("stop_when_stalled",))
-def iterate(p: Problem, lo, up, tol, cap, stop_when_stalled: bool):
+@functools.partial(jax.jit, static_argnames=("stop_when_stalled", "complement"))
+def iterate(p: Problem, lo, up, tol, cap, stop_when_stalled: bool, complement: bool = False):
     """Backs ``[lo, up]`` up until they meet ``tol``, ``cap`` backups, or (with
     ``stop_when_stalled``) the upper bound stops moving: ``(lo, up, steps, met)``."""
 
@@ -117,9 +121,9 @@ def iterate(p: Problem, lo, up, tol, cap, stop_when_stalled: bool):
         new = backup(p, jnp.stack([lo, up]))
         lo2, up2 = jnp.maximum(lo, new[0]), jnp.minimum(up, new[1])
         moved = jnp.any(up2 != up) if stop_when_stalled else jnp.any((lo2 != lo) | (up2 != up))
-        return lo2, up2, i + 1, _met(lo2, up2, tol), moved
+        return lo2, up2, i + 1, _met(lo2, up2, tol, complement), moved
 
-    start = (lo, up, jnp.asarray(0, jnp.int32), _met(lo, up, tol), jnp.asarray(True))
+    start = (lo, up, jnp.asarray(0, jnp.int32), _met(lo, up, tol, complement), jnp.asarray(True))
     lo, up, i, met, _ = lax.while_loop(cond, body, start)
     return lo, up, i, met
 
@@ -128,22 +132,21 @@ def iterate(p: Problem, lo, up, tol, cap, stop_when_stalled: bool):
 def verified(p: Problem, values) -> jax.Array:
     """`[S]` bool: ``B(v)(s) <= v(s)`` holds whatever the rounding (decided states: True),
     tested as ``r + opt Σ x (v − v(s)) <= 0`` (:func:`interval_excess`)."""
-    excess, err = interval_excess(
-        p.lower, p.upper, p.next_states, values, values, p.nature_sign
-    )
+    excess, err = interval_excess(p.lower, p.upper, p.next_states, values, values, p.nature_sign)
     ok = p.rewards + excess + err + p.rel * jnp.abs(p.rewards) <= 0
     every = jnp.all(ok | ~p.usable, axis=-1)
     some = jnp.any(ok & p.usable, axis=-1)
     return jnp.where(p.policy_sign > 0, every, some) | p.fixed
 
 
-def pre_fixpoint(p: Problem, lo, up, tol) -> np.ndarray | None:
-    """A verified upper bound from the lower one (``B(U) <= U``, widened), or None."""
-    finite = lo[np.isfinite(lo)]
+def pre_fixpoint(p: Problem, lo, tol, complement=False) -> np.ndarray | None:
+    """A verified upper bound from the lower one (``B(U) <= U``, widened), or None: ``lo``
+    raised by ``κ`` relative to ``lo`` (to ``1 − lo`` with ``complement``)."""
+    size = (1 - lo) if complement else lo
+    finite = size[np.isfinite(size)]
     tiny = 1e-3 * float(np.max(finite, initial=0.0)) + 1e-300
     for kappa in (tol / 64, tol / 8, tol / 2):
-        cand = np.where(p.fixed, p.fixed_value, lo * (1 + kappa) + kappa * tiny)
-        cand = np.minimum(cand, up)
+        cand = np.where(p.fixed, p.fixed_value, lo + kappa * (size + tiny))
         if not np.all(np.isfinite(cand) | np.asarray(p.fixed)):
             return None
         if bool(np.all(verified(p, jnp.asarray(cand)))):
@@ -151,65 +154,168 @@ def pre_fixpoint(p: Problem, lo, up, tol) -> np.ndarray | None:
     return None
 
 
-def deflate(p: Problem, lo, up, components) -> np.ndarray:
-    """``up`` lowered on each set of ``components`` (disjoint) to the smallest ``λ`` such that
-    ``U' = U[C := min(U, λ)]`` keeps ``B(U') <= U'`` (widened): a bisection for all sets at
-    once, the final ``U'`` verified jointly (a set that fails keeps its ``U``)."""
-    S = up.shape[0]
-    comp = np.full(S, -1)
+def deflate(p: Problem, e, lo, up, components) -> np.ndarray:
+    """``up`` lowered on each set ``C`` of ``components`` (disjoint): ``U' = U[C := min(U,
+    λ_C)]`` with ``B(U') <= U'``, verified (a pre-fixpoint again), in two ways one after the
+    other: every set lowered together (:func:`_deflate_together`: where the sets hold each
+    other up, as at the start, when every bound is 1) and each set against the others' bounds
+    (:func:`_deflate_each`: never undone by the others)."""
+    if not components:
+        return up
+    return _deflate_each(p, e, lo, _deflate_together(p, lo, up, components), components)
+
+
+def _deflate_together(p: Problem, lo, up, components) -> np.ndarray:
+    """The smallest ``λ_C`` found by one bisection of every set at once, each step verified
+    for all sets together; the final bounds verified together, a set that fails keeping its
+    ``U`` (and the others checked again)."""
+    comp = np.full(up.shape[0], -1)
     for i, C in enumerate(components):
         comp[C] = i
     n = len(components)
-    member = comp >= 0
-    seg = np.where(member, comp, n)
-    low = np.full(n + 1, -np.inf)
-    np.maximum.at(low, seg, lo)
-    high = np.full(n + 1, -np.inf)
+    seg = np.where(comp >= 0, comp, n)
+    low, high = np.full(n + 1, np.inf), np.full(n + 1, -np.inf)
+    np.minimum.at(low, seg, lo)
     np.maximum.at(high, seg, up)
-    live = np.ones(n + 1, bool)
-    live[n] = False
+    live = np.arange(n + 1) < n
 
     def failing(lam):
-        trial = np.where(member & live[seg], np.minimum(up, lam[seg]), up)
+        trial = np.where(live[seg], np.minimum(up, lam[seg]), up)
         bad = ~np.asarray(verified(p, jnp.asarray(trial)))
         return np.bincount(seg, weights=bad, minlength=n + 1) > 0, trial
 
-    live &= ~failing(high)[0]
     for _ in range(BISECTION_STEPS):
-        mid = np.where(live, 0.5 * (low + high), high)
+        mid = np.where(live, 0.5 * (np.minimum(low, high) + high), high)
         bad, _ = failing(mid)
-        high = np.where(live & ~bad, mid, high)
-        low = np.where(live & bad, mid, low)
-    while True:  # the sets' bounds together
+        high, low = np.where(live & ~bad, mid, high), np.where(live & bad, mid, low)
+    while True:
         bad, trial = failing(high)
         if not np.any(bad & live):
             return trial
         live &= ~bad
 
 
-def run(p: Problem, lo, up, tol, max_iterations, *, probability, components):
+def _deflate_each(p: Problem, e, lo, up, components) -> np.ndarray:
+    """Each set ``C`` lowered to the smallest ``λ`` such that ``B(U') <= λ`` on ``C`` for
+    ``U' = U[C := min(U, λ)]``, every other state at its ``U``: then ``U'`` with every set
+    lowered at once is still a pre-fixpoint (lowering the others only lowers ``B``). A
+    bisection for all sets at once, on the host over the sets' rows (:func:`_excess`); the
+    result verified again on the device (a set that fails keeps its ``U``)."""
+    n = len(components)
+    comp = np.full(up.shape[0], -1)
+    for i, C in enumerate(components):
+        comp[C] = i
+    A = e.allowed.shape[1]
+    src = e.row // A
+    mine = comp[src] >= 0  # the entries of the sets' rows
+    own = mine & (comp[e.target] == comp[src])
+    low = np.full(n, np.inf)
+    np.minimum.at(low, comp[comp >= 0], lo[comp >= 0])
+    high = np.full(n, -np.inf)
+    np.maximum.at(high, comp[comp >= 0], up[comp >= 0])
+    low = np.minimum(low, high)
+    for _ in range(BISECTION_STEPS):
+        mid = 0.5 * (low + high)
+        ok = _holds(p, e, mine, own, comp, up, mid)
+        high, low = np.where(ok, mid, high), np.where(ok, low, mid)
+    trial = np.where(comp >= 0, np.minimum(up, high[np.maximum(comp, 0)]), up)
+    bad = ~np.asarray(verified(p, jnp.asarray(trial)))
+    failed = np.unique(comp[bad & (comp >= 0)])
+    return np.where(np.isin(comp, failed), up, trial)
+
+
+def _holds(p: Problem, e, mine, own, comp, up, lam) -> np.ndarray:
+    """`[n]` bool: for each set, ``B(U[C := min(U, λ)]) <= λ`` on ``C`` (widened), the other
+    states at ``U``."""
+    value = np.where(own, np.minimum(up[e.target], lam[np.maximum(comp[e.target], 0)]),
+                     up[e.target])  # fmt: skip
+    src = e.row // e.allowed.shape[1]
+    shift = np.minimum(up[src], lam[np.maximum(comp[src], 0)])
+    excess, err = _excess(p, e, mine, value, shift)
+    rewards = np.asarray(p.rewards).reshape(-1)
+    ok_row = rewards + excess + err + float(p.rel) * np.abs(rewards) <= 0
+    ok_row = ok_row.reshape(e.allowed.shape) | ~e.allowed
+    if float(p.policy_sign) > 0:
+        ok_state = np.all(ok_row, axis=1)
+    else:
+        ok_state = np.any(ok_row & e.allowed, axis=1)
+    n = lam.shape[0]
+    members = comp >= 0
+    bad = np.bincount(comp[members], weights=~ok_state[members], minlength=n)
+    return bad == 0
+
+
+def _excess(p: Problem, e, mine, value, shift):
+    """Per row `[S · A]`: nature's optimum of ``Σ x (value − shift)`` over the rows with
+    entries ``mine`` (per-entry values, so that each set sees itself at its trial and the
+    others at their bounds), and its rounding bound; 0 for the other rows. The greedy fill
+    on the host over an edge list (rows of unequal length)."""
+    idx = np.flatnonzero(mine)
+    row, w = e.row[idx], value[idx] - shift[idx]
+    lo, cap = e.lo[idx], e.up[idx] - e.lo[idx]
+    order = np.lexsort((-float(p.nature_sign) * w, row))
+    row, w, lo, cap = row[order], w[order], lo[order], cap[order]
+    csum = np.cumsum(cap) - cap
+    first = np.ones(row.shape, bool)
+    first[1:] = row[1:] != row[:-1]
+    base = np.zeros(e.allowed.size)
+    base[row[first]] = csum[first]
+    before = csum - base[row]
+    slack = np.maximum(1 - e.sum_lo[row], 0)
+    x = lo + np.clip(slack - before, 0, cap)
+    terms = np.where(x > 0, x * w, 0)
+    rel, absolute = fill_margin(int(np.max(np.bincount(row), initial=1)), np.float64)
+    size = e.allowed.size
+    excess = np.bincount(row, weights=terms, minlength=size)
+    err = rel * np.bincount(row, weights=np.abs(terms), minlength=size)
+    big = np.zeros(size)
+    np.maximum.at(big, row, np.where(np.isfinite(w), np.abs(w), 0))
+    return excess, err + absolute * big
+
+
+def run(p: Problem, e, lo, up, tol, max_iterations, *, probability, components, complement=False):
     """The host loop: chunks of :func:`iterate`, a verified candidate or a deflation between
-    them. ``components()`` lists the sets to deflate (probabilities; None: none).
-    Returns ``(lo, up, iterations, met)``."""
-    total, chunk, met = 0, FIRST_CHUNK, False
+    them. ``components(mask)`` lists the sets to deflate among the states of ``mask``
+    (probabilities; None: none); ``complement``: ``tol`` is relative to ``1 −`` the values.
+    Returns ``(lo, up, iterations, met)``.
+
+    A chunk stops where the upper bound stalls (probabilities), so that the host can lower
+    it; when the host cannot, the next chunk iterates on until nothing moves."""
+    total, chunk, met, stop_stall = 0, FIRST_CHUNK, False, probability
     lo, up = jnp.asarray(lo), jnp.asarray(up)
     while total < max_iterations:
         cap = min(chunk, max_iterations - total)
-        lo, up, steps, met = iterate(p, lo, up, tol, cap, probability)
+        lo, up, steps, met = iterate(p, lo, up, tol, cap, stop_stall, complement)
         total += int(steps)
         if bool(met) or total >= max_iterations:
             break
+        if int(steps) == cap:
+            chunk *= CHUNK_GROWTH
         lo_h, up_h = np.asarray(lo), np.asarray(up)
-        better = pre_fixpoint(p, lo_h, up_h, tol)
-        if probability and components is not None:
-            deflated = deflate(p, lo_h, up_h, components(up_h > lo_h))
-            better = deflated if better is None else np.minimum(better, deflated)
-        if better is not None and np.any(better < up_h):
-            up = jnp.asarray(np.minimum(better, up_h))
-        elif int(steps) < cap:  # stalled, and nothing lowers the upper bound
+        better = _lowered(p, e, lo_h, up_h, tol, components, complement)
+        if better is not None:
+            up, stop_stall = jnp.asarray(better), probability
+        elif stop_stall:
+            stop_stall = False  # the upper bound is stuck: iterate the lower one on
+        elif int(steps) < cap:  # nothing moves and nothing lowers the upper bound
             break
-        chunk *= CHUNK_GROWTH
     return np.asarray(lo), np.asarray(up), total, bool(met)
+
+
+def _lowered(p: Problem, e, lo, up, tol, components, complement):
+    """A lower verified upper bound than ``up`` (by more than ``tol / 4`` relative in some
+    state), or None."""
+    candidates = [pre_fixpoint(p, lo, tol, complement)]
+    if components is not None:
+        candidates.append(deflate(p, e, lo, up, components(up > lo)))
+    best = up
+    for c in candidates:
+        if c is not None:
+            best = np.minimum(best, c)  # the least of two pre-fixpoints is one
+    with np.errstate(invalid="ignore"):  # inf − inf where both are infinite
+        size = np.abs(1 - best) if complement else np.abs(best)
+        gain = (up - best > 0.25 * tol * size) & np.isfinite(best)
+    return best if np.any(gain) else None
 
 
 @functools.partial(jax.jit, static_argnames=("steps",))
