@@ -112,6 +112,7 @@ if TYPE_CHECKING:
     from .properties import check as check
     from .properties import check_all as check_all
     from .properties import minimizing as minimizing
+    from .properties import nature_choice as nature_choice
     from .properties import property_model as property_model
     from .sets import CertifiedSet as CertifiedSet
     from .sets import ExactSet as ExactSet

@@ -7,7 +7,10 @@ and value iteration in ``_iteration``, the unbounded properties in ``_unbounded`
 verified starting bounds in ``_guess`` and their policy in ``_policy``, the float64 copy and
 the answer's narrowing to the model's dtype in ``_precision``; boolean queries, filters and
 several properties at once (:func:`check_all`) in ``_query`` over ``check``, their grammar in
-``_query_parse``. ``_reward`` is the bridge to privacy: :func:`property_model` turns a
+``_query_parse``. Interval models (two quantifiers: the policy's, then nature's) in
+``_interval_check`` (the boundary), ``_interval_graph`` (which states are decided) and
+``_interval_iteration`` (robust interval iteration, deflation, backward induction).
+``_reward`` is the bridge to privacy: :func:`property_model` turns a
 step-bounded property into the finite-horizon reward problem (:class:`PropertyModel`) that
 the planners and experiments take in place of a model, and ``in_property_scale`` turns their
 numbers back into the property's scale (a ``min`` property is solved as a maximization);
@@ -23,6 +26,7 @@ beyond the public names is in :mod:`jaxprivmdp.properties.core`.
 """
 
 from ._check import check as check
+from ._interval_check import nature_choice as nature_choice
 from ._objective import minimizing as minimizing
 from ._query import FilterResult as FilterResult
 from ._query import QueryResult as QueryResult
@@ -39,5 +43,6 @@ __all__ = [
     "check",
     "check_all",
     "minimizing",
+    "nature_choice",
     "property_model",
 ]

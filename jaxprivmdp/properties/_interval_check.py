@@ -27,6 +27,7 @@ import numpy as np
 
 from .._checks import is_concrete
 from ..models.core import IntervalMDP
+from ..models.core import nature_choice as _choice
 from . import _interval_graph as graph
 from ._interval_iteration import Problem, backward, q_values, run, widening
 from ._labels import check_labels, satisfying
@@ -98,6 +99,46 @@ def check_interval(imdp: IntervalMDP, prop_: Property, labels, variables, bound,
     )
     policy = jnp.asarray(policy, jnp.int32)
     return result(imdp, (values, error, policy, it, conv, lower, upper, precision))
+
+
+def nature_choice(imdp: IntervalMDP, values, *, nature: str) -> jax.Array:
+    """The distribution nature picks in every row of an interval model against ``values``.
+
+    Nature's optimal choice in a two-quantifier property is its best response to the
+    values: with the values of :func:`check`'s answer (``res.values``, ``nature="min"`` for
+    ``Pmaxmin``), the rows below are the adversary the policy ``res.policy`` was checked
+    against (for a minimizing nature, optimal once the values are; a maximizing nature
+    that must also leave a loop may need its choice made among ties).
+
+    Example::
+
+        res = jp.check(imdp, 'Pmaxmin=? [F "goal"]', labels=labels)
+        rows = jp.nature_choice(imdp, res.values, nature="min")  # [S, A, S] or [S, A, K]
+
+    Args:
+      imdp: an :class:`IntervalMDP`.
+      values: `[S]` a value per state (finite or ``inf``).
+      nature: ``"min"`` or ``"max"``: whether nature minimizes ``x · values`` or maximizes.
+
+    Returns:
+      `[S, A, N]` in the model's dtype and layout (``N = S`` dense, ``K`` over its
+      ``next_states``): each row a distribution within its bounds (the greedy fill of the
+      bounds as given: a row whose bounds do not sum exactly around 1 is filled up to its
+      bounds). Works under ``jax.jit``.
+
+    Raises:
+      ValueError: ``nature`` not ``"min"``/``"max"``; ``values`` not `[S]`.
+      TypeError: ``imdp`` not an :class:`IntervalMDP`.
+    """
+    if not isinstance(imdp, IntervalMDP):
+        raise TypeError(f"imdp must be an IntervalMDP, got {type(imdp).__name__}")
+    if nature not in ("min", "max"):
+        raise ValueError(f"nature must be 'min' or 'max', got {nature!r}")
+    v = jnp.asarray(values, imdp.lower.dtype)
+    if v.shape != (imdp.num_states,):
+        raise ValueError(f"values must have shape [S] = ({imdp.num_states},), got {v.shape}")
+    sign = 1 if nature == "max" else -1
+    return _choice(imdp.lower, imdp.upper, imdp.next_states, v, sign, jnp)
 
 
 def _float64(imdp: IntervalMDP) -> IntervalMDP:
@@ -275,4 +316,4 @@ def _check_nonnegative(prop_: Property, imdp: IntervalMDP) -> None:
         )
 
 
-__all__ = ["CheckResult", "check_interval"]
+__all__ = ["CheckResult", "check_interval", "nature_choice"]

@@ -1,0 +1,126 @@
+"""Interval models through the property layer's other doors: the two-quantifier grammar,
+``check_all`` (boolean queries, filters), ``nature_choice`` and the CLI's ``check``."""
+
+import json
+
+import jax
+import numpy as np
+import pytest
+from scipy.optimize import linprog
+
+import jaxprivmdp as jp
+from jaxprivmdp.properties.core import parse_property
+
+
+def idle_or_go(dtype=np.float32):
+    """s0: "idle" (a self-loop) or "go": the goal in [0.3, 0.7], a sink the rest."""
+    lo, up = np.zeros((3, 2, 3)), np.zeros((3, 2, 3))
+    lo[0, 0, 0] = up[0, 0, 0] = 1.0
+    lo[0, 1, 1:], up[0, 1, 1:] = 0.3, 0.7
+    for s in (1, 2):
+        lo[s, :, s] = up[s, :, s] = 1.0
+    labels = {"goal": np.array([False, True, False])}
+    return jp.make_interval_mdp(lo, up, np.zeros((3, 2)), dtype=dtype), labels
+
+
+@pytest.mark.parametrize(
+    "text, opt, nature",
+    [
+        ('Pmaxmin=? [F "a"]', "max", "min"),
+        ('Pminmax=? [F "a"]', "min", "max"),
+        ('R{"t"}maxmax=? [F "a"]', "max", "max"),
+        ("Rminmin=? [C<=3]", "min", "min"),
+        ('Pmax=? [F "a"]', "max", None),
+        ('P=? [F "a"]', None, None),
+    ],
+)
+def test_two_quantifiers_parse(text, opt, nature):
+    p = parse_property(text)
+    assert (p.opt, p.nature) == (opt, nature)
+
+
+def test_one_quantifier_on_an_interval_mdp_shows_both_forms():
+    m, labels = idle_or_go()
+    with pytest.raises(ValueError, match=r"Pmaxmin=\? .*Pmaxmax=\?"):
+        jp.check(m, 'Pmax=? [F "goal"]', labels=labels)
+    with pytest.raises(ValueError, match="nature's optimum must be given"):
+        jp.check(m, 'P=? [F "goal"]', labels=labels)
+
+
+def test_interval_dtmc_takes_natures_quantifier():
+    lo, up = np.zeros((3, 1, 3)), np.zeros((3, 1, 3))
+    lo[0, 0, :] = [0.0, 0.2, 0.3]
+    up[0, 0, :] = [0.5, 0.6, 0.8]
+    for s in (1, 2):
+        lo[s, 0, s] = up[s, 0, s] = 1.0
+    labels = {"goal": np.array([False, True, False])}
+    with jax.enable_x64(True):
+        m = jp.make_interval_mdp(lo, up, np.zeros((3, 1)), dtype=np.float64)
+        pmin = jp.check(m, 'Pmin=? [F "goal"]', labels=labels)
+        pmax = jp.check(m, 'Pmax=? [F "goal"]', labels=labels)
+    # s0 loops on itself up to 0.5; the value is the goal's share of what leaves: min 0.2 of
+    # (0.2 + 0.8), nothing kept; max 0.6 of (0.6 + 0.3), 0.1 kept (keeping 0.5 would leave
+    # the goal 0.2 of 0.5)
+    assert float(pmin.value_at_initial) == pytest.approx(0.2, rel=1e-6)
+    assert float(pmax.value_at_initial) == pytest.approx(2 / 3, rel=1e-6)
+    assert bool(pmin.converged) and bool(pmax.converged)
+
+
+def test_check_all_boolean_and_filter_queries():
+    m, labels = idle_or_go()
+    out = jp.check_all(
+        m, 'Pmaxmin>=0.25 [F "goal"]; Pmaxmin>0.5 [F "goal"]; filter(max, Pmaxmax=? [F "goal"])',
+        labels=labels,
+    )  # fmt: skip
+    assert bool(out[0].verdict_at_initial) and bool(out[0].decided[0])
+    assert not bool(out[1].verdict_at_initial)
+    assert float(out[2].value) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("nature", ["min", "max"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_nature_choice_is_the_lp_optimum(nature, sparse):
+    rng = np.random.default_rng(3)
+    S, A = 5, 2
+    p = rng.dirichlet(np.ones(S), size=(S, A))
+    lo, up = np.clip(p - 0.15, 0, 1), np.clip(p + 0.15, 0, 1)
+    v = rng.uniform(size=S)
+    with jax.enable_x64(True):
+        m = jp.make_interval_mdp(lo, up, np.zeros((S, A)), dtype=np.float64)
+        m = jp.to_sparse(m) if sparse else m
+        x = np.asarray(jax.jit(lambda m, v: jp.nature_choice(m, v, nature=nature))(m, v))
+    sign = 1 if nature == "max" else -1
+    for s in range(S):
+        for a in range(A):
+            row = x[s, a]
+            w = v if not sparse else v[np.maximum(np.asarray(m.next_states)[s, a], 0)]
+            ref = linprog(-sign * v, A_eq=np.ones((1, S)), b_eq=[1],
+                          bounds=list(zip(lo[s, a], up[s, a], strict=True)))  # fmt: skip
+            assert row.sum() == pytest.approx(1.0, abs=1e-12)
+            assert float(row @ w) == pytest.approx(-sign * ref.fun, abs=1e-12)
+
+
+def test_nature_choice_refuses_bad_arguments():
+    m, _ = idle_or_go()
+    with pytest.raises(ValueError, match="nature must be"):
+        jp.nature_choice(m, np.zeros(3), nature="worst")
+    with pytest.raises(ValueError, match="shape"):
+        jp.nature_choice(m, np.zeros(4), nature="min")
+    with pytest.raises(TypeError, match="IntervalMDP"):
+        jp.nature_choice(jp.examples.paper_gridworld() if hasattr(jp.examples, "paper_gridworld")
+                         else object(), np.zeros(3), nature="min")  # fmt: skip
+
+
+def test_cli_checks_an_interval_file(tmp_path):
+    from jaxprivmdp.cli import main
+
+    m, labels = idle_or_go()
+    jp.save_mdp(tmp_path / "m.tra", m, labels=labels)
+    out = tmp_path / "out"
+    args = ["check", "--mdp", str(tmp_path / "m.tra"), "--labels", str(tmp_path / "m.lab")]
+    props = 'Pmaxmin=? [F "goal"]; Pmaxmax=? [F "goal"]'
+    code = main([*args, "--property", props, "--out", str(out)])
+    assert code in (0, None)
+    record = json.loads((out / "check.json").read_text())
+    text = json.dumps(record)
+    assert "Pmaxmin" in text and "Pmaxmax" in text
