@@ -94,8 +94,11 @@ def check_interval(imdp: IntervalMDP, prop_: Property, labels, variables, bound,
         wide = _float64(imdp)
         limits = (working_tol(tol, dtype), max_iterations)
         lower, upper, policy, it, conv = _solve(prop_, wide, sat, bound, opts, limits, host=True)
+    lower, upper = np.asarray(lower), np.asarray(upper)
+    if prop_.kind == "P":  # a probability: rounding never takes a bound outside [0, 1]
+        lower, upper = np.clip(lower, 0, 1), np.clip(upper, 0, 1)
     lower, upper, values, error, precision, conv = host_answer(
-        np.asarray(lower), np.asarray(upper), dtype, bool(conv), tol if unbounded else None
+        lower, upper, dtype, bool(conv), tol if unbounded else None
     )
     policy = jnp.asarray(policy, jnp.int32)
     return result(imdp, (values, error, policy, it, conv, lower, upper, precision))
