@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete
-from ..models.core import IntervalMDP
+from ..models.core import IntervalMDP, uses_dual
 from ..models.core import nature_choice as _choice
 from . import _interval_graph as graph
 from ._interval_iteration import Problem, backward, q_values, run, widening
@@ -166,7 +166,7 @@ def _float64(imdp: IntervalMDP) -> IntervalMDP:
 def _problem(imdp, rewards, fixed, fixed_value, opts, ceiling, xp) -> Problem:
     dtype = rewards.dtype
     n = imdp.lower.shape[-1]
-    rel, absolute = widening(n, dtype)
+    rel, absolute = widening(n, dtype, uses_dual(imdp.next_states))
     sign = {"max": 1, "min": -1}
     return Problem(
         lower=xp.asarray(imdp.lower),
