@@ -124,27 +124,3 @@ def test_cli_checks_an_interval_file(tmp_path):
     record = json.loads((out / "check.json").read_text())
     text = json.dumps(record)
     assert "Pmaxmin" in text and "Pmaxmax" in text
-
-
-@pytest.mark.parametrize("sign", [1, -1])
-def test_the_duals_optimum_is_the_fills(sign):
-    """The iteration's dual form (short lists) against the greedy fill, infinite values and
-    padding included (a value inf: a state of infinite expected reward)."""
-    from jaxprivmdp.models.core import interval_bound, interval_expect
-
-    rng = np.random.default_rng(7)
-    S, A, K = 40, 2, 5
-    ns = np.stack([rng.permutation(S)[:K] for _ in range(S * A)]).reshape(S, A, K)
-    ns[:, :, -1] = np.where(rng.uniform(size=(S, A)) < 0.5, -1, ns[:, :, -1])
-    p = rng.dirichlet(np.ones(K), size=(S, A)) * (ns >= 0)
-    p /= p.sum(-1, keepdims=True)
-    lo = np.where(rng.uniform(size=p.shape) < 0.3, 0.0, np.clip(p - 0.1, 0, 1))
-    up = np.where(ns >= 0, np.clip(p + 0.1, 0, 1), 0.0)
-    v = rng.uniform(size=(2, S))
-    v[1, rng.choice(S, 5, replace=False)] = np.inf
-    with jax.enable_x64(True):
-        want = np.asarray(interval_expect(lo, up, ns, v, sign, np))
-        got, _ = interval_bound(*(jax.numpy.asarray(x) for x in (lo, up, ns, v)), sign)
-    got = np.asarray(got)
-    assert np.array_equal(np.isinf(got), np.isinf(want))
-    np.testing.assert_allclose(got[np.isfinite(want)], want[np.isfinite(want)], atol=1e-13)

@@ -92,59 +92,6 @@ def interval_expect(lower, upper, next_states, values, sign, xp=jnp, with_scale=
     return xp.sum(terms, axis=-1), xp.max(xp.where(usable, xp.abs(w), 0), axis=-1)
 
 
-def uses_dual(next_states) -> bool:
-    """Whether :func:`interval_bound` evaluates these rows through the dual (short lists)."""
-    return next_states is not None and next_states.shape[-1] <= PAIRWISE_MAX_SUCCESSORS
-
-
-def interval_bound(lower, upper, next_states, values, sign, xp=jnp):
-    """:func:`interval_expect` with the scale of its error, ``(value, scale)`` `[B, S, A]`,
-    for the iteration: short successor lists through the LP's dual,
-
-        max{x · w : l <= x <= u, Σ x = 1} = min_t  t + Σ_j u_j (w_j − t)⁺ − l_j (t − w_j)⁺,
-
-    whose minimum is at one of the ``w_j`` (a convex piecewise-linear function of ``t``,
-    sloping down as ``t → −∞`` since ``Σ u >= 1`` and up as ``t → ∞`` since ``Σ l <= 1``):
-    ``K²`` fused products per row, no comparisons feeding a fill, about 1.8× faster than the
-    pairwise fill on the CPU. Its rounding: :func:`bound_margin`. Other rows: the fill.
-    """
-    if not uses_dual(next_states):
-        return interval_expect(lower, upper, next_states, values, sign, xp, with_scale=True)
-    w = sign * values[:, xp.maximum(next_states, 0)]  # [B, S, A, K]
-    listed = xp.broadcast_to(next_states >= 0, w.shape)
-    low = xp.broadcast_to(lower, w.shape)[..., None, :]
-    up = xp.broadcast_to(upper, w.shape)[..., None, :]
-    t, w_j = w[..., :, None], w[..., None, :]
-    above = xp.where(up > 0, up * xp.maximum(w_j - t, 0), 0)
-    below = xp.where(low > 0, low * xp.maximum(t - w_j, 0), 0)
-    f = w + xp.sum(above - below, axis=-1)
-    candidate = listed & xp.isfinite(w)
-    value = xp.min(xp.where(candidate, f, xp.inf), axis=-1)  # not a padding slot, not ±inf
-    # Every listed value infinite (all of one sign: values are >= 0): the optimum is theirs.
-    none = ~xp.any(candidate, axis=-1)
-    value = xp.where(none, xp.max(xp.where(listed, w, -xp.inf), axis=-1), value)
-    # A value −inf that the row must give mass (its own lower bound, or the others' upper
-    # bounds short of 1) is the breakpoint where f is least: the optimum is −inf.
-    sunk = listed & (w == -xp.inf)
-    room = xp.sum(xp.where(listed & ~sunk, up[..., 0, :], 0), axis=-1)
-    forced = xp.any(sunk & (low[..., 0, :] > 0), axis=-1) | (xp.any(sunk, axis=-1) & (room < 1))
-    value = xp.where(forced, -xp.inf, value)
-    usable = (xp.broadcast_to(upper, w.shape) > 0) & xp.isfinite(w)
-    scale = xp.max(xp.where(usable, xp.abs(w), 0), axis=-1)
-    return sign * value, scale
-
-
-def bound_margin(n: int, dtype, dual: bool) -> tuple[float, float]:
-    """``(relative, absolute)`` of :func:`interval_bound`: the fill's (:func:`fill_margin`),
-    or for the dual ``|f̂(t) − f(t)| <= γ_{n+3} (|t| + Σ (u_j + l_j) |w_j − t|) <= (n + 3)
-    (4 n + 2) u max |w|`` (``Σ u <= n``, ``Σ l <= 1``, each ``|w_j − t| <= 2 max |w|``).
-    Either way the computed optimum is within ``relative · value + absolute · max |w|``."""
-    if not dual:
-        return fill_margin(n, dtype)
-    u = float(np.finfo(dtype).eps) / 2
-    return 0.0, (n + 3) * (4 * n + 2) * u * 1.01
-
-
 def interval_excess(lower, upper, next_states, values, shift, sign, xp=jnp):
     """``(E, err)`` `[S, A]`: nature's optimum of ``Σ x (v − shift_s)`` over each row's box
     (``v`` `[S]`, ``shift`` `[S]` per state), and a bound on the rounding of the computed

@@ -20,13 +20,10 @@ from ._dense import validate_model_fields as validate_model_fields
 from ._interval import IntervalMDP as IntervalMDP
 from ._interval import make_interval_mdp as make_interval_mdp
 from ._interval import validate_intervals as validate_intervals
-from ._interval_expect import bound_margin as bound_margin
 from ._interval_expect import fill_margin as fill_margin
-from ._interval_expect import interval_bound as interval_bound
 from ._interval_expect import interval_excess as interval_excess
 from ._interval_expect import interval_expect as interval_expect
 from ._interval_expect import nature_choice as nature_choice
-from ._interval_expect import uses_dual as uses_dual
 from ._memory import device_memory as device_memory
 from ._ragged import LAYOUTS as LAYOUTS
 from ._ragged import RaggedMDP as RaggedMDP
@@ -72,10 +69,7 @@ from ._support import ragged_mechanism_input as ragged_mechanism_input
 
 __all__ = [
     "IntervalMDP",
-    "bound_margin",
     "fill_margin",
-    "interval_bound",
-    "uses_dual",
     "interval_excess",
     "interval_expect",
     "nature_choice",

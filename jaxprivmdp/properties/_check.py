@@ -166,6 +166,8 @@ def check(
         limits = _iteration_limits(tol, max_iterations)
         check_reward_structure(prop_, reward_name)
         bound = step_bound(prop_, mdp, horizon)
+        if prop_.kind == "R" and prop_.path == "F" and is_concrete(mdp.rewards):
+            _check_nonnegative_rewards(prop_, mdp)
         return check_interval(mdp, prop_, labels, variables, bound, limits)
     batch = _batch_models(mdp)
     mdp = check_model(batch[0] if batch else mdp)

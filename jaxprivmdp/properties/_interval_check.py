@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete
-from ..models.core import IntervalMDP, uses_dual
+from ..models.core import IntervalMDP
 from ..models.core import nature_choice as _choice
 from . import _interval_graph as graph
 from ._interval_iteration import Problem, backward, q_values, run, widening
@@ -81,8 +81,6 @@ def check_interval(imdp: IntervalMDP, prop_: Property, labels, variables, bound,
     def sat(f):
         return None if f is None else satisfying(prop_.text, f, labels=lab, xp=xp)
 
-    if prop_.kind == "R" and prop_.path == "F":
-        _check_nonnegative(prop_, imdp)
     dtype = np.dtype(imdp.rewards.dtype)
     opts = (policy_opt, nature_opt)
     if traced:
@@ -166,7 +164,7 @@ def _float64(imdp: IntervalMDP) -> IntervalMDP:
 def _problem(imdp, rewards, fixed, fixed_value, opts, ceiling, xp) -> Problem:
     dtype = rewards.dtype
     n = imdp.lower.shape[-1]
-    rel, absolute = widening(n, dtype, uses_dual(imdp.next_states))
+    rel, absolute = widening(n, dtype)
     sign = {"max": 1, "min": -1}
     return Problem(
         lower=xp.asarray(imdp.lower),
@@ -304,19 +302,6 @@ def _policy(p: Problem, e, lo, rank, policy_seeks: bool, nature_helps: bool) -> 
 
 
 _q_values = jax.jit(q_values)
-
-
-def _check_nonnegative(prop_: Property, imdp: IntervalMDP) -> None:
-    R = np.asarray(imdp.rewards)
-    neg = np.argwhere((R < 0) & np.asarray(imdp.action_mask))
-    if neg.size:
-        s, a = (int(i) for i in neg[0])
-        raise property_error(
-            prop_.text,
-            prop_.positions["operator"],
-            f"R [F ...] needs non-negative rewards (PRISM's rule); reward {R[s, a]:.9g} at "
-            f"(state {s}, action {a})",
-        )
 
 
 __all__ = ["CheckResult", "check_interval", "nature_choice"]

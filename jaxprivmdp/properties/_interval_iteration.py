@@ -5,7 +5,7 @@ induction, each backup the policy's optimum over actions of nature's optimum ove
 Unbounded properties (:func:`solve_unbounded`): a lower bound iterated up from the decided
 states and 0, an upper bound down from 1 (probabilities) or from a verified bound (rewards).
 Both stay valid bounds in floating point: every backup is widened by the fill's rounding
-(:func:`jaxprivmdp.models.core.bound_margin`), and an upper bound only ever comes from
+(:func:`jaxprivmdp.models.core.fill_margin`), and an upper bound only ever comes from
 
 - iterating ``B`` from a *pre-fixpoint* ``U`` (``B(U) <= U``; the value, the least fixed
   point of ``B``, lies below every pre-fixpoint: Knaster-Tarski, Park induction): ``1`` for
@@ -32,13 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from ..models.core import (
-    bound_margin,
-    fill_margin,
-    interval_bound,
-    interval_excess,
-    interval_expect,
-)
+from ..models.core import fill_margin, interval_excess, interval_expect
 
 # Interval iteration runs in chunks of these many backups, growing, between host steps.
 FIRST_CHUNK, CHUNK_GROWTH = 64, 8
@@ -71,11 +65,10 @@ class Problem(NamedTuple):
     ceiling: jax.Array
 
 
-def widening(n: int, dtype, dual: bool) -> tuple[float, float]:
-    """``(relative, absolute)`` widening of a backup ``r + opt Σ x v``: nature's optimum's
-    rounding (:func:`jaxprivmdp.models.core.bound_margin`), one more rounding for the
-    reward's addition, rounded up."""
-    rel, absolute = bound_margin(n, dtype, dual)
+def widening(n: int, dtype) -> tuple[float, float]:
+    """``(relative, absolute)`` widening of a backup ``r + opt Σ x v``: the fill's rounding,
+    one more rounding for the reward's addition, rounded up."""
+    rel, absolute = fill_margin(n, dtype)
     u = float(np.finfo(dtype).eps) / 2
     return (rel + 2 * u) * 1.01, absolute * 1.01
 
@@ -89,7 +82,9 @@ def q_values(p: Problem, values, xp=jnp):
 def backup(p: Problem, values, xp=jnp):
     """`[2, S]` the widened backup of ``[lower, upper]`` and the policy's best `[2, S]`:
     ``lower`` rounded down, ``upper`` up; decided states keep their values."""
-    expect, scale = interval_bound(p.lower, p.upper, p.next_states, values, p.nature_sign, xp)
+    expect, scale = interval_expect(
+        p.lower, p.upper, p.next_states, values, p.nature_sign, xp, with_scale=True
+    )
     sign, usable = p.policy_sign, p.usable
     low = expect * (1 - p.rel) - p.absolute * scale  # per row, then the policy's optimum
     high = expect * (1 + p.rel) + p.absolute * scale
