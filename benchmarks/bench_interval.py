@@ -11,9 +11,10 @@ clipped to ``[0, 1]``). One jitted backup each, on the same successor lists:
   greedy "O-maximization" fill), one value vector;
 - point: ``max_a (r + p · v)`` by ``jaxprivmdp.models.core.expect`` (the point checker's and
   planning's gather-and-sum);
-- interval, pairwise (a prototype here, not the library's): the same greedy fill without a
-  sort, each entry's "mass poured before it" from a ``K × K`` comparison of the row's values
-  (:func:`pairwise_expect`; checked against the kernel on every case).
+- interval, sort-based: the same greedy fill with each row sorted by value first
+  (:func:`sorted_expect`: the kernel's path for rows longer than
+  ``PAIRWISE_MAX_SUCCESSORS``; for shorter ones the kernel reads each entry's "mass poured
+  before it" off a ``K × K`` comparison instead), checked against the kernel on every case.
 
 Timed interleaved (``common.round_robin``: one call of each per round, so outside load
 hits both alike), float32 and float64, ``S`` = 10⁴, 10⁵, 10⁶ (``A = 2``, ``K = 8``) and a
@@ -24,9 +25,9 @@ hits both alike), float32 and float64, ``S`` = 10⁴, 10⁵, 10⁶ (``A = 2``, `
 interval MDP of ``S`` states (2 actions, 4 uniformly random successors per row, boxes of
 ±0.05 around Dirichlet(1) rows, 1% absorbing goal states and 5% absorbing traps), in
 its own process (float64), timed from the model's construction (``jp.make_interval_mdp``'s
-validation included) to the answer on the host; peak memory is the child's
-``ru_maxrss``. The phases (graph analysis on the host, iteration on the device, policy) are
-timed by wrapping the functions of ``jaxprivmdp.properties._interval_check`` and
+validation included) to the answer on the host; peak memory is the child's ``VmHWM``
+(read by the child itself). The phases (graph analysis on the host, iteration on the
+device, policy) are timed by wrapping the functions of ``jaxprivmdp.properties._interval_check`` and
 ``_interval_iteration`` from outside. Two runs: 10⁵ states to convergence, and 10⁶ states
 capped at ``CAPPED_ITERATIONS`` iterations (``max_iterations``: the graph analysis, the
 compilation and the cost per iteration; ``--full`` lifts the cap, which takes as many
@@ -34,8 +35,9 @@ iterations as the 10⁵ run, each about ten times its cost).
 
 Run: ``python benchmarks/bench_interval.py [--quick] [--skip-backup] [--skip-check]
 [--full]`` (``--quick``: S up to 10⁵ and a 2·10⁴-state check). Writes
-``benchmarks/results/bench_interval.json`` (``_quick``). The child alone: ``python
-benchmarks/bench_interval.py --child S [--max-iterations N]``.
+``benchmarks/results/bench_interval.json`` (``_quick``); with ``--skip-backup`` or
+``--skip-check`` it keeps the other part of an existing file (and its ``env``). The child
+alone: ``python benchmarks/bench_interval.py --child S [--max-iterations N]``.
 """
 
 from __future__ import annotations
@@ -88,26 +90,21 @@ def interval_backup(lower, upper, nxt, rewards, v):
     return jnp.max(q, axis=-1)
 
 
-def pairwise_expect(lower, upper, nxt, v, sign):
-    """Nature's optimum without a sort (a prototype beside the kernel): entry ``j`` of a row
-    gets ``l_j + clip(slack − Σ_{i before j} cap_i, 0, cap_j)``, "before" read off a ``K × K``
-    comparison of the entries' values (ties by position), so the same greedy fill as
-    ``interval_expect``'s in ``O(K²)`` vectorized work per row."""
-    w = v[jnp.maximum(nxt, 0)]
-    key = sign * w
-    caps = upper - lower
-    pos = jnp.arange(w.shape[-1])
-    ki, kj = key[..., :, None], key[..., None, :]
-    ahead = (ki > kj) | ((ki == kj) & (pos[:, None] < pos[None, :]))  # i poured before j
-    before = jnp.sum(jnp.where(ahead, caps[..., :, None], 0), axis=-2)
-    slack = jnp.maximum(1 - jnp.sum(lower, axis=-1), 0)[..., None]
-    x = lower + jnp.clip(slack - before, 0, caps)
-    return jnp.sum(jnp.where(x > 0, x * w, 0), axis=-1)
+def sorted_expect(lower, upper, nxt, v, sign):
+    """Nature's optimum by the sort-based greedy fill: each row's entries sorted by value,
+    then poured in that order (the kernel's path above ``PAIRWISE_MAX_SUCCESSORS``
+    successors and for dense rows; for short lists it compares entries pairwise instead)."""
+    from jaxprivmdp.models._interval_expect import _sorted_rows
+
+    l_, caps, w = _sorted_rows(lower, upper, nxt, v[None], sign, jnp)
+    slack = jnp.maximum(1 - jnp.sum(l_, axis=-1), 0)[..., None]
+    x = l_ + jnp.clip(slack - (jnp.cumsum(caps, axis=-1) - caps), 0, caps)
+    return jnp.sum(jnp.where(x > 0, x * w, 0), axis=-1)[0]
 
 
 @jax.jit
-def pairwise_backup(lower, upper, nxt, rewards, v):
-    return jnp.max(rewards + pairwise_expect(lower, upper, nxt, v, -1), axis=-1)
+def sorted_backup(lower, upper, nxt, rewards, v):
+    return jnp.max(rewards + sorted_expect(lower, upper, nxt, v, -1), axis=-1)
 
 
 @jax.jit
@@ -126,9 +123,9 @@ def backup_case(S: int, A: int, K: int, dtype: str, budget_s: float) -> dict:
     calls = {
         "interval": lambda: interval_backup(lo_d, up_d, nxt_d, r_d, v),
         "point": lambda: point_backup(p_d, nxt_d, r_d, v),
-        "interval_pairwise": lambda: pairwise_backup(lo_d, up_d, nxt_d, r_d, v),
+        "interval_sort": lambda: sorted_backup(lo_d, up_d, nxt_d, r_d, v),
     }
-    a, b = calls["interval"](), calls["interval_pairwise"]()
+    a, b = calls["interval"](), calls["interval_sort"]()
     agree = float(jnp.max(jnp.abs(a - b)))
     first = {name: common.first_call(fn) for name, fn in calls.items()}
     samples = common.round_robin(calls, min_rounds=5, budget_s=budget_s)
@@ -147,15 +144,15 @@ def backup_case(S: int, A: int, K: int, dtype: str, budget_s: float) -> dict:
             states_per_s=S / median[name],
         )
     out["interval_over_point"] = median["interval"] / median["point"]
-    out["pairwise_over_point"] = median["interval_pairwise"] / median["point"]
-    out["pairwise_max_abs_difference"] = agree
+    out["sort_over_point"] = median["interval_sort"] / median["point"]
+    out["sort_max_abs_difference"] = agree
     print(
         f"S={S:>8} A={A} K={K:>2} {dtype}: interval {common.fmt_time(out['interval']['median_s'])}"
         f" ({out['interval']['entries_per_s'] / 1e6:.1f} M entries/s), point "
         f"{common.fmt_time(out['point']['median_s'])} ({out['point']['entries_per_s'] / 1e6:.1f}"
-        f" M entries/s), ratio {out['interval_over_point']:.2f}; pairwise "
-        f"{common.fmt_time(out['interval_pairwise']['median_s'])}, ratio "
-        f"{out['pairwise_over_point']:.2f} (max |difference| {agree:.1e})",
+        f" M entries/s), ratio {out['interval_over_point']:.2f}; sort-based "
+        f"{common.fmt_time(out['interval_sort']['median_s'])}, ratio "
+        f"{out['sort_over_point']:.2f} (max |difference| {agree:.1e})",
         flush=True,
     )
     return out
@@ -256,6 +253,9 @@ def child(S: int, max_iterations: int | None) -> None:
                 max_width=float(np.max(up - lo)),
                 mean_value=float(np.mean(lo)),
                 total_s=time.perf_counter() - t0,
+                # This process's own peak: after exec, unlike ru_maxrss, which on Linux keeps
+                # the RSS of the parent forked from (here the backup benchmark's arrays).
+                vm_hwm=common.proc_status().get("VmHWM"),
                 **{f"{k}_check": v for k, v in res.items()},
             )
         ),
@@ -292,7 +292,7 @@ def check_case(S: int, max_iterations: int | None = None) -> dict:
         print(f"check at S={S}: FAILED\n{text[-3000:]}")
         return out
     out.update(json.loads(lines[-1]))
-    out["peak_gib"] = run["ru_maxrss"] / 2**30
+    out["peak_gib"] = out["vm_hwm"] / 2**30
     out.update(derived(out))
     # What a user waits for: the model's construction and the first (compiling) check.
     out["end_to_end_s"] = out["build_s"] + out["first_check"]["seconds"]
@@ -357,6 +357,15 @@ def main() -> None:
         date_utc=time.strftime("%Y-%m-%d %H:%M", time.gmtime()),
     )
     payload: dict = dict(env=info, backup=[], check=None)
+    name = "bench_interval" + ("_quick" if args.quick else "")
+    path = common.Path(args.out) if args.out else common.RESULTS_DIR / f"{name}.json"
+    if path.is_file() and (args.skip_backup or args.skip_check):  # keep the other part
+        previous = json.loads(path.read_text())
+        kept = "backup" if args.skip_backup else "check"
+        payload[kept], payload[f"{kept}_env"] = (
+            previous[kept],
+            previous.get(f"{kept}_env", previous["env"]),
+        )
     sizes = [10_000, 100_000] if args.quick else [10_000, 100_000, 1_000_000]
     budget = 0.5 if args.quick else 3.0
     if not args.skip_backup:
@@ -371,8 +380,6 @@ def main() -> None:
         else:
             cap = None if args.full else CAPPED_ITERATIONS
             payload["check"] = [check_case(100_000), check_case(1_000_000, cap)]
-    name = "bench_interval" + ("_quick" if args.quick else "")
-    path = common.Path(args.out) if args.out else common.RESULTS_DIR / f"{name}.json"
     common.write_json(path, payload)
 
 
