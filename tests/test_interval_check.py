@@ -370,6 +370,7 @@ def check_unbounded_case(seed, S, A, dtype, sparse=False):
                 np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_unbounded_against_game_oracle(seed, dtype):
@@ -400,6 +401,7 @@ def test_interval_dtmc_one_quantifier_against_oracle():
             assert_contains(res, want, (seed, "R", nature))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_bounded_against_backward_induction(dtype):
     S, A, k = 6, 2, 4
@@ -570,6 +572,7 @@ def test_zero_cost_loop_rewards_value_and_policy():
 # --------------------------------------------------------------------------- users' paths
 
 
+@pytest.mark.integration
 def test_dense_and_sparse_agree():
     lo, up, mask, rewards, labels = random_model(11, 6, 2)
     dense = build(lo, up, mask, rewards, np.float32)
@@ -605,6 +608,7 @@ def test_bounded_under_jit_and_unbounded_refused():
         jax.jit(lambda m: jp.check(m, 'Pmaxmin=? [F "goal"]', labels=labels).values)(m)
 
 
+@pytest.mark.integration
 def test_point_model_as_interval_model():
     rng = np.random.default_rng(13)
     S, A = 6, 2
@@ -725,6 +729,7 @@ STALLED = [
 ]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("case", STALLED, ids=["F", "F2", "G-deflation", "R", "G-tol"])
 def test_small_random_models_converge(case):
     seed, S, A, trap, sparse, prop = case

@@ -61,6 +61,7 @@ def load64(path, **kw):
         return jp.load_mdp(path, dtype=np.float64, **kw)
 
 
+@pytest.mark.integration
 def test_reads_an_imdp_file_bit_for_bit(tmp_path):
     lo, hi, mask, r = random_imdp(0)
     path = write_tra(tmp_path / "m.tra", lo, hi, mask)

@@ -252,6 +252,7 @@ def test_point_model_functions_refuse_an_interval_model():
 # ----------------------------------------------------------------------------- conversions
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_dense_sparse_round_trips(dtype):
     lo, hi, R, _ = bounds(7)
@@ -276,6 +277,7 @@ def test_dense_sparse_round_trips(dtype):
         np.testing.assert_array_equal(np.asarray(jp.to_dense(wide).upper), dense.upper)
 
 
+@pytest.mark.integration
 def test_sparse_to_dense_against_a_numpy_scatter():
     """Lists in any slot order, with listed entries of upper 0 (dropped by to_sparse)."""
     lo, hi, R, _ = bounds(8)

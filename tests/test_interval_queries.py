@@ -66,6 +66,7 @@ def test_interval_dtmc_takes_natures_quantifier():
     assert bool(pmin.converged) and bool(pmax.converged)
 
 
+@pytest.mark.integration
 def test_check_all_boolean_and_filter_queries():
     m, labels = idle_or_go()
     out = jp.check_all(
@@ -124,3 +125,45 @@ def test_cli_checks_an_interval_file(tmp_path):
     record = json.loads((out / "check.json").read_text())
     text = json.dumps(record)
     assert "Pmaxmin" in text and "Pmaxmax" in text
+
+
+def _chain(row, rewards=(1.0, 0.0, 0.0)):
+    """s0's one row over (s0, goal, sink); goal and sink absorbing; float64."""
+    lo, up = np.zeros((3, 1, 3)), np.zeros((3, 1, 3))
+    lo[0, 0], up[0, 0] = row
+    lo[1, 0, 1] = up[1, 0, 1] = lo[2, 0, 2] = up[2, 0, 2] = 1.0
+    r = np.asarray(rewards).reshape(3, 1)
+    return jp.make_interval_mdp(lo, up, r, dtype=np.float64)
+
+
+LABELS = {"goal": np.array([False, True, False])}
+
+
+def test_tiny_genuine_masses_are_not_read_as_zero():
+    """A mass of 1e-13 to the goal, or of 1e-12 to a sink, decides a value over many steps:
+    the graph analysis must not round it away (it read masses below 1e-12 as 0)."""
+    with jax.enable_x64(True):
+        one = jp.check(_chain(([1 - 1e-13, 1e-13, 0], [1 - 1e-13, 1e-13, 0])), 'Pmin=? [F "goal"]',
+                       labels=LABELS)  # fmt: skip
+        half = jp.check(
+            _chain(([1 - 2.1e-12, 1.1e-12, 1e-12], [1 - 2.1e-12, 1.1e-12, 1e-12])),
+            'Pmin=? [F "goal"]', labels=LABELS,
+        )  # fmt: skip
+        cost = jp.check(_chain(([0, 1 - 1e-13, 1e-13], [0, 1 - 1e-13, 1e-13])), 'Rmin=? [F "goal"]',
+                        labels=LABELS)  # fmt: skip
+    assert float(one.lower[0]) == 1.0 and bool(one.converged)
+    assert float(half.lower[0]) <= 1.1 / 2.1 <= float(half.upper[0])
+    assert float(half.upper[0]) < 1.0  # not decided as 1
+    assert float(cost.value_at_initial) == np.inf
+
+
+def test_rounding_never_sends_mass_to_an_infinite_state():
+    """Nature can avoid the sink exactly (0.89 + 0.11 = 1): the expected reward is finite
+    (1 / 0.11 with the goal's most mass), though the fill may round 1e-16 onto the sink."""
+    with jax.enable_x64(True):
+        m = _chain(([0.5518, 0.0341, 0.0], [0.89, 1 - 0.89, 1.0]))
+        rmin = jp.check(m, 'Rmin=? [F "goal"]', labels=LABELS)
+        rmax = jp.check(m, 'Rmax=? [F "goal"]', labels=LABELS)
+    assert float(rmin.lower[0]) <= 1 / 0.11 <= float(rmin.upper[0])
+    assert bool(rmin.converged)
+    assert float(rmax.value_at_initial) == np.inf

@@ -123,6 +123,7 @@ def test_gaussian_box_radius_against_scipy():
     assert np.all(np.asarray(imdp.upper) >= np.minimum(x + r, 1) - 1e-7)
 
 
+@pytest.mark.integration
 def test_sparse_release_keeps_its_lists():
     mdp = jp.to_sparse(true_model(zeros=True))
     mech = jp.Dirichlet(K_DIR)
@@ -146,6 +147,7 @@ def test_sparse_release_keeps_its_lists():
     np.testing.assert_array_equal(np.asarray(got.upper), np.asarray(want.upper))
 
 
+@pytest.mark.integration
 def test_ragged_release_is_padded():
     sparse = jp.to_sparse(true_model(zeros=True))
     mech = jp.Dirichlet(K_DIR)

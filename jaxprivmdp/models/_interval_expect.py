@@ -47,9 +47,8 @@ PAIRWISE_MAX_SUCCESSORS = 16
 
 
 def _fill(lower, upper, next_states, values, sign, xp):
-    """``(x, w, u)`` `[B, S, A, N]`: nature's distribution, the values it weighs and the
-    upper bounds, aligned (in the rows' own order for short lists, in pouring order
-    otherwise)."""
+    """``(x, w, u, l)`` `[B, S, A, N]`: nature's distribution, the values it weighs and the
+    bounds, aligned (in the rows' own order for short lists, in pouring order otherwise)."""
     if next_states is not None and next_states.shape[-1] <= PAIRWISE_MAX_SUCCESSORS:
         w = values[:, xp.maximum(next_states, 0)]  # [B, S, A, K]
         key = sign * w
@@ -63,11 +62,30 @@ def _fill(lower, upper, next_states, values, sign, xp):
         mass_before = xp.sum(xp.where(before, caps[..., :, None], 0), axis=-2)
         slack = xp.maximum(1 - xp.sum(low, axis=-1), 0)[..., None]
         x = low + xp.clip(slack - mass_before, 0, caps)
-        return x, w, xp.broadcast_to(upper, w.shape)
+        return x, w, xp.broadcast_to(upper, w.shape), low
     l_, caps, w = _sorted_rows(lower, upper, next_states, values, sign, xp)
     slack = xp.maximum(1 - xp.sum(l_, axis=-1), 0)[..., None]
     before = xp.cumsum(caps, axis=-1) - caps
-    return l_ + xp.clip(slack - before, 0, caps), w, l_ + caps
+    return l_ + xp.clip(slack - before, 0, caps), w, l_ + caps, l_
+
+
+def _weighed(x, w, up, low, sign, xp):
+    """``Σ x w`` per row, where an infinite value counts only if nature can give it mass
+    (maximizing: ``min(Σ_inf u, 1 − Σ_fin l) > 0``) or must (minimizing: ``max(Σ_inf l, 1 −
+    Σ_fin u) > 0``), decided on the bounds, not on the fill's rounded masses (a rounding's
+    1e-16 on a state of infinite expected reward would make a finite value infinite); a
+    difference ``1 − Σ`` counts above ``4 (n + 2)`` ulps, the rounding of the sums."""
+    infinite = xp.isinf(w)
+    lo_inf = xp.sum(xp.where(infinite, low, 0), axis=-1)
+    up_inf = xp.sum(xp.where(infinite, up, 0), axis=-1)
+    lo_fin = xp.sum(xp.where(infinite, 0, low), axis=-1)
+    up_fin = xp.sum(xp.where(infinite, 0, up), axis=-1)
+    tau = 4 * (w.shape[-1] + 2) * float(np.finfo(w.dtype).eps)
+    can = (up_inf > 0) & (1 - lo_fin > tau)
+    must = (lo_inf > 0) | (1 - up_fin > tau)
+    reached = xp.where(sign > 0, can, must)
+    finite = xp.sum(x * xp.where(infinite | (x <= 0), 0, w), axis=-1)
+    return xp.where(reached, xp.inf, finite)
 
 
 def interval_expect(lower, upper, next_states, values, sign, xp=jnp, with_scale=False):
@@ -84,12 +102,12 @@ def interval_expect(lower, upper, next_states, values, sign, xp=jnp, with_scale=
         scalar).
       xp: ``jax.numpy`` (jit-able) or ``numpy``.
     """
-    x, w, u = _fill(lower, upper, next_states, values, sign, xp)
-    terms = x * xp.where(x > 0, w, 0)  # an unreachable entry's value may be inf
+    x, w, u, low = _fill(lower, upper, next_states, values, sign, xp)
+    value = _weighed(x, w, u, low, sign, xp)
     if not with_scale:
-        return xp.sum(terms, axis=-1)
+        return value
     usable = (u > 0) & xp.isfinite(w)
-    return xp.sum(terms, axis=-1), xp.max(xp.where(usable, xp.abs(w), 0), axis=-1)
+    return value, xp.max(xp.where(usable, xp.abs(w), 0), axis=-1)
 
 
 def interval_excess(lower, upper, next_states, values, shift, sign, xp=jnp):
@@ -98,13 +116,15 @@ def interval_excess(lower, upper, next_states, values, shift, sign, xp=jnp):
     ``E``. Since ``Σ x = 1`` on the box, ``r + E`` is ``B(v)(s) − shift_s``: a test of
     ``B(v) <= v`` in which an entry with ``v_t = shift_s`` (a state staying where it is)
     contributes exactly 0, however its mass is rounded."""
-    x, w, u = (a[0] for a in _fill(lower, upper, next_states, values[None], sign, xp))
-    w = w - shift[:, None, None]
-    terms = x * xp.where(x > 0, w, 0)
+    x, w, u, low = (a[0] for a in _fill(lower, upper, next_states, values[None], sign, xp))
+    w = w - shift[:, None, None]  # inf stays inf (a finite shift; a row of an infinite
+    # state, shift inf, is a decided state's and not tested)
+    excess = _weighed(x, w, u, low, sign, xp)
+    terms = x * xp.where((x > 0) & xp.isfinite(w), w, 0)
     rel, absolute = fill_margin(w.shape[-1], w.dtype)
     reach = xp.where((u > 0) & xp.isfinite(w), xp.abs(w), 0)
     err = rel * xp.sum(xp.abs(terms), axis=-1) + absolute * xp.max(reach, axis=-1)
-    return xp.sum(terms, axis=-1), err
+    return excess, err
 
 
 def nature_choice(lower, upper, next_states, values, sign, xp=np):

@@ -292,11 +292,9 @@ def _policy(p: Problem, e, lo, rank, policy_seeks: bool, nature_helps: bool) -> 
     if policy_seeks:
         src = e.row // e.allowed.shape[1]
         closer = (rank[e.target] >= 0) & ((rank[e.target] < rank[src]) | (rank[src] < 0))
-        low = np.maximum(e.sums(np.where(closer, e.lo, 0)),
-                         1 - e.sums(np.where(closer, 0, e.up)))  # fmt: skip
-        high = np.minimum(e.sums(np.where(closer, e.up, 0)),
-                          1 - e.sums(np.where(closer, 0, e.lo)))  # fmt: skip
-        progress = ((high if nature_helps else low) > graph.MASS_TOL).reshape(score.shape)
+        lo_in, up_in = e.inside(closer)
+        hits = e.can_hit if nature_helps else e.must_hit
+        progress = hits(np.arange(e.allowed.size), lo_in, up_in).reshape(score.shape)
         score = np.where(near & progress, score + 1e300, score)
     return np.argmax(score, axis=1).astype(np.int32)
 

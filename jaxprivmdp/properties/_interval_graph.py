@@ -20,8 +20,11 @@ qualitative questions are asked of these per-row sums (a plain graph of "entries
 Each side quantifies: ``True`` = it helps ("there is"), ``False`` = it opposes ("for
 every"). A row's bounds are read as the distributions they stand for: ``l / max(1, Σ l)``
 and ``u / min(1, Σ u)`` (a point row ``l = u`` summing to ``1 ± 1e-7`` is its normalized
-self), and a mass below :data:`MASS_TOL` is read as 0, so that rounding in the sums (bounds
-meant to sum to exactly 1) never makes an entry look reachable or avoidable.
+self). Whether a mass can be or must be positive is decided exactly where it is a sum of
+bounds (``Σ_X l > 0``: non-negative terms), and a difference ``1 − Σ`` counts as positive
+above :data:`TOL_ULPS` ulps per entry of the row, the rounding of the float sums, so that
+bounds meant to sum to exactly 1 never make an entry look reachable or avoidable (a genuine
+mass of less than about 1e-15 there is read as 0).
 """
 
 from __future__ import annotations
@@ -32,8 +35,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-# Masses at or below this are read as 0 (rounding in sums of bounds meant to be exact).
-MASS_TOL = 1e-12
+# A difference ``1 − Σ`` of a row's bounds counts as positive above this many ulps per entry
+# of the row (plus 2): the rounding of the float sums, for bounds meant to sum to exactly 1.
+# A sum of bounds alone (``Σ_X l > 0``) is decided exactly: non-negative terms.
+TOL_ULPS = 4
 
 
 class Edges(NamedTuple):
@@ -44,7 +49,8 @@ class Edges(NamedTuple):
       lo, up: `[E]` the normalized bounds; num_rows: ``S · A``; num_states: ``S``.
       allowed: `[S, A]` bool; sum_lo, sum_up: `[S · A]` the rows' sums of bounds;
       by_target: ``(order, ptr)``, the entries sorted by successor and where each
-        successor's run starts (a CSR of the reversed graph).
+        successor's run starts (a CSR of the reversed graph); tau: `[S · A]` the least
+        positive ``1 − Σ`` per row (:data:`TOL_ULPS`).
     """
 
     row: np.ndarray
@@ -55,6 +61,7 @@ class Edges(NamedTuple):
     sum_lo: np.ndarray
     sum_up: np.ndarray
     by_target: tuple | None = None
+    tau: np.ndarray | None = None
 
     @property
     def num_states(self) -> int:
@@ -64,14 +71,21 @@ class Edges(NamedTuple):
         """`[S · A]` per-row sums of per-entry ``weights`` `[E]`."""
         return np.bincount(self.row, weights=weights, minlength=self.allowed.size)
 
-    def mass_range(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """`[S · A]` ``(min, max)`` of ``x(X)`` over each row's box, ``X`` `[S]` bool."""
-        inside = X[self.target]
-        lo_in = self.sums(np.where(inside, self.lo, 0))
-        up_in = self.sums(np.where(inside, self.up, 0))
-        low = np.maximum(lo_in, 1 - (self.sum_up - up_in))
-        high = np.minimum(up_in, 1 - (self.sum_lo - lo_in))
-        return low, high
+    def inside(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`[S · A]` ``(Σ_X l, Σ_X u)`` per row, ``X`` `[S]` bool (or `[E]`, per entry)."""
+        into = X if X.shape == self.row.shape else X[self.target]
+        return self.sums(np.where(into, self.lo, 0)), self.sums(np.where(into, self.up, 0))
+
+    def can_hit(self, rows, lo_in, up_in, lo_rest=None):
+        """Whether some distribution of the row puts mass on ``X`` (``Σ_X l``, ``Σ_X u`` given):
+        ``min(Σ_X u, 1 − Σ_{rest} l) > 0``, ``rest`` all other entries unless ``lo_rest``."""
+        rest = self.sum_lo[rows] - lo_in if lo_rest is None else lo_rest
+        return (up_in > 0) & (1 - rest > self.tau[rows])
+
+    def must_hit(self, rows, lo_in, up_in):
+        """Whether every distribution of the row puts mass on ``X``: ``max(Σ_X l, 1 − Σ_¬X u)
+        > 0``."""
+        return (lo_in > 0) | (1 - (self.sum_up[rows] - up_in) > self.tau[rows])
 
 
 def normalized_bounds(lower: np.ndarray, upper: np.ndarray):
@@ -96,7 +110,9 @@ def edges(lower, upper, next_states, action_mask) -> Edges:
               np.zeros(0), np.zeros(0))  # fmt: skip
     order = np.argsort(e.target, kind="stable")
     ptr = np.searchsorted(e.target[order], np.arange(S + 1))
-    return e._replace(sum_lo=e.sums(e.lo), sum_up=e.sums(e.up), by_target=(order, ptr))
+    n = np.bincount(e.row, minlength=S * A)
+    tau = TOL_ULPS * (n + 2) * float(np.finfo(np.float64).eps)
+    return e._replace(sum_lo=e.sums(e.lo), sum_up=e.sums(e.up), by_target=(order, ptr), tau=tau)
 
 
 def _into(e: Edges, states: np.ndarray) -> np.ndarray:
@@ -158,9 +174,7 @@ def positive(e: Edges, target, allowed, policy_helps, nature_helps):
     state joined (0 for the target, -1 outside)."""
 
     def hit(rows, lo_in, up_in):
-        if nature_helps:  # the most mass on X
-            return np.minimum(up_in, 1 - (e.sum_lo[rows] - lo_in)) > MASS_TOL
-        return np.maximum(lo_in, 1 - (e.sum_up[rows] - up_in)) > MASS_TOL  # the least
+        return (e.can_hit if nature_helps else e.must_hit)(rows, lo_in, up_in)
 
     ok = np.ones(e.allowed.size, bool)
     return _attractor(e, target, allowed, ok, hit, policy_helps)
@@ -172,15 +186,19 @@ def almost_sure(e: Edges, target, allowed, policy_helps, nature_helps):
     rows of ``CPre`` those that stay in ``Y`` (some distribution, or every one, as nature
     helps or not) and put mass on ``Z`` (the most mass within ``Y``, or the least)."""
     Y = target | allowed
+    every = np.arange(e.allowed.size)
     while True:
-        out_low, out_high = e.mass_range(~Y)
-        stays = (out_low if nature_helps else out_high) <= MASS_TOL
-        lo_y = e.sums(np.where(Y[e.target], e.lo, 0))
+        lo_out, up_out = e.inside(~Y)
+        if nature_helps:  # some distribution within Y: no mass must go out
+            stays = ~e.must_hit(every, lo_out, up_out)
+        else:  # every distribution within Y: no mass can go out
+            stays = ~e.can_hit(every, lo_out, up_out)
+        lo_y = e.inside(Y)[0]
 
         def hit(rows, lo_in, up_in, lo_y=lo_y):
             if nature_helps:  # within Y: min(Σ_Z u, 1 − Σ_{Y∖Z} l)
-                return np.minimum(up_in, 1 - (lo_y[rows] - lo_in)) > MASS_TOL
-            return np.maximum(lo_in, 1 - (e.sum_up[rows] - up_in)) > MASS_TOL
+                return e.can_hit(rows, lo_in, up_in, lo_rest=lo_y[rows] - lo_in)
+            return e.must_hit(rows, lo_in, up_in)
 
         Z, _ = _attractor(e, target, allowed & Y, stays, hit, policy_helps)
         if np.array_equal(Z, Y):
@@ -203,9 +221,8 @@ def staying_components(e: Edges, states: np.ndarray) -> list[np.ndarray]:
         graph = sp.csr_matrix((np.ones(use.sum()), (src[use], e.target[use])), shape=(S, S))
         labels = np.where(C, connected_components(graph, connection="strong")[1], -1)
         own = (labels[src] == labels[e.target]) & C[src]
-        up_own = e.sums(np.where(own, e.up, 0))
-        lo_out = e.sums(np.where(own, 0, e.lo))
-        ok = rows_ok & (up_own >= 1 - MASS_TOL) & (lo_out <= MASS_TOL)
+        lo_out, up_out = e.inside(~own)  # some distribution stays in its own component
+        ok = rows_ok & ~e.must_hit(np.arange(e.allowed.size), lo_out, up_out)
         keep = C & np.any(ok.reshape(e.allowed.shape), axis=1)
         if np.array_equal(keep, C) and np.array_equal(ok, rows_ok):
             break

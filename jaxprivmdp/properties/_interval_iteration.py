@@ -218,10 +218,13 @@ def _deflate_each(p: Problem, e, lo, up, components) -> np.ndarray:
         mid = 0.5 * (low + high)
         ok = _holds(p, e, mine, own, comp, up, mid)
         high, low = np.where(ok, mid, high), np.where(ok, low, mid)
-    trial = np.where(comp >= 0, np.minimum(up, high[np.maximum(comp, 0)]), up)
-    bad = ~np.asarray(verified(p, jnp.asarray(trial)))
-    failed = np.unique(comp[bad & (comp >= 0)])
-    return np.where(np.isin(comp, failed), up, trial)
+    live = np.ones(n, bool)
+    while True:  # verified together; a set that fails keeps its U, and the rest again
+        trial = np.where((comp >= 0) & live[comp], np.minimum(up, high[comp]), up)
+        bad = ~np.asarray(verified(p, jnp.asarray(trial))) & (comp >= 0)
+        if not np.any(bad & live[comp]):
+            return trial
+        live[comp[bad]] = False
 
 
 def _holds(p: Problem, e, mine, own, comp, up, lam) -> np.ndarray:
@@ -255,12 +258,13 @@ def _excess(p: Problem, e, mine, value, shift):
     lo, cap = e.lo[idx], e.up[idx] - e.lo[idx]
     order = np.lexsort((-float(p.nature_sign) * w, row))
     row, w, lo, cap = row[order], w[order], lo[order], cap[order]
-    csum = np.cumsum(cap) - cap
     first = np.ones(row.shape, bool)
     first[1:] = row[1:] != row[:-1]
-    base = np.zeros(e.allowed.size)
-    base[row[first]] = csum[first]
-    before = csum - base[row]
+    line = np.cumsum(first) - 1  # the running sums row by row (one sum over every row
+    pos = np.arange(row.size) - np.flatnonzero(first)[line]  # would lose the rows' ulps)
+    grid = np.zeros((int(line[-1]) + 1 if row.size else 0, int(pos.max(initial=0)) + 1))
+    grid[line, pos] = cap
+    before = (np.cumsum(grid, axis=1) - grid)[line, pos]
     slack = np.maximum(1 - e.sum_lo[row], 0)
     x = lo + np.clip(slack - before, 0, cap)
     terms = np.where(x > 0, x * w, 0)
