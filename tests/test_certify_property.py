@@ -71,6 +71,7 @@ def test_interval_properties(prop, robust, optimistic, lower_from_robust):
     assert interval_properties(prop) == (robust, optimistic, lower_from_robust)
 
 
+@pytest.mark.integration
 def test_refusals():
     mdp = true_model()
     mech = jp.Dirichlet(100.0)

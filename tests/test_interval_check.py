@@ -385,6 +385,7 @@ def test_unbounded_against_game_oracle_many(seed):
     check_unbounded_case(seed, S, A, np.float64, sparse=bool(seed % 2))
 
 
+@pytest.mark.integration
 def test_interval_dtmc_one_quantifier_against_oracle():
     S = 6
     for seed in (40, 41, 42):
@@ -586,6 +587,7 @@ def test_dense_and_sparse_agree():
         np.testing.assert_array_equal(a.converged, b.converged)
 
 
+@pytest.mark.integration
 def test_bounded_under_jit_and_unbounded_refused():
     """Under ``jax.jit`` the bounds are computed in float32 and still contain the exact
     value (the oracle's, in float64), with no slack."""

@@ -95,6 +95,7 @@ def unmasked(seed, **kw):
     return lo, hi, mask, r
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("x64", [False, True])
 def test_save_load_round_trip_is_exact(tmp_path, x64):
     lo, hi, mask, r = unmasked(1)
@@ -131,6 +132,7 @@ def test_float32_bounds_round_outward_and_survive_the_file(tmp_path):
     np.testing.assert_array_equal(n.upper, m.upper)
 
 
+@pytest.mark.integration
 def test_dense_bounds_are_written_as_successor_lists(tmp_path):
     lo, hi, mask, r = unmasked(2, S=6, K=2)
     with jax.enable_x64(True):
@@ -145,6 +147,7 @@ def test_dense_bounds_are_written_as_successor_lists(tmp_path):
     assert header == ["6", "18", str(int((hi > 0).sum()))]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("comment", [False, True])
 def test_interval_dtmc_files(tmp_path, comment):
     lo, hi, mask, r = unmasked(3, A=1)
@@ -164,6 +167,7 @@ def test_interval_dtmc_files(tmp_path, comment):
     assert (tmp_path / "d.srew").read_text().splitlines()[2:] == ["5 2", "0 1.5", "3 2.0"]
 
 
+@pytest.mark.integration
 def test_points_blanks_and_deadlocks(tmp_path):
     # A number is the interval [p, p]; "[0.2, 0.8]" with a blank is one interval.
     (tmp_path / "m.tra").write_text("3 2 3\n0 0 1 [0.2, 0.8] go\n0 0 2 0.5\n1 0 2 [1,1]\n")

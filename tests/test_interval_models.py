@@ -309,6 +309,7 @@ def test_to_sparse_empties_masked_rows_and_checks_max_successors():
         jp.to_sparse(m, max_successors=0)
 
 
+@pytest.mark.integration
 def test_interval_of_point_for_each_point_layout():
     P, R, RT, mask = random_arrays(10, num_states=S, num_actions=A, masked=True)
     dense = jp.make_mdp(P, R, terminal_reward=RT, horizon=3, action_mask=mask, initial_state=1)

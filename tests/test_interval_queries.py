@@ -112,6 +112,7 @@ def test_nature_choice_refuses_bad_arguments():
                          else object(), np.zeros(3), nature="min")  # fmt: skip
 
 
+@pytest.mark.integration
 def test_cli_checks_an_interval_file(tmp_path):
     from jaxprivmdp.cli import main
 

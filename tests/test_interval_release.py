@@ -50,6 +50,7 @@ def rows_in_box(imdp, P, mask):
 @pytest.mark.parametrize(
     "mech", [jp.Dirichlet(K_DIR), jp.Gaussian(SIGMA), jp.Laplace(SIGMA)], ids=lambda m: m.name
 )
+@pytest.mark.integration
 def test_certified_box_holds_the_true_rows(mech, dtype):
     with jax.enable_x64(dtype == np.float64):
         mdp = true_model(masked=True, dtype=dtype)
@@ -166,6 +167,7 @@ def test_point_model_as_an_interval_model():
     np.testing.assert_array_equal(np.asarray(imdp.upper), P)
 
 
+@pytest.mark.integration
 def test_jit_matches_eager():
     """Under ``jax.jit`` the same boxes for a set that records the model's counts
     (``counted``); without them the traced model is counted from its shapes: wider boxes."""
@@ -189,6 +191,7 @@ def test_jit_matches_eager():
                 assert np.all(hi >= np.asarray(eager.upper))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("mech", [jp.Dirichlet(K_DIR), jp.Gaussian(SIGMA)], ids=lambda m: m.name)
 def test_the_robust_kernels_boxes(mech):
     """The robust policy's values over the set (the planning kernel) are the interval
