@@ -149,7 +149,10 @@ def certify_property(
         ``jp.Gaussian(sigma)``, ``jp.Laplace(scale)``).
       uncertainty_set: ``jp.CertifiedSet(beta)`` (``support_aware=True`` allowed): the one
         set whose boxes hold every row at once.
-      labels, variables, reward_name, tol: as for :func:`~jaxprivmdp.check`.
+      labels: as for :func:`~jaxprivmdp.check`.
+      variables: as for :func:`~jaxprivmdp.check`.
+      reward_name: as for :func:`~jaxprivmdp.check`.
+      tol: as for :func:`~jaxprivmdp.check`.
 
     Returns:
       A :class:`CertifiedProperty`.
