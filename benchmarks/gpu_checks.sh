@@ -8,7 +8,9 @@
 #             groups;
 #   rest      the rest of the test suite (every file the exact step leaves out);
 #   slow      the tests marked slow (CI's second pass);
-#   float64   CI's third pass: the numerical core's files with JAX_ENABLE_X64=1.
+#   float64   CI's third pass: the numerical core's files with JAX_ENABLE_X64=1;
+#   interval  benchmarks/bench_interval.py: the interval backup beside the point backup (10⁴ to
+#             10⁶ states) and an interval MDP's Pmaxmin check, the device named in its JSON.
 # Wheels missing on the machine travel in .whl/ (see the device tool's README). Usage, from
 # the repository root, with OUT set to a folder for the logs:
 #   OUT=/tmp/out bash benchmarks/gpu_checks.sh [STEP:SECONDS ...]   (default: exact:300 bench:150)
@@ -17,10 +19,10 @@
 set -uo pipefail
 [ $# -eq 0 ] && set -- exact:300 bench:150
 for step in "$@"; do  # checked before anything runs: a typo must not cost a lease's minutes
-  if ! [[ $step =~ ^(exact|rest|slow|float64|bench|chunking):[1-9][0-9]*$ ]] \
+  if ! [[ $step =~ ^(exact|rest|slow|float64|bench|chunking|interval):[1-9][0-9]*$ ]] \
     || { [[ $step == bench:* ]] && (( ${step#*:} <= 30 )); } \
     || { [[ $step == chunking:* ]] && (( ${step#*:} < 3 )); }; then
-    echo "bad step '$step': want NAME:SECONDS, NAME one of exact rest slow float64 bench chunking" \
+    echo "bad step '$step': want NAME:SECONDS, NAME one of exact rest slow float64 bench chunking interval" \
       "(bench over 30 s, chunking at least 3 s)" >&2
     exit 2
   fi
@@ -75,6 +77,9 @@ for step in "$@"; do
       && timeout $((limit - third)) python3 benchmarks/bench_chunking.py --cases grid \
         --repeats 2 --widths 16,64,256,1024 --batches 1024 2>>"$OUT/chunking_progress.log" \
         | tee -a "$OUT/chunking.md" ;;
+    interval)
+      timeout "$limit" python3 benchmarks/bench_interval.py --out "$OUT/bench_interval.json" \
+        2>&1 | tee "$OUT/interval.log" | tail -30 ;;
   esac
   status=$?  # the step's command (pipefail), 124 when its limit stopped it
   [ $status -eq 124 ] && echo "== $name TIMED OUT after ${limit} s"
