@@ -130,17 +130,14 @@ def interval_excess(lower, upper, next_states, values, shift, sign, xp=jnp):
 def nature_choice(lower, upper, next_states, values, sign, xp=np):
     """`[S, A, N]` the distribution nature picks in each row against ``values`` `[S]`: the
     greedy fill of :func:`interval_expect`, in the rows' own entry order."""
-    l_, caps, w = _sorted_rows(lower, upper, next_states, values[None], sign, xp)
-    slack = xp.maximum(1 - xp.sum(l_, axis=-1), 0)[..., None]
-    before = xp.cumsum(caps, axis=-1) - caps
-    x_sorted = (l_ + xp.clip(slack - before, 0, caps))[0]
-    key = -sign * values
+    x = _fill(lower, upper, next_states, values[None], sign, xp)[0][0]
+    if next_states is not None and next_states.shape[-1] <= PAIRWISE_MAX_SUCCESSORS:
+        return x  # the pairwise fill keeps the rows' order
     if next_states is None:
-        order = xp.broadcast_to(xp.argsort(key), x_sorted.shape)
+        order = xp.broadcast_to(xp.argsort(-sign * values), x.shape)
     else:
         order = xp.argsort(-sign * values[xp.maximum(next_states, 0)], axis=-1)
-    inverse = xp.argsort(order, axis=-1)
-    return xp.take_along_axis(x_sorted, inverse, axis=-1)
+    return xp.take_along_axis(x, xp.argsort(order, axis=-1), axis=-1)
 
 
 def fill_margin(n: int, dtype) -> tuple[float, float]:

@@ -33,7 +33,7 @@ from ._interval_iteration import Problem, backward, q_values, run, widening
 from ._labels import check_labels, satisfying
 from ._parse import Property, property_error
 from ._precision import host_answer, outward, relative_width, summarize, tracing, working_tol
-from ._result import CheckResult, result
+from ._result import result
 
 
 def quantifiers(prop_: Property, imdp: IntervalMDP) -> tuple[str, str]:
@@ -196,9 +196,8 @@ def _solve(prop_, imdp, sat, bound, opts, limits, host=False):
     zeros = xp.zeros((S, A), dtype)
     nothing = xp.zeros(S, bool)
     if prop_.kind == "R" and prop_.path == "C":
-        p = _problem(imdp, imdp.rewards, nothing, xp.zeros(S, dtype), opts, np.inf, xp)
-        lower, upper, rule = backward(p, xp.zeros(S, dtype), bound)
-        return (*_out(lower, upper, host), rule, bound) + ((True,) if host else ())
+        zero = xp.zeros(S, dtype)
+        return _backward(imdp, imdp.rewards, nothing, zero, opts, bound, host, ceiling=np.inf)
     if prop_.kind == "R":
         return _reward_unbounded(imdp, np.asarray(right), opts, limits)
     negate = prop_.path == "G"
@@ -209,18 +208,13 @@ def _solve(prop_, imdp, sat, bound, opts, limits, host=False):
     else:
         target, avoid = right, ~left & ~right
     if prop_.path == "X":
-        p = _problem(imdp, zeros, nothing, nothing.astype(dtype), opts, 1.0, xp)
-        lower, upper, rule = backward(p, target.astype(dtype), 1)
-        out = (*_out(lower, upper, host), rule, 1) + ((True,) if host else ())
+        out = _backward(imdp, zeros, nothing, target.astype(dtype), opts, 1, host)
     elif bound is None:
         target, avoid = np.asarray(target), np.asarray(avoid)
         out = _probability_unbounded(imdp, target, avoid, opts, limits, complement=negate)
     else:
         fixed = target | avoid
-        init = target.astype(dtype)
-        p = _problem(imdp, zeros, fixed, init, opts, 1.0, xp)
-        lower, upper, rule = backward(p, init, bound)
-        out = (*_out(lower, upper, host), rule, bound) + ((True,) if host else ())
+        out = _backward(imdp, zeros, fixed, target.astype(dtype), opts, bound, host)
     if negate:
         lower, upper, *rest = out
         out = (*outward(1 - np.asarray(upper) if host else 1 - upper,
@@ -228,8 +222,15 @@ def _solve(prop_, imdp, sat, bound, opts, limits, host=False):
     return out
 
 
-def _out(lower, upper, host):
-    return (np.asarray(lower), np.asarray(upper)) if host else (lower, upper)
+def _backward(imdp, rewards, fixed, init, opts, steps, host, ceiling=1.0):
+    """A step-bounded property by :func:`backward` from ``init`` (the values of the ``fixed``
+    states): ``(lower, upper, rule, steps[, converged])``, host arrays when ``host``;
+    ``ceiling``: a bound on every value (1 for probabilities)."""
+    p = _problem(imdp, rewards, fixed, init, opts, ceiling, np if host else jnp)
+    lower, upper, rule = backward(p, init, steps)
+    if host:
+        return np.asarray(lower), np.asarray(upper), rule, steps, True
+    return lower, upper, rule, steps
 
 
 def _probability_unbounded(imdp, target, avoid, opts, limits, complement=False):
@@ -302,4 +303,4 @@ def _policy(p: Problem, e, lo, rank, policy_seeks: bool, nature_helps: bool) -> 
 _q_values = jax.jit(q_values)
 
 
-__all__ = ["CheckResult", "check_interval", "nature_choice"]
+__all__ = ["check_interval", "nature_choice"]

@@ -117,8 +117,6 @@ def edges(lower, upper, next_states, action_mask) -> Edges:
 
 def _into(e: Edges, states: np.ndarray) -> np.ndarray:
     """The indices of the entries whose successor is one of ``states`` (a CSR by target)."""
-    if e.by_target is None:
-        return np.flatnonzero(np.isin(e.target, states))
     order, ptr = e.by_target
     starts, lens = ptr[states], ptr[states + 1] - ptr[states]
     offsets = np.repeat(starts - np.cumsum(lens) + lens, lens)
