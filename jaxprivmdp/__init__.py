@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from .mechanisms import privatize as privatize
     from .mechanisms import secure_key as secure_key
     from .models import IntervalMDP as IntervalMDP
+    from .models import RaggedIntervalMDP as RaggedIntervalMDP
     from .models import RaggedMDP as RaggedMDP
     from .models import SparseMDP as SparseMDP
     from .models import TabularMDP as TabularMDP

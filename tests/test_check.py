@@ -427,7 +427,6 @@ ERRORS = [
     ('Pmax=? [F Pmin=? [F "goal"]]', "nested Pmin.* at position 10"),
     ('S=? ["goal"]', "unsupported operator 'S'.* at position 0"),
     ('R{"r"}max=? [I=3]', "instantaneous rewards.* at position 13"),
-    ("R=? [C]", r"total reward R \[C\].* at the end|total reward R \[C\].* at position 6"),
     ('Rmax=? [F<=3 "goal"]', "step-bounded reachability rewards.* at position 9"),
     ('Pmax=? [F "goal"] extra', "unexpected 'extra' after the property at position 18"),
     ('Pmax=? [F ("a" | "b"]', r"expected '\)'.* at position 20"),

@@ -178,8 +178,12 @@ def test_points_blanks_and_deadlocks(tmp_path):
     np.testing.assert_array_equal(got_lo[:, 0], [[0, 0.2, 0.5], [0, 0, 1], [0, 0, 1]])
     np.testing.assert_array_equal(got_hi[:, 0], [[0, 0.8, 0.5], [0, 0, 1], [0, 0, 1]])
     assert jp.load_labels(tmp_path / "m.tra")["deadlock"].tolist() == [False, False, True]
-    with pytest.raises(ValueError, match="no ragged layout"):
-        load64(tmp_path / "m.tra", rewards=[], horizon=1, layout="ragged", deadlocks="self-loop")
+    ragged = load64(tmp_path / "m.tra", rewards=[], horizon=1, layout="ragged",
+                    deadlocks="self-loop")  # fmt: skip
+    assert isinstance(ragged, jp.RaggedIntervalMDP)
+    with jax.enable_x64(True):
+        padded = jp.to_padded(ragged)
+    np.testing.assert_array_equal(as_dense(padded)[1], got_hi)
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..models.core import IntervalMDP, TabularMDP, check_model, transition_lists
+from ..models.core import INTERVAL_MODELS, TabularMDP, check_model, transition_lists
 from ._files import atomic_outputs, sidecar_path
 from ._interval_files import interval_lists
 
@@ -49,12 +49,12 @@ class Flat(NamedTuple):
 
 def flat_model(mdp) -> Flat:
     """The transitions of ``mdp``'s allowed actions, by row; a DTMC if ``A == 1``."""
-    if not isinstance(mdp, IntervalMDP):
+    if not isinstance(mdp, INTERVAL_MODELS):
         check_model(mdp)
     mask = np.asarray(mdp.action_mask)
     S, A = mask.shape
     upper = None
-    if isinstance(mdp, IntervalMDP):
+    if isinstance(mdp, INTERVAL_MODELS):
         rid, tgt, p, upper = interval_lists(mdp)
     elif isinstance(mdp, TabularMDP):
         P = np.asarray(mdp.transitions)
@@ -124,7 +124,7 @@ def _numbers(x: np.ndarray) -> list[str]:
 
 def drn_text(mdp, labels=None, reward_name=None) -> str:
     """The DRN file of ``mdp`` (see the module)."""
-    if isinstance(mdp, IntervalMDP):
+    if isinstance(mdp, INTERVAL_MODELS):
         raise ValueError("an interval model is written as PRISM's explicit files: give a .tra")
     f = flat_model(mdp)
     name = _reward_name(reward_name)

@@ -39,8 +39,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .._checks import ROW_SUM_TOLERANCE
-from ..models.core import IntervalMDP, make_interval_mdp
+from .._checks import ROW_SUM_TOLERANCE, working_dtype
+from ..models.core import (
+    IntervalMDP,
+    RaggedIntervalMDP,
+    check_mask,
+    make_interval_mdp,
+    ragged_interval_from_lists,
+    validate_model_fields,
+)
+from ..models.core import interval_lists as model_interval_lists
 from ._columns import _body_start, _read_blocks, head_lines
 from ._labels import initial_state as labelled_initial_state
 from ._rewards import pick_structure, read_rewards
@@ -293,44 +301,59 @@ def _check_row_sums(ex: Explicit, upper: np.ndarray) -> None:
 
 def load_interval(
     path: Path, kind: str, reward_files, deadlocks: str, layout: str, **fields
-) -> IntervalMDP:
-    """The :class:`IntervalMDP` of an interval ``.tra``; ``reward_files``: ``load_mdp``'s
+) -> IntervalMDP | RaggedIntervalMDP:
+    """The interval model of an interval ``.tra``: an :class:`IntervalMDP` over `[S, A, K]`
+    lists, or a :class:`RaggedIntervalMDP` (``layout="ragged"``, or ``"auto"`` where
+    padding would exceed twice the transitions plus rows); ``reward_files``: ``load_mdp``'s
     ``(rewards, reward_structure)``; ``fields``: ``horizon``, ``discount``,
     ``initial_state`` (None: the ``.lab``'s), ``dtype`` of :func:`make_interval_mdp`."""
-    if layout == "ragged":
-        raise ValueError(
-            "layout='ragged': an interval model has no ragged layout; use 'padded' or 'auto'"
-        )
     read = read_interval_transitions(path, kind)
     dead = deadlock_states(read.ex)
     ex = fix_deadlocks(read.ex, deadlocks)
     upper = np.concatenate([read.upper, np.ones(dead.size)])
     if fields.get("initial_state") is None:
         fields["initial_state"] = labelled_initial_state(path, ex.num_states)
-    slots, bounds = interval_layout(ex, upper)
+    slots, bounds = interval_layout(ex, upper, layout)
     rewards = _rewards(ex, upper, slots, pick_structure(path, *reward_files))
     return interval_model(path, slots, bounds, rewards, **fields)
 
 
-def interval_layout(ex: Explicit, upper: np.ndarray) -> tuple[Layout, tuple]:
-    """The padded layout of an interval model's transitions (``ex.prob``: the lower bounds)
-    and its `[S, A, K]` ``(lower, upper)``."""
+def interval_layout(ex: Explicit, upper: np.ndarray, layout: str = "padded"):
+    """The layout of an interval model's transitions (``ex.prob``: the lower bounds) and its
+    `[S, A, K]` ``(lower, upper)``; a ragged layout's: the flat ``(lower, upper)``."""
     # The layout of the transitions' positions places both bounds alike.
     positions = np.arange(ex.src.size, dtype=np.float64)
-    slots = make_layout(dataclasses.replace(ex, prob=positions), "padded")
+    slots = make_layout(dataclasses.replace(ex, prob=positions), layout)
+    if slots.next_states is None:
+        return slots, (ex.prob, upper)
     listed = slots.next_states >= 0
     at = np.where(listed, slots.probs, 0).astype(np.int64)
     return slots, (np.where(listed, ex.prob[at], 0.0), np.where(listed, upper[at], 0.0))
 
 
-def interval_model(path: Path, slots: Layout, bounds, rewards, **fields) -> IntervalMDP:
-    """:func:`make_interval_mdp` of a layout; its errors name ``path``."""
+def interval_model(path: Path, slots: Layout, bounds, rewards, **fields):
+    """:func:`make_interval_mdp` of a layout (a ragged one's transition lists: a
+    :class:`RaggedIntervalMDP`); its errors name ``path``."""
     try:
+        if slots.next_states is None:
+            return _ragged_model(slots, bounds, rewards, **fields)
         return make_interval_mdp(
             *bounds, rewards, next_states=slots.next_states, action_mask=slots.mask, **fields
         )
     except ValueError as e:
         raise ValueError(f"{where(path)}: {e}") from None
+
+
+def _ragged_model(slots: Layout, bounds, rewards, *, horizon, discount, initial_state, dtype):
+    """The :class:`RaggedIntervalMDP` of a ragged layout's flat lists."""
+    ex, mask = slots.ex, slots.mask
+    S, A = mask.shape
+    mask = check_mask(mask, S, A)
+    fields = validate_model_fields(
+        S, A, rewards, None, horizon, discount, initial_state, working_dtype(dtype)
+    )
+    row_ids = ex.src.astype(np.int64) * A + ex.choice
+    return ragged_interval_from_lists(row_ids, ex.tgt, *bounds, mask, fields)
 
 
 def _rewards(ex: Explicit, upper: np.ndarray, slots: Layout, structure) -> np.ndarray:
@@ -351,17 +374,9 @@ def _rewards(ex: Explicit, upper: np.ndarray, slots: Layout, structure) -> np.nd
     return r
 
 
-def interval_lists(mdp: IntervalMDP):
+def interval_lists(mdp: IntervalMDP | RaggedIntervalMDP):
     """The listed entries of an interval model, row by row: ``(row, target, lower,
-    upper)`` with ``row = s·A + a`` (dense bounds: the entries with ``upper > 0``)."""
-    lo = np.asarray(mdp.lower, np.float64)
-    hi = np.asarray(mdp.upper, np.float64)
-    S, A, K = lo.shape
-    if mdp.next_states is None:
-        listed = hi > 0
-        tgt = np.broadcast_to(np.arange(K), lo.shape)
-    else:
-        tgt = np.asarray(mdp.next_states)
-        listed = tgt >= 0
-    rows = np.broadcast_to(np.arange(S * A).reshape(S, A, 1), lo.shape)
-    return rows[listed], tgt[listed].astype(np.int64), lo[listed], hi[listed]
+    upper)`` with ``row = s·A + a`` (dense bounds: the entries with ``upper > 0``), the
+    bounds in float64."""
+    rid, tgt, lo, hi = model_interval_lists(mdp)
+    return rid, tgt, lo.astype(np.float64), hi.astype(np.float64)

@@ -46,6 +46,7 @@ import numpy as np
 
 from ..models.core import (
     IntervalMDP,
+    RaggedIntervalMDP,
     RaggedMDP,
     SparseMDP,
     TabularMDP,
@@ -92,7 +93,7 @@ def load_mdp(
     initial_state: int | None = None,
     dtype=None,
     layout: str = "auto",
-) -> TabularMDP | SparseMDP | RaggedMDP | IntervalMDP:
+) -> TabularMDP | SparseMDP | RaggedMDP | IntervalMDP | RaggedIntervalMDP:
     """Reads and validates a model: ``.npz`` (dense or sparse), a PRISM or Storm ``.tra``, or
     Storm's DRN (``.drn``).
 
@@ -131,12 +132,14 @@ def load_mdp(
       layout: ``.tra`` and ``.drn``: ``"padded"`` (a :class:`SparseMDP` `[S, A, K]`, ``K`` the
         longest row), ``"ragged"`` (a :class:`RaggedMDP`: rows bucketed by length, memory
         O(transitions)), or ``"auto"``: ragged where padding would exceed twice the
-        transitions plus rows (one state with many successors), else padded. An ``.npz``
+        transitions plus rows (one state with many successors), else padded (an interval
+        ``.tra`` alike: an :class:`IntervalMDP` or a :class:`RaggedIntervalMDP`). An ``.npz``
         holds its own layout (``row_ids`` and 1-D lists: ragged, see :func:`save_mdp`).
 
     Returns:
       A :class:`TabularMDP`, :class:`SparseMDP` or :class:`RaggedMDP`; for an interval
-      ``.tra``, an :class:`IntervalMDP` over successor lists (no ragged layout).
+      ``.tra``, an :class:`IntervalMDP` over successor lists (padded) or a
+      :class:`RaggedIntervalMDP` (ragged), as ``layout`` says.
 
     Raises:
       ValueError: one line naming the file (and line, for text files): unreadable or
@@ -355,7 +358,7 @@ def _load_explicit(
     initial_state,
     dtype,
     layout,
-) -> SparseMDP | RaggedMDP | IntervalMDP:
+) -> SparseMDP | RaggedMDP | IntervalMDP | RaggedIntervalMDP:
     """A PRISM or Storm ``.tra``, its reward structure and (for ``s0``) the ``.lab`` beside it;
     or a DRN file."""
     if path.suffix == ".drn":

@@ -21,7 +21,7 @@ import numpy as np
 from .._checks import working_dtype
 from .._version import __version__
 from ..models.core import (
-    IntervalMDP,
+    INTERVAL_MODELS,
     RaggedMDP,
     TabularMDP,
     check_mask,
@@ -66,10 +66,10 @@ def save_mdp(path, mdp, *, labels=None, reward_name=None, metadata=None) -> Path
     ``.lab``, ``.srew`` and ``.trew`` of the same stem (see :mod:`jaxprivmdp.io._export` for
     what these formats hold: not the discount, horizon or terminal reward). Any other name:
     an ``.npz`` with the model's scalars. ``load_mdp(path)`` returns the same model (from a
-    ``.tra`` or ``.drn``: the same values as a sparse model). An :class:`IntervalMDP` is
-    written as PRISM's explicit interval files only (``.tra``: ``s c t [lower,upper]`` lines,
-    an interval DTMC's ``s t [lower,upper]`` where ``A == 1``; see
-    :mod:`jaxprivmdp.io._interval_files`); ``load_mdp`` reads back the same bounds.
+    ``.tra`` or ``.drn``: the same values as a sparse model). An :class:`IntervalMDP` or a
+    :class:`RaggedIntervalMDP` is written as PRISM's explicit interval files only (``.tra``:
+    ``s c t [lower,upper]`` lines, an interval DTMC's ``s t [lower,upper]`` where ``A ==
+    1``; see :mod:`jaxprivmdp.io._interval_files`); ``load_mdp`` reads back the same bounds.
 
     With ``metadata`` (e.g. a release's mechanism, parameter and guarantee), a JSON sidecar
     ``<path>.json`` (``release.drn.json``) is written with the model's files: an object
@@ -81,7 +81,7 @@ def save_mdp(path, mdp, *, labels=None, reward_name=None, metadata=None) -> Path
     Args:
       path: the file to write; its suffix picks the format.
       mdp: a :class:`TabularMDP`, :class:`SparseMDP`, :class:`RaggedMDP` or (``.tra``
-        only) :class:`IntervalMDP`.
+        only) :class:`IntervalMDP` or :class:`RaggedIntervalMDP`.
       labels: ``.drn``/``.tra`` only: ``{name: bool[S]}`` to write (e.g. from
         :func:`load_labels`); ``init`` is always the model's initial state.
       reward_name: ``.drn``/``.tra`` only: the name of the reward structure written.
@@ -98,7 +98,7 @@ def save_mdp(path, mdp, *, labels=None, reward_name=None, metadata=None) -> Path
         number in ``metadata``.
     """
     path = Path(path)
-    if isinstance(mdp, IntervalMDP) and path.suffix != ".tra":
+    if isinstance(mdp, INTERVAL_MODELS) and path.suffix != ".tra":
         raise ValueError(
             f"{str(path)!r}: an interval model is written as PRISM's explicit files (an "
             "IMDP or interval DTMC .tra with its .lab, .srew and .trew): give a .tra path"
@@ -127,7 +127,7 @@ def _sidecar_text(path: Path, mdp, metadata) -> str:
     """The JSON sidecar of :func:`save_mdp`."""
     if not isinstance(metadata, Mapping):
         raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}")
-    if not isinstance(mdp, IntervalMDP):
+    if not isinstance(mdp, INTERVAL_MODELS):
         check_model(mdp)
     body = {
         "file": path.name,

@@ -14,22 +14,32 @@ import numpy as np
 
 from ._dense import TabularMDP
 from ._interval import IntervalMDP, interval_to_dense, interval_to_sparse
+from ._interval_ragged import (
+    RaggedIntervalMDP,
+    interval_to_ragged,
+    ragged_interval_of_point,
+    ragged_interval_to_padded,
+)
 from ._memory import check_fits, device_memory
-from ._ragged import RaggedMDP, to_padded
+from ._ragged import RaggedMDP
+from ._ragged import to_padded as _padded_point
+from ._ragged import to_ragged as _ragged_point
 from ._sparse import PADDING, SparseMDP
 
 
 def to_sparse(
-    mdp: TabularMDP | IntervalMDP, max_successors: int | None = None
+    mdp: TabularMDP | IntervalMDP | RaggedIntervalMDP, max_successors: int | None = None
 ) -> SparseMDP | IntervalMDP:
     """A dense model's rows as successor lists: its recorded support (else its nonzero
     pattern) becomes the lists.
 
     An :class:`IntervalMDP` (dense or sparse) becomes an interval model over successor lists
-    that list each allowed row's entries with ``upper > 0`` (masked rows are emptied).
+    that list each allowed row's entries with ``upper > 0`` (masked rows are emptied); a
+    :class:`RaggedIntervalMDP` its padded lists (:func:`to_padded`).
 
     Args:
-      mdp: a :class:`TabularMDP` or an :class:`IntervalMDP`, with concrete arrays.
+      mdp: a :class:`TabularMDP`, an :class:`IntervalMDP` or a :class:`RaggedIntervalMDP`,
+        with concrete arrays.
       max_successors: ``K`` (default: the largest number of nonzeros, or of entries with
         ``upper > 0``, in an allowed row).
 
@@ -42,6 +52,8 @@ def to_sparse(
     """
     if isinstance(mdp, IntervalMDP):
         return interval_to_sparse(mdp, max_successors)
+    if isinstance(mdp, RaggedIntervalMDP):
+        return ragged_interval_to_padded(mdp, max_successors)
     if not isinstance(mdp, TabularMDP):
         raise ValueError(f"mdp must be a TabularMDP or an IntervalMDP, got {type(mdp).__name__}")
     P = np.asarray(mdp.transitions)
@@ -60,24 +72,29 @@ def to_sparse(
     return SparseMDP(next_states=jnp.asarray(idx), probs=jnp.asarray(probs), **mdp.shared_fields())
 
 
-def to_dense(mdp: SparseMDP | RaggedMDP | IntervalMDP) -> TabularMDP | IntervalMDP:
+def to_dense(
+    mdp: SparseMDP | RaggedMDP | IntervalMDP | RaggedIntervalMDP,
+) -> TabularMDP | IntervalMDP:
     """The `[S, A, S]` model of a sparse or ragged one (for small models: tests, comparisons);
     its successor lists become the recorded support.
 
-    An :class:`IntervalMDP` gets `[S, A, S]` bounds (``l = u = 0`` off its lists); a dense one
-    is returned as it is.
+    An :class:`IntervalMDP` or :class:`RaggedIntervalMDP` gets `[S, A, S]` bounds (``l = u =
+    0`` off its lists); a dense one is returned as it is.
 
     Raises:
       ValueError: for a model whose dense arrays (``S·A·S`` probabilities and support flags)
         do not fit in the device's memory, checked before anything is allocated.
     """
+    if isinstance(mdp, RaggedIntervalMDP):
+        mdp = ragged_interval_to_padded(mdp)
     if isinstance(mdp, IntervalMDP):
         return interval_to_dense(mdp)
     if isinstance(mdp, RaggedMDP):
-        mdp = to_padded(mdp)
+        mdp = _padded_point(mdp)
     if not isinstance(mdp, SparseMDP):
         raise ValueError(
-            f"mdp must be a SparseMDP, a RaggedMDP or an IntervalMDP, got {type(mdp).__name__}"
+            "mdp must be a SparseMDP, a RaggedMDP, an IntervalMDP or a RaggedIntervalMDP, got "
+            f"{type(mdp).__name__}"
         )
     S, A, _ = mdp.next_states.shape
     dtype = np.dtype(mdp.probs.dtype)
@@ -100,16 +117,19 @@ def to_dense(mdp: SparseMDP | RaggedMDP | IntervalMDP) -> TabularMDP | IntervalM
     return TabularMDP(transitions=P, support=support, **mdp.shared_fields())
 
 
-def interval_of_point(mdp: TabularMDP | SparseMDP | RaggedMDP) -> IntervalMDP:
+def interval_of_point(
+    mdp: TabularMDP | SparseMDP | RaggedMDP,
+) -> IntervalMDP | RaggedIntervalMDP:
     """A point model as the interval model with ``lower = upper =`` its rows: dense for a
     :class:`TabularMDP` (its recorded support is dropped), over the same successor lists for a
-    :class:`SparseMDP`, over its padded lists (:func:`to_padded`) for a :class:`RaggedMDP`.
+    :class:`SparseMDP`, over the same buckets (a :class:`RaggedIntervalMDP`) for a
+    :class:`RaggedMDP`.
 
     Raises:
       ValueError: for anything else.
     """
     if isinstance(mdp, RaggedMDP):
-        mdp = to_padded(mdp)
+        return ragged_interval_of_point(mdp)
     if isinstance(mdp, SparseMDP):
         rows, next_states = mdp.probs, mdp.next_states
     elif isinstance(mdp, TabularMDP):
@@ -120,3 +140,51 @@ def interval_of_point(mdp: TabularMDP | SparseMDP | RaggedMDP) -> IntervalMDP:
             f"{type(mdp).__name__}"
         )
     return IntervalMDP(lower=rows, upper=rows, next_states=next_states, **mdp.shared_fields())
+
+
+def to_ragged(mdp: SparseMDP | IntervalMDP) -> RaggedMDP | RaggedIntervalMDP:
+    """The same model with its successor lists bucketed by length (see
+    :class:`RaggedMDP`): every listed slot stays listed, with its probability or bounds.
+
+    Args:
+      mdp: a :class:`SparseMDP` (gives a :class:`RaggedMDP`) or an :class:`IntervalMDP`
+        (gives a :class:`RaggedIntervalMDP`; a dense one's entries with ``upper > 0``, its
+        masked rows emptied, as :func:`to_sparse`), with concrete arrays.
+
+    Returns:
+      The ragged model, with the same rewards, discount, horizon, mask and initial state.
+
+    Raises:
+      ValueError: for any other kind of model.
+    """
+    if isinstance(mdp, IntervalMDP):
+        return interval_to_ragged(mdp)
+    if not isinstance(mdp, SparseMDP):
+        raise ValueError(f"mdp must be a SparseMDP or an IntervalMDP, got {type(mdp).__name__}")
+    return _ragged_point(mdp)
+
+
+def to_padded(
+    mdp: RaggedMDP | RaggedIntervalMDP, max_successors: int | None = None
+) -> SparseMDP | IntervalMDP:
+    """A ragged model with its rows padded to one length ``K``: `[S, A, K]` successor lists
+    (each row's entries first, in their order, then ``-1`` padding).
+
+    Args:
+      mdp: a :class:`RaggedMDP` (gives a :class:`SparseMDP`) or a
+        :class:`RaggedIntervalMDP` (gives an :class:`IntervalMDP` over successor lists).
+      max_successors: ``K`` (default: the longest row).
+
+    Returns:
+      The padded model, with the same rewards, discount, horizon, mask and initial state.
+
+    Raises:
+      ValueError: a row longer than ``max_successors``; any other kind of model.
+    """
+    if isinstance(mdp, RaggedIntervalMDP):
+        return ragged_interval_to_padded(mdp, max_successors)
+    if not isinstance(mdp, RaggedMDP):
+        raise ValueError(
+            f"mdp must be a RaggedMDP or a RaggedIntervalMDP, got {type(mdp).__name__}"
+        )
+    return _padded_point(mdp, max_successors)

@@ -7,6 +7,10 @@ fractional knapsack, solved exactly by the greedy fill the robust bounds use
 to minimize), each up to ``u``. Here for every row of a model at once, dense `[S, A, S]` (one
 sort of ``v`` serves every row) or over successor lists `[S, A, K]` (a sort per row), in
 JAX or NumPy (``xp``: the host runs it too, for the graph analysis's end components).
+A ragged model's rows come as blocks (``next_states`` a
+:class:`~jaxprivmdp.models._ragged.RaggedRows` of the buckets' successors and row ids,
+``lower`` and ``upper`` tuples of `[n_b, K_b]`): each block is filled by the same per-row
+code and its `[n_b]` results are scattered into `[S, A]` (0 in rows of no block).
 
 The planning kernel (``jaxprivmdp.planning._kernel``) is the same fill specialized to the
 boxes of a set around a release (capacities of at least ``min(α, 1)``, so a bounded prefix of
@@ -20,6 +24,33 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
+
+from ._ragged import RaggedRows
+
+
+def _scatter(parts, blocks: RaggedRows, xp):
+    """`[..., S, A]` of the per-block results `[..., n_b]` (0 in the rows of no block)."""
+    S, A = blocks.shape
+    lead = parts[0].shape[:-1]
+    out = xp.zeros(lead + (S * A,), parts[0].dtype)
+    for part, ids in zip(parts, blocks.ids, strict=True):
+        if xp is np:
+            out[..., ids] = part
+        else:
+            out = out.at[..., ids].set(part, indices_are_sorted=True, unique_indices=True)
+    return out.reshape(lead + (S, A))
+
+
+def _per_block(fn, lower, upper, blocks: RaggedRows, xp):
+    """``fn(lower_b, upper_b, next_states_b, ids_b)`` of every block (an array or a tuple of
+    arrays, `[..., n_b]`), scattered into `[..., S, A]`."""
+    outs = [
+        fn(lo, up, ns, ids)
+        for lo, up, ns, ids in zip(lower, upper, blocks.blocks, blocks.ids, strict=True)
+    ]
+    if isinstance(outs[0], tuple):
+        return tuple(_scatter([o[i] for o in outs], blocks, xp) for i in range(len(outs[0])))
+    return _scatter(outs, blocks, xp)
 
 
 def _sorted_rows(lower, upper, next_states, values, sign, xp):
@@ -96,12 +127,19 @@ def interval_expect(lower, upper, next_states, values, sign, xp=jnp, with_scale=
     Args:
       lower, upper: `[S, A, N]` the bounds (dense ``N = S``, or over ``next_states``), each
         row's polytope non-empty (``Σ l <= 1 <= Σ u``; a negative slack is read as 0).
-      next_states: None or `[S, A, K]` successor indices (``-1`` padding).
+      next_states: None or `[S, A, K]` successor indices (``-1`` padding), or a ragged
+        model's blocks (see the module; then ``lower``, ``upper`` per block).
       values: `[B, S]` value vectors (``B`` of them, e.g. a lower and an upper bound).
       sign: ``1``: nature maximizes; ``-1``: it minimizes (a Python number or a traced
         scalar).
       xp: ``jax.numpy`` (jit-able) or ``numpy``.
     """
+    if isinstance(next_states, RaggedRows):
+
+        def block(lo, up, ns, _):
+            return interval_expect(lo, up, ns, values, sign, xp, with_scale)
+
+        return _per_block(block, lower, upper, next_states, xp)
     x, w, u, low = _fill(lower, upper, next_states, values, sign, xp)
     value = _weighed(x, w, u, low, sign, xp)
     if not with_scale:
@@ -116,8 +154,20 @@ def interval_excess(lower, upper, next_states, values, shift, sign, xp=jnp):
     ``E``. Since ``Σ x = 1`` on the box, ``r + E`` is ``B(v)(s) − shift_s``: a test of
     ``B(v) <= v`` in which an entry with ``v_t = shift_s`` (a state staying where it is)
     contributes exactly 0, however its mass is rounded."""
+    if isinstance(next_states, RaggedRows):
+        A = next_states.shape[1]
+
+        def block(lo, up, ns, ids):
+            return _excess(lo, up, ns, values, shift[ids // A], sign, xp)
+
+        return _per_block(block, lower, upper, next_states, xp)
+    return _excess(lower, upper, next_states, values, shift[:, None], sign, xp)
+
+
+def _excess(lower, upper, next_states, values, row_shift, sign, xp):
+    """:func:`interval_excess` of rows `[..., K]`, ``row_shift`` the shift of each row."""
     x, w, u, low = (a[0] for a in _fill(lower, upper, next_states, values[None], sign, xp))
-    w = w - shift[:, None, None]  # inf stays inf (a finite shift; a row of an infinite
+    w = w - row_shift[..., None]  # inf stays inf (a finite shift; a row of an infinite
     # state, shift inf, is a decided state's and not tested)
     excess = _weighed(x, w, u, low, sign, xp)
     terms = x * xp.where((x > 0) & xp.isfinite(w), w, 0)
@@ -129,7 +179,13 @@ def interval_excess(lower, upper, next_states, values, shift, sign, xp=jnp):
 
 def nature_choice(lower, upper, next_states, values, sign, xp=np):
     """`[S, A, N]` the distribution nature picks in each row against ``values`` `[S]`: the
-    greedy fill of :func:`interval_expect`, in the rows' own entry order."""
+    greedy fill of :func:`interval_expect`, in the rows' own entry order. A ragged model's
+    blocks: a tuple, one `[n_b, K_b]` per block."""
+    if isinstance(next_states, RaggedRows):
+        return tuple(
+            nature_choice(lo, up, ns, values, sign, xp)
+            for lo, up, ns in zip(lower, upper, next_states.blocks, strict=True)
+        )
     x = _fill(lower, upper, next_states, values[None], sign, xp)[0][0]
     if next_states is not None and next_states.shape[-1] <= PAIRWISE_MAX_SUCCESSORS:
         return x  # the pairwise fill keeps the rows' order
@@ -138,6 +194,36 @@ def nature_choice(lower, upper, next_states, values, sign, xp=np):
     else:
         order = xp.argsort(-sign * values[xp.maximum(next_states, 0)], axis=-1)
     return xp.take_along_axis(x, xp.argsort(order, axis=-1), axis=-1)
+
+
+def row_entries(x, next_states, rows) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """NumPy ``(i, t, w)``: the entries ``x > 0`` of the flat rows ``rows`` `[n]` (``s·A +
+    a``) of :func:`nature_choice`'s ``x`` in any layout: row ``rows[i]`` puts ``w`` on state
+    ``t``, by ``i``. O(entries of those rows + n log n), whatever the layout."""
+    rows = np.asarray(rows, np.int64)
+    if isinstance(next_states, RaggedRows):
+        parts = []
+        for xb, ns, ids in zip(x, next_states.blocks, next_states.ids, strict=True):
+            ids = np.asarray(ids)
+            at = np.minimum(np.searchsorted(ids, rows), max(ids.size - 1, 0))
+            i = np.flatnonzero(ids[at] == rows)
+            parts.append((i, np.asarray(xb)[at[i]], np.asarray(ns)[at[i]]))
+        i = np.concatenate([np.repeat(i, xb.shape[1]) for i, xb, _ in parts])
+        w = np.concatenate([xb.reshape(-1) for _, xb, _ in parts])
+        t = np.concatenate([ns.reshape(-1) for *_, ns in parts])
+        order = np.argsort(i, kind="stable")
+        i, w, t = i[order], w[order], t[order]
+    else:
+        x = np.asarray(x)
+        flat = x.reshape(-1, x.shape[-1])[rows]
+        if next_states is None:
+            targets = np.broadcast_to(np.arange(x.shape[-1]), flat.shape)
+        else:
+            targets = np.asarray(next_states).reshape(-1, x.shape[-1])[rows]
+        i = np.repeat(np.arange(rows.size), flat.shape[1])
+        w, t = flat.reshape(-1), targets.reshape(-1)
+    use = (w > 0) & (t >= 0)
+    return i[use], t[use].astype(np.int64), w[use]
 
 
 def fill_margin(n: int, dtype) -> tuple[float, float]:

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 from jax.lax import Precision
 
 from ._dense import TabularMDP
-from ._interval import IntervalMDP
+from ._interval_ragged import INTERVAL_MODELS
 from ._ragged import RaggedMDP, RaggedRows, map_blocks
 from ._sparse import SparseMDP
 
@@ -42,9 +42,10 @@ class Rows(NamedTuple):
 def check_model(mdp, name: str = "mdp") -> Model:
     """``mdp`` itself if it is a :class:`TabularMDP`, :class:`SparseMDP` or :class:`RaggedMDP`,
     else a ValueError (one that says what to do for an :class:`IntervalMDP`)."""
-    if isinstance(mdp, IntervalMDP):
+    if isinstance(mdp, INTERVAL_MODELS):
+        kind = "an IntervalMDP" if type(mdp) is INTERVAL_MODELS[0] else "a RaggedIntervalMDP"
         raise ValueError(
-            f"{name} is an IntervalMDP (an interval model), and this takes a point model: a "
+            f"{name} is {kind} (an interval model), and this takes a point model: a "
             "TabularMDP, SparseMDP or RaggedMDP. Check an interval model with jp.check and a "
             "two-quantifier property (the policy's, then nature's: 'Pmaxmin=? [F \"goal\"]', "
             "'Rminmax=? [F \"goal\"]'; on an interval chain 'Pmin=?' / 'Pmax=?')"

@@ -24,6 +24,11 @@ from ._interval_expect import fill_margin as fill_margin
 from ._interval_expect import interval_excess as interval_excess
 from ._interval_expect import interval_expect as interval_expect
 from ._interval_expect import nature_choice as nature_choice
+from ._interval_expect import row_entries as row_entries
+from ._interval_ragged import INTERVAL_MODELS as INTERVAL_MODELS
+from ._interval_ragged import RaggedIntervalMDP as RaggedIntervalMDP
+from ._interval_ragged import interval_lists as interval_lists
+from ._interval_ragged import ragged_interval_from_lists as ragged_interval_from_lists
 from ._memory import device_memory as device_memory
 from ._ragged import LAYOUTS as LAYOUTS
 from ._ragged import RaggedMDP as RaggedMDP
@@ -69,10 +74,15 @@ from ._support import ragged_mechanism_input as ragged_mechanism_input
 
 __all__ = [
     "IntervalMDP",
+    "INTERVAL_MODELS",
+    "RaggedIntervalMDP",
+    "interval_lists",
+    "ragged_interval_from_lists",
     "fill_margin",
     "interval_excess",
     "interval_expect",
     "nature_choice",
+    "row_entries",
     "LAYOUTS",
     "MechanismInput",
     "Model",

@@ -27,6 +27,7 @@ from ..mechanisms.core import Mechanism, as_mechanism
 from ..models.core import (
     IntervalMDP,
     Model,
+    RaggedIntervalMDP,
     RaggedMDP,
     SparseMDP,
     TabularMDP,
@@ -44,7 +45,7 @@ def interval_model(
     private: Model,
     mechanism: Mechanism | None = None,
     uncertainty_set: UncertaintySet | None = None,
-) -> IntervalMDP:
+) -> IntervalMDP | RaggedIntervalMDP:
     """The interval MDP of a release: row ``(s, a)`` is the set's box around ``P̄(s, a)``.
 
     Entry ``(s, a, s')`` gets ``[l, u] ⊆ [0, 1]``, the per-entry bounds the bounds and the
@@ -63,7 +64,8 @@ def interval_model(
     padded first (:func:`~jaxprivmdp.to_padded`, on the host: not under ``jax.jit``).
 
     With neither ``mechanism`` nor ``uncertainty_set``: the point model as an IMDP
-    (``l = u = P``).
+    (``l = u = P``; a :class:`RaggedMDP`'s keeps its buckets: a
+    :class:`~jaxprivmdp.RaggedIntervalMDP`).
 
     Works under ``jax.jit`` (over the release; the set's parameters are computed from a
     concrete ``k`` and ``β``, or through a host callback when they are traced), float32 and
@@ -100,10 +102,10 @@ def interval_model(
             "model and the set (jp.CertifiedSet(beta) or jp.ExactSet(beta)), or neither "
             "(the point model as an interval model, l = u)"
         )
-    if isinstance(private, RaggedMDP):
-        private = to_padded(private)
     if mechanism is None:
         return point_interval(private)
+    if isinstance(private, RaggedMDP):
+        private = to_padded(private)
     mech = as_mechanism(mechanism, "interval_model", dtype=private.rewards.dtype)
     uset = as_set(uncertainty_set, "interval_model")
     if isinstance(uset, PaperSet):
@@ -119,9 +121,16 @@ def interval_model(
     return interval_core(private, params, support_aware=uset.support_aware)
 
 
-def point_interval(mdp: TabularMDP | SparseMDP) -> IntervalMDP:
+def point_interval(mdp: Model) -> IntervalMDP | RaggedIntervalMDP:
     """The point model as an interval model: ``l = u = P``, 0 on masked rows."""
     imdp = interval_of_point(mdp)
+    if isinstance(imdp, RaggedIntervalMDP):
+        allowed = mdp.action_mask.reshape(-1)
+        buckets = []
+        for b in imdp.buckets:
+            lower = jnp.where(allowed[b.rows][:, None], b.lower, jnp.zeros_like(b.lower))
+            buckets.append(b._replace(lower=lower, upper=lower))
+        return dataclasses.replace(imdp, buckets=tuple(buckets))
     lower = _masked(imdp.lower, mdp.action_mask)
     return dataclasses.replace(imdp, lower=lower, upper=lower)
 

@@ -34,7 +34,8 @@ and several properties at once are :func:`jaxprivmdp.check_all`'s (``_query``). 
 supported (a ValueError naming the position): nested ``P``/``R`` operators, constants other
 than ``T`` (a ``.props`` file's are substituted), time intervals (``F>=k``, ``F[a,b]``),
 ``W``/``R`` (weak until, release), ``S``, ``LRA``, multi-objective queries, ``R [I=k]``,
-``R [S]``, ``R [F<=k]`` and total reward ``R [C]``.
+``R [S]``, ``R [F<=k]`` and, on point models, total reward ``R [C]`` (checked on interval
+models: ``jp.interval_model(mdp)`` is a point model as one).
 
 The exact value. Rows are validated to sum to 1 within 3.1e-5 and never renormalized; the
 value bounded here is that of the rows read as the distributions they stand for (each row
@@ -67,7 +68,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import check_count, check_int, check_range, is_concrete
-from ..models.core import IntervalMDP, Model, check_model
+from ..models.core import INTERVAL_MODELS, Model, check_model
 from ._batch import batch_probability, batch_reward, is_batch, same_support, unstack
 from ._graph import Graph
 from ._interval_check import check_interval
@@ -155,18 +156,19 @@ def check(
     Raises:
       ValueError: a property outside the supported subset or malformed (naming the position
         in the string), an unknown label or reward structure, ``P=?``/``R=?`` on a model with
-        a choice, negative rewards in ``R [F ...]``, a traced model for an unbounded property
-        (its precomputation runs on the host; bounded properties work under ``jax.jit``), a
-        batch of models under ``jax.jit``.
+        a choice, negative rewards in ``R [F ...]`` or ``R [C]``, ``R [C]`` on a point model, a
+        traced model for an unbounded property (its precomputation runs on the host; bounded
+        properties work under ``jax.jit``), a batch of models under ``jax.jit``.
       TypeError: ``step_policy`` not a bool.
     """
-    if isinstance(mdp, IntervalMDP):
+    if isinstance(mdp, INTERVAL_MODELS):
         _check_flag("step_policy", step_policy)
         prop_ = parse_property(prop)
         limits = _iteration_limits(tol, max_iterations)
         check_reward_structure(prop_, reward_name)
         bound = step_bound(prop_, mdp, horizon)
-        if prop_.kind == "R" and prop_.path == "F" and is_concrete(mdp.rewards):
+        total = prop_.path == "C" and bound is None
+        if prop_.kind == "R" and (prop_.path == "F" or total) and is_concrete(mdp.rewards):
             _check_nonnegative_rewards(prop_, mdp)
         return check_interval(mdp, prop_, labels, variables, bound, limits)
     batch = _batch_models(mdp)
@@ -177,6 +179,11 @@ def check(
     check_reward_structure(prop_, reward_name)
     bound = step_bound(prop_, mdp, horizon)
     unbounded = bound is None and prop_.path in ("F", "U", "G")
+    if prop_.path == "C" and bound is None:
+        raise property_error(
+            prop_.text, prop_.positions["path"], "total reward R [C] is checked on interval "
+            "models only (jp.interval_model(mdp) is this model as one); give a bound: C<=k",
+        )  # fmt: skip
     check_dtmc(prop_, mdp)
 
     concrete = unbounded or is_concrete(labels, variables)
@@ -343,7 +350,8 @@ def _check_nonnegative_rewards(prop_: Property, mdp: Model) -> None:
         raise property_error(
             prop_.text,
             prop_.positions["operator"],
-            f"R [F ...] needs non-negative rewards (PRISM's rule); reward {R[s, a]:.9g} at "
+            f"{'R [F ...]' if prop_.path == 'F' else 'R [C]'} needs non-negative rewards "
+            f"(PRISM's rule); reward {R[s, a]:.9g} at "
             f"(state {s}, action {a})",
         )
 

@@ -14,9 +14,10 @@ then robust interval iteration (:mod:`._interval_iteration`) bounds the rest fro
 sides, in float64 on the host's model, the answer narrowed outward to the model's dtype as
 for point models. Step-bounded ``F<=k``, ``U<=k``, ``G<=k``, ``X``, ``R [C<=k]``: backward
 induction, exact up to the rounding its bounds account for, also under ``jax.jit`` (in the
-model's dtype). The policy is stationary for unbounded properties (among the actions optimal
-on the lower bound, one that makes progress towards the target where the policy seeks it),
-the first step's rule for bounded ones.
+model's dtype). Total reward ``R [C]``: :mod:`._interval_total`. The policy is stationary
+for unbounded properties (among the actions optimal on the lower bound, one that makes
+progress towards the target where the policy seeks it), the first step's rule for bounded
+ones.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete
-from ..models.core import IntervalMDP
+from ..models.core import INTERVAL_MODELS, IntervalMDP, RaggedIntervalMDP
 from ..models.core import nature_choice as _choice
 from . import _interval_graph as graph
+from ._interval_guess import guess_bounds
 from ._interval_iteration import Problem, backward, q_values, run, widening
+from ._interval_total import total_reward
 from ._labels import check_labels, satisfying
 from ._parse import Property, property_error
 from ._precision import host_answer, outward, relative_width, summarize, tracing, working_tol
@@ -65,7 +68,7 @@ def check_interval(imdp: IntervalMDP, prop_: Property, labels, variables, bound,
     ``limits``: ``(tol, max_iterations)``."""
     policy_opt, nature_opt = quantifiers(prop_, imdp)
     tol, max_iterations = limits
-    unbounded = bound is None and prop_.path in ("F", "U", "G")
+    unbounded = bound is None and prop_.path in ("F", "U", "G", "C")
     if unbounded and (tracing() or not is_concrete(imdp)):
         raise property_error(
             prop_.text,
@@ -117,7 +120,7 @@ def nature_choice(imdp: IntervalMDP, values, *, nature: str) -> jax.Array:
         rows = jp.nature_choice(imdp, res.values, nature="min")  # [S, A, S] or [S, A, K]
 
     Args:
-      imdp: an :class:`IntervalMDP`.
+      imdp: an :class:`IntervalMDP` or a :class:`RaggedIntervalMDP`.
       values: `[S]` a value per state (finite or ``inf``).
       nature: ``"min"`` or ``"max"``: whether nature minimizes ``x · values`` or maximizes.
 
@@ -125,33 +128,47 @@ def nature_choice(imdp: IntervalMDP, values, *, nature: str) -> jax.Array:
       `[S, A, N]` in the model's dtype and layout (``N = S`` dense, ``K`` over its
       ``next_states``): each row a distribution within its bounds (the greedy fill of the
       bounds as given: a row whose bounds do not sum exactly around 1 is filled up to its
-      bounds). Works under ``jax.jit``.
+      bounds). A :class:`RaggedIntervalMDP`: a tuple, one `[n_b, K_b]` per bucket, aligned
+      with its ``buckets[b].next_states``. Works under ``jax.jit``.
 
     Raises:
       ValueError: ``nature`` not ``"min"``/``"max"``; ``values`` not `[S]`.
-      TypeError: ``imdp`` not an :class:`IntervalMDP`.
+      TypeError: ``imdp`` not an interval model.
     """
-    if not isinstance(imdp, IntervalMDP):
-        raise TypeError(f"imdp must be an IntervalMDP, got {type(imdp).__name__}")
+    if not isinstance(imdp, INTERVAL_MODELS):
+        raise TypeError(
+            f"imdp must be an IntervalMDP or a RaggedIntervalMDP, got {type(imdp).__name__}"
+        )
     if nature not in ("min", "max"):
         raise ValueError(f"nature must be 'min' or 'max', got {nature!r}")
-    v = jnp.asarray(values, imdp.lower.dtype)
+    v = jnp.asarray(values, imdp.rewards.dtype)
     if v.shape != (imdp.num_states,):
         raise ValueError(f"values must have shape [S] = ({imdp.num_states},), got {v.shape}")
     sign = 1 if nature == "max" else -1
     return _choice(imdp.lower, imdp.upper, imdp.next_states, v, sign, jnp)
 
 
-def _float64(imdp: IntervalMDP) -> IntervalMDP:
-    """The model in float64 with its bounds read as distributions (``_interval_graph``)."""
-    lo, up = graph.normalized_bounds(
-        np.asarray(imdp.lower, np.float64), np.asarray(imdp.upper, np.float64)
-    )
-    ns = None if imdp.next_states is None else np.asarray(imdp.next_states)
-    return IntervalMDP(
-        lower=lo,
-        upper=up,
-        next_states=ns,
+def _float64(imdp: IntervalMDP | RaggedIntervalMDP) -> IntervalMDP | RaggedIntervalMDP:
+    """The model in float64 with its bounds read as distributions (``_interval_graph``), on
+    the host; a ragged model's bucket by bucket."""
+
+    def normalized(lower, upper):
+        return graph.normalized_bounds(np.asarray(lower, np.float64), np.asarray(upper, np.float64))
+
+    if isinstance(imdp, RaggedIntervalMDP):
+        buckets = tuple(
+            b._replace(rows=np.asarray(b.rows), next_states=np.asarray(b.next_states),
+                       lower=lo, upper=up)
+            for b in imdp.buckets
+            for lo, up in [normalized(b.lower, b.upper)]
+        )  # fmt: skip
+        layout = dict(buckets=buckets)
+    else:
+        lo, up = normalized(imdp.lower, imdp.upper)
+        ns = None if imdp.next_states is None else np.asarray(imdp.next_states)
+        layout = dict(lower=lo, upper=up, next_states=ns)
+    return type(imdp)(
+        **layout,
         rewards=np.asarray(imdp.rewards, np.float64),
         terminal_reward=np.asarray(imdp.terminal_reward, np.float64),
         discount=np.asarray(imdp.discount, np.float64),
@@ -163,13 +180,12 @@ def _float64(imdp: IntervalMDP) -> IntervalMDP:
 
 def _problem(imdp, rewards, fixed, fixed_value, opts, ceiling, xp) -> Problem:
     dtype = rewards.dtype
-    n = imdp.lower.shape[-1]
-    rel, absolute = widening(n, dtype)
+    n = max(x.shape[-1] for x in jax.tree_util.tree_leaves(imdp.lower))  # a ragged model's:
+    rel, absolute = widening(n, dtype)  # its longest bucket
     sign = {"max": 1, "min": -1}
+    blocks = jax.tree_util.tree_map(xp.asarray, (imdp.lower, imdp.upper, imdp.next_states))
     return Problem(
-        lower=xp.asarray(imdp.lower),
-        upper=xp.asarray(imdp.upper),
-        next_states=None if imdp.next_states is None else xp.asarray(imdp.next_states),
+        *blocks,
         rewards=xp.asarray(rewards),
         usable=xp.asarray(imdp.action_mask),
         fixed=xp.asarray(fixed),
@@ -195,6 +211,8 @@ def _solve(prop_, imdp, sat, bound, opts, limits, host=False):
     right, left = sat(prop_.right), sat(prop_.left)
     zeros = xp.zeros((S, A), dtype)
     nothing = xp.zeros(S, bool)
+    if prop_.kind == "R" and prop_.path == "C" and bound is None:
+        return total_reward(imdp, opts, limits, _problem)
     if prop_.kind == "R" and prop_.path == "C":
         zero = xp.zeros(S, dtype)
         return _backward(imdp, imdp.rewards, nothing, zero, opts, bound, host, ceiling=np.inf)
@@ -248,10 +266,14 @@ def _probability_unbounded(imdp, target, avoid, opts, limits, complement=False):
     def components(unsettled):
         return graph.staying_components(e, unsettled & ~fixed)
 
+    def guess(lo):
+        sigma = _policy(p, e, lo, rank, helps[0], helps[1])
+        return guess_bounds(p, e, lo, sigma, tol, complement)
+
     lo, up = value, np.where(fixed, value, 1.0)
     lo, up, it, met = run(
         p, e, lo, up, tol, max_iterations, probability=True, components=components,
-        complement=complement,
+        complement=complement, guess=guess,
     )  # fmt: skip
     policy = _policy(p, e, lo, rank, helps[0], helps[1])
     return lo, up, policy, it, met

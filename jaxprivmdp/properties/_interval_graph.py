@@ -35,6 +35,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from ..models.core import RaggedRows
+
 # A difference ``1 − Σ`` of a row's bounds counts as positive above this many ulps per entry
 # of the row (plus 2): the rounding of the float sums, for bounds meant to sum to exactly 1.
 # A sum of bounds alone (``Σ_X l > 0``) is decided exactly: non-negative terms.
@@ -97,17 +99,35 @@ def normalized_bounds(lower: np.ndarray, upper: np.ndarray):
     return lo, np.maximum(up, lo)
 
 
+def _listed(lower, upper, targets, rows, allowed):
+    """``(row, target, lo, up)`` of the entries with ``u > 0`` of the allowed rows."""
+    keep = (upper > 0) & allowed[..., None] & (targets >= 0)
+    rows = np.broadcast_to(rows[..., None], keep.shape)
+    return rows[keep], targets[keep].astype(np.int64), lower[keep], upper[keep]
+
+
 def edges(lower, upper, next_states, action_mask) -> Edges:
-    """The entries with ``u > 0`` of the allowed rows (bounds already normalized)."""
+    """The entries with ``u > 0`` of the allowed rows (bounds already normalized): dense
+    `[S, A, S]` bounds, `[S, A, K]` over ``next_states``, or a ragged model's blocks
+    (``next_states`` a :class:`~jaxprivmdp.models.core.RaggedRows`, the bounds per block)."""
     S, A = action_mask.shape
-    if next_states is None:
-        targets = np.broadcast_to(np.arange(S), lower.shape)
+    if isinstance(next_states, RaggedRows):
+        flat = np.asarray(action_mask).reshape(-1)
+        blocks = zip(lower, upper, next_states.blocks, next_states.ids, strict=True)
+        parts = [
+            _listed(lo, up, np.asarray(ns), np.asarray(ids, np.int64), flat[np.asarray(ids)])
+            for lo, up, ns, ids in blocks
+        ]
+        row, target, lo, up = (np.concatenate(x) for x in zip(*parts, strict=True))
+        order = np.argsort(row, kind="stable")  # by row, as the padded layout's
+        listed = row[order], target[order], lo[order], up[order]
     else:
         targets = next_states
-    keep = (upper > 0) & action_mask[..., None] & (targets >= 0)
-    rows = np.broadcast_to(np.arange(S * A).reshape(S, A, 1), keep.shape)
-    e = Edges(rows[keep], targets[keep].astype(np.int64), lower[keep], upper[keep], action_mask,
-              np.zeros(0), np.zeros(0))  # fmt: skip
+        if next_states is None:
+            targets = np.broadcast_to(np.arange(S), lower.shape)
+        rows = np.arange(S * A).reshape(S, A)
+        listed = _listed(lower, upper, targets, rows, action_mask)
+    e = Edges(*listed, action_mask, np.zeros(0), np.zeros(0))
     order = np.argsort(e.target, kind="stable")
     ptr = np.searchsorted(e.target[order], np.arange(S + 1))
     n = np.bincount(e.row, minlength=S * A)
@@ -226,3 +246,74 @@ def staying_components(e: Edges, states: np.ndarray) -> list[np.ndarray]:
             break
         C, rows_ok = keep, ok
     return [np.flatnonzero(labels == c) for c in np.unique(labels[C])]
+
+
+def reward_reachers(e: Edges, positive_rows, policy_helps, nature_helps):
+    """``(X, rank)``: the states from which the cost's maximizing side(s) (``True`` = helps)
+    make a positive-reward row happen with positive probability, whatever the other side
+    does; outside ``X`` the total is 0 (the minimizing side keeps every positive row away
+    with probability 1). ``rank`` `[S]`: the round a state joined (1 for a state whose own
+    row pays), -1 outside."""
+    hits = e.can_hit if nature_helps else e.must_hit
+
+    def hit(rows, lo_in, up_in):
+        return positive_rows[rows] | hits(rows, lo_in, up_in)
+
+    S = e.num_states
+    ok = np.ones(e.allowed.size, bool)
+    return _attractor(e, np.zeros(S, bool), np.ones(S, bool), ok, hit, policy_helps)
+
+
+def recurring_reward(e: Edges, positive_rows, policy_helps, nature_helps):
+    """`[S]` the states with an infinite expected total: those from which the cost's
+    maximizing side(s) make positive-reward rows recur forever, or reach a state already
+    found infinite, with positive probability whatever the other side does.
+
+    ``I`` grows from nothing: ``W = νY. μZ. I ∪ CPre_Y(positive rows ∪ Z) ∪ Hit(I)``, the
+    set in which they can, from every state, with positive probability take a positive row
+    within ``|Y|`` steps, every row they use either staying in ``Y`` (some distribution, or
+    every one, as nature helps or not) or reaching ``I`` with positive probability (then
+    ``I ← the positive attractor of W``, until it stops growing). Their strategy: the
+    attractor's rows in ``W``. A play that uses a row reaching ``I`` at some point does so
+    with positive probability, and ``I``'s expected total is infinite; a play that never
+    does stays in ``W`` and takes positive rows infinitely often with probability 1, a total
+    of ``inf``."""
+    S = e.num_states
+    every = np.arange(e.allowed.size)
+    infinite = np.zeros(S, bool)
+    while True:
+        lo_i, up_i = e.inside(infinite[e.target])  # per entry: unambiguous when E = S
+        reach_i = (e.can_hit if nature_helps else e.must_hit)(every, lo_i, up_i)
+        Y = np.ones(S, bool)
+        while True:
+            Z = _keeps_paying(e, Y, infinite, positive_rows | reach_i, reach_i, policy_helps,
+                              nature_helps)  # fmt: skip
+            if np.array_equal(Z, Y):
+                break
+            Y = Z
+        grown = positive(e, Y, np.ones(S, bool), policy_helps, nature_helps)[0]
+        if np.array_equal(grown, infinite):
+            return infinite
+        infinite = grown
+
+
+def _keeps_paying(e: Edges, Y, start, paying, escapes, policy_helps, nature_helps):
+    """One ``μZ`` of :func:`recurring_reward` within ``Y``: rows that are ``escapes`` (reach
+    the infinite states), or stay in ``Y`` and are ``paying`` or put mass on ``Z``."""
+    every = np.arange(e.allowed.size)
+    lo_out, up_out = e.inside(~Y[e.target])  # per entry: unambiguous when E = S
+    if nature_helps:  # some distribution within Y
+        stays = ~e.must_hit(every, lo_out, up_out)
+    else:  # every distribution within Y
+        stays = ~e.can_hit(every, lo_out, up_out)
+    lo_y = e.inside(Y[e.target])[0]
+
+    def hit(rows, lo_in, up_in):
+        if nature_helps:  # within Y: min(Σ_Z u, 1 − Σ_{Y∖Z} l)
+            z = e.can_hit(rows, lo_in, up_in, lo_rest=lo_y[rows] - lo_in)
+        else:
+            z = e.must_hit(rows, lo_in, up_in)
+        return escapes[rows] | (stays[rows] & (paying[rows] | z))
+
+    ok = np.ones(e.allowed.size, bool)
+    return _attractor(e, start & Y, Y, ok, hit, policy_helps)[0]

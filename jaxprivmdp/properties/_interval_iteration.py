@@ -35,7 +35,9 @@ from jax import lax
 from ..models.core import fill_margin, interval_excess, interval_expect
 
 # Interval iteration runs in chunks of these many backups, growing, between host steps.
-FIRST_CHUNK, CHUNK_GROWTH = 64, 8
+FIRST_CHUNK, CHUNK_GROWTH = 16, 8
+# Verified guesses tried (after the first chunks) before the iteration goes on alone.
+GUESSES = 2
 BISECTION_STEPS = 60
 
 
@@ -137,6 +139,18 @@ def verified(p: Problem, values) -> jax.Array:
     every = jnp.all(ok | ~p.usable, axis=-1)
     some = jnp.any(ok & p.usable, axis=-1)
     return jnp.where(p.policy_sign > 0, every, some) | p.fixed
+
+
+@jax.jit
+def verified_below(p: Problem, values) -> jax.Array:
+    """`[S]` bool: ``B(v)(s) >= v(s)`` holds whatever the rounding (decided states: True),
+    tested as ``r + opt Σ x (v − v(s)) >= 0``; the policy's optimum over its usable
+    actions (a policy held to one action: that action's row)."""
+    excess, err = interval_excess(p.lower, p.upper, p.next_states, values, values, p.nature_sign)
+    ok = p.rewards + excess - err - p.rel * jnp.abs(p.rewards) >= 0
+    every = jnp.all(ok | ~p.usable, axis=-1)
+    some = jnp.any(ok & p.usable, axis=-1)
+    return jnp.where(p.policy_sign > 0, some, every) | p.fixed
 
 
 def pre_fixpoint(p: Problem, lo, tol, complement=False) -> np.ndarray | None:
@@ -277,16 +291,19 @@ def _excess(p: Problem, e, mine, value, shift):
     return excess, err + absolute * big
 
 
-def run(p: Problem, e, lo, up, tol, max_iterations, *, probability, components, complement=False):
+def run(p: Problem, e, lo, up, tol, max_iterations, *, probability, components, complement=False,
+        guess=None):
     """The host loop: chunks of :func:`iterate`, a verified candidate or a deflation between
     them. ``components(mask)`` lists the sets to deflate among the states of ``mask``
-    (probabilities; None: none); ``complement``: ``tol`` is relative to ``1 −`` the values.
-    Returns ``(lo, up, iterations, met)``.
+    (probabilities; None: none); ``complement``: ``tol`` is relative to ``1 −`` the values;
+    ``guess(lo)``: ``(lower, upper)`` verified bounds (either None), tried after the first
+    chunks (:mod:`._interval_guess`). Returns ``(lo, up, iterations, met)``.
 
     A chunk stops where the upper bound stalls (probabilities), so that the host can lower
     it; when the host cannot, the next chunk iterates on until nothing moves."""
     total, chunk, met, stop_stall = 0, FIRST_CHUNK, False, probability
     lo, up = jnp.asarray(lo), jnp.asarray(up)
+    guesses = GUESSES if guess is not None else 0
     while total < max_iterations:
         cap = min(chunk, max_iterations - total)
         lo, up, steps, met = iterate(p, lo, up, tol, cap, stop_stall, complement)
@@ -295,6 +312,14 @@ def run(p: Problem, e, lo, up, tol, max_iterations, *, probability, components, 
             break
         if int(steps) == cap:
             chunk *= CHUNK_GROWTH
+        if guesses:
+            guesses -= 1
+            lower, upper = guess(np.asarray(lo))
+            if lower is not None or upper is not None:
+                lo = lo if lower is None else jnp.maximum(lo, jnp.asarray(lower))
+                up = up if upper is None else jnp.minimum(up, jnp.asarray(upper))
+                if lower is not None and upper is not None:
+                    continue  # (the next chunk stops at once where they meet tol)
         lo_h, up_h = np.asarray(lo), np.asarray(up)
         better = _lowered(p, e, lo_h, up_h, tol, components, complement)
         if better is not None:

@@ -230,10 +230,8 @@ class _Parser:
                 return "F", None, self.formula(), None
             if t.kind == "id" and t.text == "C":
                 self.next()
-                if self.peek().text not in ("<=", "<"):
-                    raise self.fail(
-                        self.peek(), "total reward R [C] is not supported; give a bound: C<=k"
-                    )
+                if self.peek().text not in ("<=", "<"):  # total reward: no bound
+                    return "C", None, None, None
                 return "C", None, None, self.bound(positions)
             if t.kind == "id" and t.text in ("I", "S"):
                 what = "instantaneous" if t.text == "I" else "steady-state"

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import is_concrete
-from ..models.core import IntervalMDP, Model, check_model
+from ..models.core import INTERVAL_MODELS, Model, check_model
 from ._batch import is_batch
 from ._check import check
 from ._labels import check_labels, satisfying
@@ -138,7 +138,7 @@ def check_all(
             "check_all takes one model, got a batch (a leading axis on every array): "
             "jp.check checks a batch for one numerical query, or call check_all per model"
         )
-    if not isinstance(mdp, IntervalMDP):  # an interval model: each query through check
+    if not isinstance(mdp, INTERVAL_MODELS):  # an interval model: each query through check
         mdp = check_model(mdp)
     if not is_concrete(mdp):
         raise ValueError(

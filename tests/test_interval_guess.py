@@ -1,0 +1,120 @@
+"""The verified guess of an interval model's probabilities (``properties/_interval_guess.py``):
+strategy iteration with linear solves, kept only where it verifies, against the game oracle of
+``test_interval_check.py`` (NumPy value iteration over the rows' vertices)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_interval_check import SC, Game, leaky_go, oracle_reach, random_model
+
+import jaxprivmdp as jp
+from jaxprivmdp.properties import _interval_check as ic
+from jaxprivmdp.properties import _interval_graph as graph
+from jaxprivmdp.properties import _interval_guess as ig
+from jaxprivmdp.properties import _interval_iteration as ii
+
+
+@pytest.fixture
+def guess_at_once(monkeypatch):
+    """The guess tried after one backup (not 64), every outcome recorded."""
+    monkeypatch.setattr(ii, "FIRST_CHUNK", 1)
+    outcomes = []
+    real = ic.guess_bounds
+
+    def recorded(*args, **kwargs):
+        out = real(*args, **kwargs)
+        outcomes.append(tuple(b is not None for b in out))
+        return out
+
+    monkeypatch.setattr(ic, "guess_bounds", recorded)
+    return outcomes
+
+
+def slow_chain(n=40, p_goal=0.02, p_trap=0.01, width=0.005):
+    """A ring of ``n`` states, each stepping on with most of its mass, a little to the goal
+    (state n) and the trap (n + 1), boxes of ``± width``; a second action jumps two states on
+    with other leaks. About 1/(p_goal + p_trap) backups per e-fold: hundreds for tol 1e-6."""
+    S = n + 2
+    lo, up = np.zeros((S, 2, S)), np.zeros((S, 2, S))
+    for s in range(n):
+        for a, (step, g, t) in enumerate([(1, p_goal, p_trap), (2, p_trap, p_goal / 2)]):
+            p = np.zeros(S)
+            p[(s + step) % n], p[n], p[n + 1] = 1 - g - t, g, t
+            lo[s, a] = np.maximum(p - width, 0) * (p > 0)
+            up[s, a] = np.minimum(p + width, 1) * (p > 0)
+    for s in (n, n + 1):
+        lo[s, :, s] = up[s, :, s] = 1.0
+    goal = np.zeros(S, bool)
+    goal[n] = True
+    return lo, up, {"goal": goal}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("pair", ["maxmin", "minmin", "maxmax", "minmax"])
+def test_slow_chain_within_the_oracle(dtype, pair, guess_at_once):
+    lo, up, labels = slow_chain()
+    S = lo.shape[0]
+    game = Game(lo, up, np.ones((S, 2), bool), np.zeros((S, 2)))
+    want = oracle_reach(game, labels["goal"], np.zeros(S, bool), pair[:3], pair[3:])
+    with jax.enable_x64(dtype == np.float64):
+        m = jp.make_interval_mdp(lo, up, np.zeros((S, 2)), dtype=dtype)
+        for model in (m, jp.to_sparse(m, max_successors=4)):
+            res = jp.check(model, f'P{pair}=? [F "goal"]', labels=labels)
+            assert bool(res.converged)
+            lower, upper = np.asarray(res.lower, np.float64), np.asarray(res.upper, np.float64)
+            assert np.all(lower <= want + 1e-12) and np.all(want <= upper + 1e-12), pair
+            assert np.all(upper - lower <= 2e-6 * np.maximum(want, 1e-12) + 1e-7)
+    assert guess_at_once, "the guess was never tried"
+    if pair in ("maxmin", "minmin"):  # both bounds verified: no further iteration needed
+        assert all(o == (True, True) for o in guess_at_once), guess_at_once
+        assert int(res.iterations) <= 2
+    else:  # nature maximizes: the lower bound is the iteration's
+        assert all(not o[0] for o in guess_at_once), guess_at_once
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_models_within_the_oracle(seed, guess_at_once):
+    """Every quantifier pair on small random models (self-loops, cut entries, a trap), the
+    guess tried after one backup: the oracle inside every state's interval."""
+    S, A = 6, 2
+    lo, up, mask, rewards, labels = random_model(seed, S, A)
+    game = Game(lo, up, mask, rewards)
+    with jax.enable_x64(True):
+        m = jp.make_interval_mdp(lo, up, rewards, action_mask=mask, dtype=np.float64)
+        for pol in ("max", "min"):
+            for nat in ("max", "min"):
+                want = oracle_reach(game, labels["goal"], np.zeros(S, bool), pol, nat)
+                res = jp.check(m, f'P{pol}{nat}=? [F "goal"]', labels=labels)
+                lower, upper = np.asarray(res.lower), np.asarray(res.upper)
+                assert np.all(lower <= want + 1e-9) and np.all(want <= upper + 1e-9), (pol, nat)
+                assert bool(res.converged)
+
+
+def test_lower_candidate_refused_where_the_policy_could_stay():
+    """``leaky_go``: s0 may stay forever (value 0 that way) or go (Pmaxmin = 1/3). With the
+    policy held to "stay", ``l = 1`` on s0 passes ``l <= B_σ(l)``; the lower candidate must
+    be refused because nature (minimizing) can keep the play on s0 under that policy."""
+    lo, up, labels = leaky_go()
+    with jax.enable_x64(True):
+        m = jp.make_interval_mdp(lo, up, np.zeros((SC, 2)), dtype=np.float64)
+        wide = ic._float64(m)
+        e = graph.edges(wide.lower, wide.upper, wide.next_states, wide.action_mask)
+        goal = labels["goal"]
+        fixed = np.arange(SC) > 0  # s0 undecided, the rest absorbing (goal 1, others 0)
+        p = ic._problem(wide, np.zeros((SC, 2)), fixed, goal.astype(float), ("max", "min"),
+                        1.0, np)  # fmt: skip
+        p = jax.tree_util.tree_map(jnp.asarray, p)
+        stay = np.zeros(SC, np.int32)
+        too_high = np.where(goal, 1.0, 0.0)
+        too_high[0] = 1.0
+        onehot = np.eye(2, dtype=bool)[stay]
+        held = p._replace(usable=jnp.asarray(onehot))
+        assert bool(np.all(ii.verified_below(held, jnp.asarray(too_high))))  # the trap
+        assert not ig._below(p, e, too_high, stay, ~np.asarray(fixed))
+        go = np.ones(SC, np.int32)
+        right = np.where(goal, 1.0, 0.0)
+        right[0] = 1 / 3 - 1e-9
+        assert ig._below(p, e, right, go, ~np.asarray(fixed))
+        right[0] = 1 / 3 + 1e-9  # above the value: l <= B(l) fails
+        assert not ig._below(p, e, right, go, ~np.asarray(fixed))
