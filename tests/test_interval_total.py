@@ -223,6 +223,21 @@ def test_loops_kept_and_broken(layout):
     assert int(res.policy[1]) == 1  # the tie with the free self-loop goes to the paying exit
 
 
+def test_deterministic_chain():
+    """One successor per state (as many entries as states): 3 → 2 → 4 → 1, state 2 paying
+    0.5 once; 0 and 1 absorb, free. Totals 0.5 at 2 and 3, 0 elsewhere, none infinite."""
+    succ = [0, 1, 4, 2, 1]
+    lo = np.zeros((5, 1, 5))
+    lo[np.arange(5), 0, succ] = 1.0
+    r = np.zeros((5, 1))
+    r[2, 0] = 0.5
+    m = build(lo, lo.copy(), np.ones((5, 1), bool), r, np.float32)
+    for q in ("Rmax=? [C]", "Rmin=? [C]"):
+        res = jp.check(m, q)
+        assert bool(res.converged)
+        np.testing.assert_allclose(np.asarray(res.values), [0, 0, 0.5, 0.5, 0], rtol=2e-6)
+
+
 def test_interval_dtmc_float32_outward():
     """A float32 answer's interval holds the float64 value (rounded outward)."""
     lo, up, r = chain(1 / 3, 1 / 3)

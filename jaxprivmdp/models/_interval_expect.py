@@ -22,8 +22,10 @@ exact fill's (``n`` entries), which :func:`fill_margin` bounds.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import lax
 
 from ._ragged import RaggedRows
 
@@ -51,6 +53,24 @@ def _per_block(fn, lower, upper, blocks: RaggedRows, xp):
     if isinstance(outs[0], tuple):
         return tuple(_scatter([o[i] for o in outs], blocks, xp) for i in range(len(outs[0])))
     return _scatter(outs, blocks, xp)
+
+
+# Under JAX, padded rows are filled this many states at a time (``lax.map`` in batches): the
+# fill's temporaries, a dozen arrays the shape of the rows, then take a block's memory, not
+# 10⁶ states' (about 1 GB more at 10⁶ states, 2 actions, 4 successors).
+STATE_BLOCK = 1 << 15
+
+
+def _by_states(fn, xp, *rows):
+    """``fn(*rows)`` for arrays ``rows`` with the states first (`[S, ...]`), its outputs
+    with the states first: in blocks of :data:`STATE_BLOCK` states under JAX."""
+    if xp is not jnp or rows[0].shape[0] <= STATE_BLOCK:
+        return fn(*rows)
+
+    def one(state):
+        return jax.tree_util.tree_map(lambda a: a[0], fn(*(a[None] for a in state)))
+
+    return lax.map(one, rows, batch_size=STATE_BLOCK)
 
 
 def _sorted_rows(lower, upper, next_states, values, sign, xp):
@@ -84,13 +104,14 @@ def _fill(lower, upper, next_states, values, sign, xp):
         w = values[:, xp.maximum(next_states, 0)]  # [B, S, A, K]
         key = sign * w
         n = w.shape[-1]
-        earlier = xp.arange(n)[:, None] < xp.arange(n)[None, :]
-        earlier = earlier.reshape((1,) * (w.ndim - 1) + (n, n))
-        k_i, k_j = key[..., :, None], key[..., None, :]
-        before = (k_i > k_j) | ((k_i == k_j) & earlier)  # entry i is poured before j
         low = xp.broadcast_to(lower, w.shape)
         caps = xp.broadcast_to(upper, w.shape) - low
-        mass_before = xp.sum(xp.where(before, caps[..., :, None], 0), axis=-2)
+        mass_before = xp.zeros_like(caps)
+        at = xp.arange(n).reshape((1,) * (w.ndim - 1) + (n,))
+        for i in range(n):  # entry i is poured before j: a static loop, so that no
+            k_i = key[..., i : i + 1]  # `[..., K, K]` array is formed (memory: 10⁶ states)
+            before = (k_i > key) | ((k_i == key) & (i < at))
+            mass_before = mass_before + xp.where(before, caps[..., i : i + 1], 0)
         slack = xp.maximum(1 - xp.sum(low, axis=-1), 0)[..., None]
         x = low + xp.clip(slack - mass_before, 0, caps)
         return x, w, xp.broadcast_to(upper, w.shape), low
@@ -140,6 +161,19 @@ def interval_expect(lower, upper, next_states, values, sign, xp=jnp, with_scale=
             return interval_expect(lo, up, ns, values, sign, xp, with_scale)
 
         return _per_block(block, lower, upper, next_states, xp)
+    if next_states is None:
+        return _expect(lower, upper, None, values, sign, xp, with_scale)
+
+    def rows(lo, up, ns):  # the states first for _by_states: `[S, B, A]`
+        out = _expect(lo, up, ns, values, sign, xp, with_scale)
+        return jax.tree_util.tree_map(lambda a: xp.moveaxis(a, 1, 0), out)
+
+    out = _by_states(rows, xp, lower, upper, next_states)
+    return jax.tree_util.tree_map(lambda a: xp.moveaxis(a, 0, 1), out)
+
+
+def _expect(lower, upper, next_states, values, sign, xp, with_scale):
+    """:func:`interval_expect` of rows in one piece."""
     x, w, u, low = _fill(lower, upper, next_states, values, sign, xp)
     value = _weighed(x, w, u, low, sign, xp)
     if not with_scale:
@@ -161,7 +195,13 @@ def interval_excess(lower, upper, next_states, values, shift, sign, xp=jnp):
             return _excess(lo, up, ns, values, shift[ids // A], sign, xp)
 
         return _per_block(block, lower, upper, next_states, xp)
-    return _excess(lower, upper, next_states, values, shift[:, None], sign, xp)
+    if next_states is None:
+        return _excess(lower, upper, None, values, shift[:, None], sign, xp)
+
+    def rows(lo, up, ns, row_shift):
+        return _excess(lo, up, ns, values, row_shift, sign, xp)
+
+    return _by_states(rows, xp, lower, upper, next_states, shift[:, None])
 
 
 def _excess(lower, upper, next_states, values, row_shift, sign, xp):
@@ -186,9 +226,13 @@ def nature_choice(lower, upper, next_states, values, sign, xp=np):
             nature_choice(lo, up, ns, values, sign, xp)
             for lo, up, ns in zip(lower, upper, next_states.blocks, strict=True)
         )
-    x = _fill(lower, upper, next_states, values[None], sign, xp)[0][0]
     if next_states is not None and next_states.shape[-1] <= PAIRWISE_MAX_SUCCESSORS:
-        return x  # the pairwise fill keeps the rows' order
+
+        def rows(lo, up, ns):  # the pairwise fill keeps the rows' order
+            return _fill(lo, up, ns, values[None], sign, xp)[0][0]
+
+        return _by_states(rows, xp, lower, upper, next_states)
+    x = _fill(lower, upper, next_states, values[None], sign, xp)[0][0]
     if next_states is None:
         order = xp.broadcast_to(xp.argsort(-sign * values), x.shape)
     else:

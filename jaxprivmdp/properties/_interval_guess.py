@@ -40,7 +40,7 @@ from scipy.sparse.linalg import LinearOperator, bicgstab
 from ..models.core import nature_choice, row_entries
 from . import _interval_graph as graph
 from ._interval_iteration import Problem, q_values, verified, verified_below
-from ._solve import PolicySolver
+from ._solve import PolicySolver, one_blas_thread
 
 _ROUNDS = 16
 # A switch must gain more than the solves' noise (about 1e-13 relative), or the iteration
@@ -53,12 +53,20 @@ _SWITCH, _SETTLED = 1e-10, 1e-11
 _KRYLOV_RTOL, _LOOSE_RTOL, _KRYLOV_STEPS = 1e-12, 1e-8, 200
 
 
-@jax.jit
 def _responses(p: Problem, v):
     """``(x, q)``: nature's distribution in every row against ``v`` `[S]` (`[S, A, N]`, the
-    rows' own order) and the rows' values ``r + Σ x v`` `[S, A]`."""
-    x = nature_choice(p.lower, p.upper, p.next_states, v, p.nature_sign, jnp)
-    return x, q_values(p, v[None])[0]
+    rows' own order; a ragged model's per block) and the rows' values ``r + Σ x v`` `[S,
+    A]` (NumPy). Two programs, one after the other: their fills' temporaries never coexist."""
+    q = np.asarray(_q_values(p, v[None])[0])
+    return _nature(p, v), q
+
+
+_q_values = jax.jit(q_values)
+
+
+@jax.jit
+def _nature(p: Problem, v):
+    return nature_choice(p.lower, p.upper, p.next_states, v, p.nature_sign, jnp)
 
 
 class _Chain:
@@ -121,6 +129,7 @@ class _Chain:
         return out
 
 
+@one_blas_thread
 def _krylov(m, b, start, rtol):
     """BiCGSTAB for ``m v = b`` from ``start``, kept if its relative residual reaches
     ``rtol`` (not monotone: checked at the end), else None."""
@@ -182,7 +191,6 @@ def guess_bounds(p: Problem, e: graph.Edges, lo, sigma, tol, complement=False):
     v, last, tight = np.asarray(lo, np.float64), None, False
     for _ in range(_ROUNDS):
         x, q = _responses(p, jnp.asarray(v))
-        q = np.asarray(q)
         sigma, switched = _improve(p, sigma, q) if last is not None else (sigma, True)
         solve, b = chain.system(sigma, x)
         new = solve(b, "v", _KRYLOV_RTOL if tight else _LOOSE_RTOL)

@@ -84,9 +84,17 @@ def q_values(p: Problem, values, xp=jnp):
 def backup(p: Problem, values, xp=jnp):
     """`[2, S]` the widened backup of ``[lower, upper]`` and the policy's best `[2, S]`:
     ``lower`` rounded down, ``upper`` up; decided states keep their values."""
-    expect, scale = interval_expect(
-        p.lower, p.upper, p.next_states, values, p.nature_sign, xp, with_scale=True
-    )
+
+    def expect_of(v):  # one vector at a time: the fill's temporaries, `[S, A, K, K]` for
+        # short rows, are the iteration's largest buffers (1.8 GB for both at 10⁶ states)
+        return interval_expect(
+            p.lower, p.upper, p.next_states, v[None], p.nature_sign, xp, with_scale=True
+        )
+
+    if xp is jnp:
+        expect, scale = (a[:, 0] for a in lax.map(expect_of, values))
+    else:
+        expect, scale = (xp.concatenate(a) for a in zip(*map(expect_of, values)))
     sign, usable = p.policy_sign, p.usable
     low = expect * (1 - p.rel) - p.absolute * scale  # per row, then the policy's optimum
     high = expect * (1 + p.rel) + p.absolute * scale

@@ -83,7 +83,8 @@ def total_reward(imdp, opts, limits, problem):
     while moved and not met and it < max_iterations:  # rounds of both, growing: an upper
         before = (lo, up)  # bound needs a lower one near the value, not at its end
         more = min(cap, max_iterations - it)
-        lo, up, n, met = run(p, e, lo, up, tol, more, probability=False, components=None)
+        sets = _deflatable(free, np.isfinite(up) & ~fixed)
+        lo, up, n, met = run(p, e, lo, up, tol, more, probability=False, components=sets)
         it += n
         if not met and it < max_iterations:
             more = min(cap, max_iterations - it)
@@ -96,13 +97,13 @@ def total_reward(imdp, opts, limits, problem):
 
 
 def _from_above(p, e: graph.Edges, bounds, structure, precision, budget):
-    """``(lo, up, iterations, met, eta)``: a verified upper bound (:func:`first_upper`,
-    padding ``eta``; ``precision = (tol, eta)``), lowered by interval iteration, its stalls in
-    zero-reward sets deflated
-    (:func:`._interval_iteration.run`) or set to their exits (:func:`lowered_components`);
-    again with a smaller padding while ``tol`` is not met (a padding's bound exceeds the
-    value by about the padding times the expected number of steps, and where the policy may
-    idle in a zero-reward loop, iterating down from it stalls): the padding to try next."""
+    """``(lo, up, iterations, met, eta)``: a verified upper bound (:func:`first_upper` with
+    the padding ``eta``; ``precision = (tol, eta)``), lowered by interval iteration, its
+    stalls in zero-reward sets deflated (:func:`._interval_iteration.run`) or set to their
+    exits (:func:`lowered_components`); again with a smaller padding while ``tol`` is not met
+    (a padded game's value exceeds the value by about the padding times the expected number
+    of steps, and where the players may idle in a zero-reward loop, iterating down from it
+    stalls). ``eta``: the padding to try next."""
     lo, up = bounds
     free, comps, stay = structure
     tol, eta = precision
@@ -117,20 +118,28 @@ def _from_above(p, e: graph.Edges, bounds, structure, precision, budget):
             break
         up = np.minimum(up, first)
         finite = np.isfinite(up)
-
-        def components(unsettled, finite=finite):
-            return graph.staying_components(free, unsettled & finite & ~fixed)
-
+        sets = _deflatable(free, finite & ~fixed)
+        kept = [C for C in comps if np.all(finite[C])]
         for _ in range(CLIMB_ROUNDS):
             lo, up, more, met = run(p, e, lo, up, tol, max(budget - it, 1), probability=False,
-                                    components=components)  # fmt: skip
+                                    components=sets)  # fmt: skip
             it += more
-            kept = [C for C in comps if np.all(finite[C])]
             lower = None if met else lowered_components(p, e, up, kept)
             if lower is None:
                 break
             up = lower
     return lo, up, it, met, eta
+
+
+def _deflatable(free: graph.Edges, where):
+    """The sets :func:`._interval_iteration.run` deflates: the zero-reward sets the players
+    can stay in among the unsettled states of ``where`` (those with a finite upper bound when
+    the run starts: it only lowers them)."""
+
+    def components(unsettled):
+        return graph.staying_components(free, unsettled & where)
+
+    return components
 
 
 def _without_idling(e: graph.Edges, rewards) -> np.ndarray:
@@ -234,8 +243,9 @@ def lowered_components(p, e: graph.Edges, up, comps):
 def _snapped(e: graph.Edges, u, comps, lower_only) -> np.ndarray:
     """``u`` with each set ``C`` at the largest ``u`` of the successors outside ``C`` of its
     states' rows (0 if none; unchanged if one is ``inf``), or at most that with
-    ``lower_only``: where the play stays in ``C`` at no cost or leaves it, the value there
-    is at most its best exit's."""
+    ``lower_only``: a candidate (where the play idles in ``C`` at no cost until it leaves,
+    its value is at most that of the best state it can leave for), kept only where it
+    verifies (:func:`_accepted`)."""
     comp = np.full(u.shape[0], -1)
     for i, C in enumerate(comps):
         comp[C] = i

@@ -1,6 +1,7 @@
-"""The verified guess of an interval model's probabilities (``properties/_interval_guess.py``):
-strategy iteration with linear solves, kept only where it verifies, against the game oracle of
-``test_interval_check.py`` (NumPy value iteration over the rows' vertices)."""
+"""What large interval models take: the verified guess of their probabilities
+(``properties/_interval_guess.py``: strategy iteration with linear solves, kept only where it
+verifies) against the game oracle of ``test_interval_check.py`` (NumPy value iteration over the
+rows' vertices), and the kernel filling rows in blocks of states (``STATE_BLOCK``)."""
 
 import jax
 import jax.numpy as jnp
@@ -9,6 +10,7 @@ import pytest
 from test_interval_check import SC, Game, leaky_go, oracle_reach, random_model
 
 import jaxprivmdp as jp
+from jaxprivmdp.models import _interval_expect as kernel
 from jaxprivmdp.properties import _interval_check as ic
 from jaxprivmdp.properties import _interval_graph as graph
 from jaxprivmdp.properties import _interval_guess as ig
@@ -118,3 +120,33 @@ def test_lower_candidate_refused_where_the_policy_could_stay():
         assert ig._below(p, e, right, go, ~np.asarray(fixed))
         right[0] = 1 / 3 + 1e-9  # above the value: l <= B(l) fails
         assert not ig._below(p, e, right, go, ~np.asarray(fixed))
+
+
+@pytest.mark.parametrize("K", [4, 20])  # pairwise fill and sorted rows
+def test_kernel_in_blocks_of_states_equals_one_piece(K, monkeypatch):
+    """The blocked kernel (``lax.map`` over 5-state batches, 37 states: a remainder) gives the
+    one-piece kernel's numbers, eagerly and under jit: the same up to the order of a row's
+    sums (XLA may sum a batch's rows otherwise: a few ulps, within ``fill_margin``)."""
+    rng = np.random.default_rng(K)
+    S, A = 37, 2
+    ns = rng.integers(-1, S, (S, A, K)).astype(np.int32)
+    ns[..., 0] = rng.integers(0, S, (S, A))
+    p = rng.dirichlet(np.ones(K), (S, A)) * (ns >= 0)
+    lo, up = np.maximum(p - 0.1, 0) * (ns >= 0), np.minimum(p + 0.1, 1) * (ns >= 0)
+    up[..., 0] = 1.0  # every row's polytope non-empty
+    v = rng.uniform(size=(2, S))
+    args = tuple(jnp.asarray(a) for a in (lo, up, ns))
+
+    def all_three():
+        return (
+            kernel.interval_expect(*args, jnp.asarray(v), -1, jnp, with_scale=True),
+            kernel.interval_excess(*args, jnp.asarray(v[0]), jnp.asarray(v[1]), 1, jnp),
+            kernel.nature_choice(*args, jnp.asarray(v[0]), -1, jnp),
+        )
+
+    whole = all_three()
+    monkeypatch.setattr(kernel, "STATE_BLOCK", 5)
+    for blocked in (all_three(), jax.jit(all_three)()):
+        for a, b in zip(jax.tree_util.tree_leaves(whole), jax.tree_util.tree_leaves(blocked)):
+            assert a.shape == b.shape
+            np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=4e-7, atol=1e-7)
