@@ -97,6 +97,7 @@ class _Chain:
         n = states.size  # (rows ascending: a CSR without a sort)
         ptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
         P = csr_matrix((probs, cols, ptr), shape=(n, n))
+        del rows, cols, probs  # (P holds the entries; a fallback reads them back)
         m = LinearOperator((n, n), matvec=lambda v: v - P @ v, dtype=np.float64)
         factored = []
 
@@ -104,7 +105,8 @@ class _Chain:
             out = _krylov(m, rhs, self.start.get(key), rtol)
             if out is None:
                 if not factored:
-                    factored.append(self._solver().factor(rows, cols, probs))
+                    entries = P.tocoo()
+                    factored.append(self._solver().factor(entries.row, entries.col, entries.data))
                 out = None if factored[0] is None else factored[0](rhs, key)
             if out is not None:
                 self.start[key] = out
