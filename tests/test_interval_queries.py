@@ -168,3 +168,27 @@ def test_rounding_never_sends_mass_to_an_infinite_state():
     assert float(rmin.lower[0]) <= 1 / 0.11 <= float(rmin.upper[0])
     assert bool(rmin.converged)
     assert float(rmax.value_at_initial) == np.inf
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_one_entry_per_state_graph_analysis(seed):
+    """A deterministic interval DTMC (as many entries as states: a per-state mask and a
+    per-entry one have the same shape): probabilities 0/1 and infinite rewards decided by
+    following each state's one successor."""
+    rng = np.random.default_rng(seed)
+    S = 9
+    succ = rng.integers(0, S, S)
+    goal = np.zeros(S, bool)
+    goal[rng.choice(S, 2, replace=False)] = True
+    P = np.zeros((S, 1, S))
+    P[np.arange(S), 0, succ] = 1.0
+    reach = goal.copy()
+    for _ in range(S):
+        reach |= reach[succ]
+    m = jp.make_interval_mdp(P, P, np.ones((S, 1)))
+    for q in ("Pmin", "Pmax"):
+        res = jp.check(m, f'{q}=? [F "goal"]', labels={"goal": goal})
+        np.testing.assert_array_equal(np.asarray(res.values), reach.astype(np.float32))
+    res = jp.check(m, 'Rmax=? [F "goal"]', labels={"goal": goal})
+    assert np.all(np.isinf(np.asarray(res.values)[~reach]))
+    assert np.all(np.isfinite(np.asarray(res.values)[reach]))

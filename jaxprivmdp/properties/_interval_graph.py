@@ -73,9 +73,12 @@ class Edges(NamedTuple):
         """`[S · A]` per-row sums of per-entry ``weights`` `[E]`."""
         return np.bincount(self.row, weights=weights, minlength=self.allowed.size)
 
-    def inside(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """`[S · A]` ``(Σ_X l, Σ_X u)`` per row, ``X`` `[S]` bool (or `[E]`, per entry)."""
-        into = X if X.shape == self.row.shape else X[self.target]
+    def inside(self, into: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """`[S · A]` ``(Σ_X l, Σ_X u)`` per row over the entries ``into`` `[E]` bool (for a
+        set of states ``X`` `[S]`: ``X[e.target]``; never guessed from the shape, which is
+        the same for both where a model has one entry per state)."""
+        if into.shape != self.row.shape:
+            raise ValueError(f"inside takes a mask per entry [{self.row.size}], got {into.shape}")
         return self.sums(np.where(into, self.lo, 0)), self.sums(np.where(into, self.up, 0))
 
     def can_hit(self, rows, lo_in, up_in, lo_rest=None):
@@ -103,7 +106,14 @@ def _listed(lower, upper, targets, rows, allowed):
     """``(row, target, lo, up)`` of the entries with ``u > 0`` of the allowed rows."""
     keep = (upper > 0) & allowed[..., None] & (targets >= 0)
     rows = np.broadcast_to(rows[..., None], keep.shape)
-    return rows[keep], targets[keep].astype(np.int64), lower[keep], upper[keep]
+    index = _index_dtype(keep.size)
+    return rows[keep].astype(index), targets[keep].astype(index), lower[keep], upper[keep]
+
+
+def _index_dtype(n: int):
+    """int32 for indices below 2³¹ (half the memory of the edge lists: 10⁶ states' are
+    100 MB less), else int64."""
+    return np.int32 if n < 2**31 - 1 else np.int64
 
 
 def edges(lower, upper, next_states, action_mask) -> Edges:
@@ -128,7 +138,7 @@ def edges(lower, upper, next_states, action_mask) -> Edges:
         rows = np.arange(S * A).reshape(S, A)
         listed = _listed(lower, upper, targets, rows, action_mask)
     e = Edges(*listed, action_mask, np.zeros(0), np.zeros(0))
-    order = np.argsort(e.target, kind="stable")
+    order = np.argsort(e.target, kind="stable").astype(_index_dtype(max(e.row.size, S * A)))
     ptr = np.searchsorted(e.target[order], np.arange(S + 1))
     n = np.bincount(e.row, minlength=S * A)
     tau = TOL_ULPS * (n + 2) * float(np.finfo(np.float64).eps)
@@ -206,12 +216,12 @@ def almost_sure(e: Edges, target, allowed, policy_helps, nature_helps):
     Y = target | allowed
     every = np.arange(e.allowed.size)
     while True:
-        lo_out, up_out = e.inside(~Y)
+        lo_out, up_out = e.inside(~Y[e.target])
         if nature_helps:  # some distribution within Y: no mass must go out
             stays = ~e.must_hit(every, lo_out, up_out)
         else:  # every distribution within Y: no mass can go out
             stays = ~e.can_hit(every, lo_out, up_out)
-        lo_y = e.inside(Y)[0]
+        lo_y = e.inside(Y[e.target])[0]
 
         def hit(rows, lo_in, up_in, lo_y=lo_y):
             if nature_helps:  # within Y: min(Σ_Z u, 1 − Σ_{Y∖Z} l)
@@ -282,7 +292,7 @@ def recurring_reward(e: Edges, positive_rows, policy_helps, nature_helps):
     every = np.arange(e.allowed.size)
     infinite = np.zeros(S, bool)
     while True:
-        lo_i, up_i = e.inside(infinite[e.target])  # per entry: unambiguous when E = S
+        lo_i, up_i = e.inside(infinite[e.target])
         reach_i = (e.can_hit if nature_helps else e.must_hit)(every, lo_i, up_i)
         Y = np.ones(S, bool)
         while True:
@@ -301,7 +311,7 @@ def _keeps_paying(e: Edges, Y, start, paying, escapes, policy_helps, nature_help
     """One ``μZ`` of :func:`recurring_reward` within ``Y``: rows that are ``escapes`` (reach
     the infinite states), or stay in ``Y`` and are ``paying`` or put mass on ``Z``."""
     every = np.arange(e.allowed.size)
-    lo_out, up_out = e.inside(~Y[e.target])  # per entry: unambiguous when E = S
+    lo_out, up_out = e.inside(~Y[e.target])
     if nature_helps:  # some distribution within Y
         stays = ~e.must_hit(every, lo_out, up_out)
     else:  # every distribution within Y
