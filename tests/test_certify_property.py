@@ -93,7 +93,7 @@ def test_refusals():
 # --------------------------------------------------------------------------- certified values
 
 
-@pytest.mark.parametrize("opt", ["max", "min"])
+@pytest.mark.parametrize("opt", [pytest.param("max", marks=pytest.mark.integration), "min"])
 def test_interval_holds_the_true_value_and_the_policy_its_floor(opt):
     mdp = true_model()
     mech = jp.Dirichlet(200.0)

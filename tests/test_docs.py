@@ -44,6 +44,9 @@ README_BLOCKS = blocks((ROOT / "README.md").read_text(), "python")
 PYTHON_PAGES = [p for p in PAGES if blocks(p.read_text(), "python")]
 
 
+# The pages' examples are whole pipelines (30 s of the unit tier's CPU time together): the
+# integration tier runs them; the README's example runs in the unit tier (tests/test_readme.py).
+@pytest.mark.integration
 @pytest.mark.parametrize("page", PYTHON_PAGES, ids=lambda p: str(p.relative_to(DOCS)))
 def test_page_python_blocks_run(page, capsys):
     own = blocks(page.read_text(), "python")

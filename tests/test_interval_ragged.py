@@ -137,6 +137,7 @@ def compare(prop, x64, seed=2):
         return want
 
 
+@pytest.mark.integration
 def test_ragged_check_equals_the_padded_check():
     res = compare(PROPERTIES[0], x64=False)
     inner = np.asarray(res.values)[: S - 2]

@@ -200,7 +200,10 @@ def loops():
     return lo, up, mask, r
 
 
-@pytest.mark.parametrize("layout", ["dense", "sparse", "ragged"])
+@pytest.mark.parametrize(
+    "layout",
+    ["dense"] + [pytest.param(k, marks=pytest.mark.integration) for k in ("sparse", "ragged")],
+)
 def test_loops_kept_and_broken(layout):
     m = build(*loops(), np.float32, layout != "dense")
     m = jp.to_ragged(m) if layout == "ragged" else m
@@ -250,6 +253,7 @@ def test_interval_dtmc_float32_outward():
 # --------------------------------------------------------------------------- random models
 
 
+@pytest.mark.integration
 def test_random_models_against_the_vertex_game():
     check_random(0, np.float32, sparse=False)
     check_random(1, np.float64, sparse=True)

@@ -307,6 +307,7 @@ def test_bounds_bracket_private_values_other_shapes(mdp, data):
 # --------------------------------------------------------------------------- 4. monotone in α
 
 
+@pytest.mark.integration
 @settings(PROFILE, max_examples=30)
 @given(mdps(4, 3, 3), st.data())
 def test_bounds_monotone_in_alpha(mdp, data):

@@ -100,6 +100,7 @@ def test_solve_and_evaluate_match_padded_float64():
     np.testing.assert_allclose(jp.evaluate(jp.to_dense(mdp), pi), expected, atol=1e-10)
 
 
+@pytest.mark.integration
 def test_float32_solve_and_finite_horizon():
     mdp = _model(discount=0.95, dtype=jnp.float32)
     assert mdp.buckets[0].probs.dtype == jnp.float32

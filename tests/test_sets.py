@@ -280,6 +280,7 @@ def test_certified_covers_the_true_value_by_monte_carlo(horizon):
     assert 1 - float(all_ok.mean()) <= beta + 3 * np.sqrt(beta * (1 - beta) / trials)
 
 
+@pytest.mark.integration
 def test_robust_policy_maximizes_the_pessimistic_value():
     """robust=True: its v̲ equals the best v̲ over all deterministic Markov policies."""
     P, R = np.random.default_rng(2).dirichlet(np.ones(3), size=(3, 2)), np.eye(3)[:, :2]

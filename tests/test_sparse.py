@@ -146,6 +146,7 @@ def test_bounds_agree(horizon, support_aware):
         assert np.all(np.asarray(values) <= np.asarray(bs.upper) + 1e-4)
 
 
+@pytest.mark.integration
 def test_support_aware_is_tighter_and_default_is_the_papers():
     dense, sparse = pair(4)
     out = jp.synthesize(KEY, sparse, jp.Dirichlet(5.0))

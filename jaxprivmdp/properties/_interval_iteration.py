@@ -36,8 +36,10 @@ from ..models.core import fill_margin, interval_excess, interval_expect
 
 # Interval iteration runs in chunks of these many backups, growing, between host steps.
 FIRST_CHUNK, CHUNK_GROWTH = 16, 8
-# Verified guesses tried (after the first chunks) before the iteration goes on alone.
-GUESSES = 2
+# Verified guesses tried before the iteration goes on alone, once this many backups ran:
+# soon on large models (at least SMALL_ROWS rows), where a backup is dear; late on small ones,
+# where iterating is cheap and compiling the guess's programs would cost more than it saves.
+GUESSES, GUESS_AFTER, GUESS_AFTER_SMALL, SMALL_ROWS = 2, 16, 1024, 1 << 14
 BISECTION_STEPS = 60
 
 
@@ -94,7 +96,7 @@ def backup(p: Problem, values, xp=jnp):
     if xp is jnp:
         expect, scale = (a[:, 0] for a in lax.map(expect_of, values))
     else:
-        expect, scale = (xp.concatenate(a) for a in zip(*map(expect_of, values)))
+        expect, scale = (xp.concatenate(a) for a in zip(*map(expect_of, values), strict=True))
     sign, usable = p.policy_sign, p.usable
     low = expect * (1 - p.rel) - p.absolute * scale  # per row, then the policy's optimum
     high = expect * (1 + p.rel) + p.absolute * scale
@@ -299,8 +301,19 @@ def _excess(p: Problem, e, mine, value, shift):
     return excess, err + absolute * big
 
 
-def run(p: Problem, e, lo, up, tol, max_iterations, *, probability, components, complement=False,
-        guess=None):
+def run(
+    p: Problem,
+    e,
+    lo,
+    up,
+    tol,
+    max_iterations,
+    *,
+    probability,
+    components,
+    complement=False,
+    guess=None,
+):
     """The host loop: chunks of :func:`iterate`, a verified candidate or a deflation between
     them. ``components(mask)`` lists the sets to deflate among the states of ``mask``
     (probabilities; None: none); ``complement``: ``tol`` is relative to ``1 −`` the values;
@@ -312,6 +325,7 @@ def run(p: Problem, e, lo, up, tol, max_iterations, *, probability, components, 
     total, chunk, met, stop_stall = 0, FIRST_CHUNK, False, probability
     lo, up = jnp.asarray(lo), jnp.asarray(up)
     guesses = GUESSES if guess is not None else 0
+    after = GUESS_AFTER if p.rewards.size >= SMALL_ROWS else GUESS_AFTER_SMALL
     while total < max_iterations:
         cap = min(chunk, max_iterations - total)
         lo, up, steps, met = iterate(p, lo, up, tol, cap, stop_stall, complement)
@@ -320,7 +334,7 @@ def run(p: Problem, e, lo, up, tol, max_iterations, *, probability, components, 
             break
         if int(steps) == cap:
             chunk *= CHUNK_GROWTH
-        if guesses:
+        if guesses and total >= after:
             guesses -= 1
             lower, upper = guess(np.asarray(lo))
             if lower is not None or upper is not None:
