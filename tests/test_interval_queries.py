@@ -194,3 +194,28 @@ def test_one_entry_per_state_graph_analysis(seed):
     res = jp.check(m, 'Rmax=? [F "goal"]', labels={"goal": goal})
     assert np.all(np.isinf(np.asarray(res.values)[~reach]))
     assert np.all(np.isfinite(np.asarray(res.values)[reach]))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_tiny_mass_on_an_infinite_state_read_alike_by_graph_and_kernel(sparse):
+    """s0's action 0 pays 1 and may put up to 1e-14 on s1, which pays forever (inf); action 1
+    pays 2 and stops. Nature maximizing makes action 0 worth inf, so Rminmax = 2: the kernel
+    must read the 1e-14 as the graph does (a threshold from the row's own entries, not from
+    a dense row's 60), else it verifies the upper bound 1."""
+    S, d = 60, 1e-14
+    lo, up = np.zeros((S, 2, S)), np.zeros((S, 2, S))
+    lo[0, 0, 2], up[0, 0, 2] = 1 - d, 1.0
+    up[0, 0, 1] = d
+    lo[0, 1, 2] = up[0, 1, 2] = 1.0
+    for s in range(1, S):
+        lo[s, :, s] = up[s, :, s] = 1.0
+    rewards = np.zeros((S, 2))
+    rewards[0], rewards[1] = [1.0, 2.0], [1.0, 1.0]
+    with jax.enable_x64(True):
+        m = jp.make_interval_mdp(lo, up, rewards, dtype=np.float64)
+        m = jp.to_sparse(m) if sparse else m
+        goal = {"goal": np.eye(S, dtype=bool)[2]}
+        for prop in ("Rminmax=? [C]", 'Rminmax=? [F "goal"]'):
+            res = jp.check(m, prop, labels=goal)
+            assert float(res.lower[0]) <= 2.0 <= float(res.upper[0]), prop
+            assert float(res.values[1]) == np.inf, prop

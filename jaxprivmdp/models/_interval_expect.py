@@ -126,13 +126,18 @@ def _weighed(x, w, up, low, sign, xp):
     (maximizing: ``min(Σ_inf u, 1 − Σ_fin l) > 0``) or must (minimizing: ``max(Σ_inf l, 1 −
     Σ_fin u) > 0``), decided on the bounds, not on the fill's rounded masses (a rounding's
     1e-16 on a state of infinite expected reward would make a finite value infinite); a
-    difference ``1 − Σ`` counts above ``4 (n + 2)`` ulps, the rounding of the sums."""
+    difference ``1 − Σ`` counts above ``4 (n + 2)`` ulps, ``n`` the row's own entries (``u >
+    0``), not its padded width: the threshold of the graph analysis
+    (``properties._interval_graph``), which decides the infinite states on the same reading
+    (a row read as finite here and as reaching ``inf`` there would verify a bound below the
+    value)."""
     infinite = xp.isinf(w)
     lo_inf = xp.sum(xp.where(infinite, low, 0), axis=-1)
     up_inf = xp.sum(xp.where(infinite, up, 0), axis=-1)
     lo_fin = xp.sum(xp.where(infinite, 0, low), axis=-1)
     up_fin = xp.sum(xp.where(infinite, 0, up), axis=-1)
-    tau = 4 * (w.shape[-1] + 2) * float(np.finfo(w.dtype).eps)
+    entries = xp.sum(up > 0, axis=-1).astype(w.dtype)
+    tau = 4 * (entries + 2) * float(np.finfo(w.dtype).eps)
     can = (up_inf > 0) & (1 - lo_fin > tau)
     must = (lo_inf > 0) | (1 - up_fin > tau)
     reached = xp.where(sign > 0, can, must)
