@@ -4,6 +4,7 @@ Sizes are fixed (``S = 5``, ``A = 3``, ``T = 4``) so that the jit caches are sha
 tests: compilation, not computation, dominates the run time.
 """
 
+import gc
 import os
 
 import jax
@@ -122,6 +123,29 @@ def build_mdp(seed=0, *, horizon=T, masked=False, initial_state=0, dtype=None, *
         initial_state=initial_state,
         dtype=dtype,
     )
+
+
+# Each compiled XLA:CPU program keeps a few memory mappings; a test worker that compiles
+# thousands of programs crosses Linux's vm.max_map_count (65,530 by default) and crashes in
+# its next compilation (a segfault in backend_compile). Past this many mappings, the
+# compiled programs are dropped between test files (recompiled where needed).
+MAX_MAPPINGS = 30_000
+
+
+def _mappings() -> int:
+    try:
+        with open("/proc/self/maps", "rb") as f:
+            return sum(1 for _ in f)
+    except OSError:  # not Linux: no such limit to watch
+        return 0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    yield
+    if _mappings() > MAX_MAPPINGS:
+        jax.clear_caches()
+        gc.collect()
 
 
 @pytest.fixture
