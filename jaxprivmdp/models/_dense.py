@@ -274,3 +274,18 @@ def validate_model_fields(
         horizon=horizon,
         initial_state=check_int("initial_state", initial_state, low=0, high=S),
     )
+
+
+class Bucketed:
+    """What a model stored in ``buckets`` (blocks with ``next_states`` `[n_b, K_b]`) says of
+    its layout: the ragged point and interval models."""
+
+    @property
+    def max_successors(self) -> int:
+        """The longest block's ``K_b`` (at least 1)."""
+        return max((b.next_states.shape[1] for b in self.buckets), default=1)
+
+    @property
+    def num_slots(self) -> int:
+        """Stored successor slots, padding included (``Σ n_b K_b``)."""
+        return sum(b.next_states.size for b in self.buckets)

@@ -34,7 +34,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._checks import ROW_SUM_TOLERANCE, as_numpy, check_count, float_array
-from ._dense import MODEL_DATA_FIELDS, MODEL_META_FIELDS, ModelFields
+from ._dense import MODEL_DATA_FIELDS, MODEL_META_FIELDS, Bucketed, ModelFields
 from ._interval import IntervalMDP, _rounded, interval_to_sparse
 from ._ragged import RaggedMDP, RaggedRows, bucket_lists
 from ._sparse import PADDING
@@ -56,7 +56,7 @@ class IntervalBucket(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RaggedIntervalMDP(ModelFields):
+class RaggedIntervalMDP(Bucketed, ModelFields):
     """An interval MDP with ragged successor lists, as an immutable pytree.
 
     Made by ``jp.to_ragged`` of an :class:`IntervalMDP` or by ``jp.load_mdp`` of a PRISM
@@ -71,16 +71,6 @@ class RaggedIntervalMDP(ModelFields):
     """
 
     buckets: tuple[IntervalBucket, ...]
-
-    @property
-    def max_successors(self) -> int:
-        """The longest block's ``K_b`` (at least 1)."""
-        return max((b.next_states.shape[1] for b in self.buckets), default=1)
-
-    @property
-    def num_slots(self) -> int:
-        """Stored successor slots, padding included (``Σ n_b K_b``)."""
-        return sum(b.next_states.size for b in self.buckets)
 
     @property
     def lower(self) -> tuple:

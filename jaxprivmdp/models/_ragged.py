@@ -50,6 +50,7 @@ from .._checks import ROW_SUM_TOLERANCE, as_numpy, float_array, working_dtype
 from ._dense import (
     MODEL_DATA_FIELDS,
     MODEL_META_FIELDS,
+    Bucketed,
     ModelFields,
     check_mask,
     validate_model_fields,
@@ -74,7 +75,7 @@ class Bucket(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RaggedMDP(ModelFields):
+class RaggedMDP(Bucketed, ModelFields):
     """A finite MDP with ragged successor lists, as an immutable pytree (:func:`make_ragged_mdp`).
 
     Attributes:
@@ -84,16 +85,6 @@ class RaggedMDP(ModelFields):
     """
 
     buckets: tuple[Bucket, ...]
-
-    @property
-    def max_successors(self) -> int:
-        """The longest block's ``K_b`` (at least 1)."""
-        return max((b.next_states.shape[1] for b in self.buckets), default=1)
-
-    @property
-    def num_slots(self) -> int:
-        """Stored successor slots, padding included (``Σ n_b K_b``)."""
-        return sum(b.next_states.size for b in self.buckets)
 
 
 jax.tree_util.register_dataclass(
