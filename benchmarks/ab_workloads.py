@@ -302,3 +302,43 @@ def sparse_kernel(jp, quick: bool) -> dict[str, Any]:
     expect = jax.jit(lambda r, v: jnp.sum(r.probs * v[rows_mod.successors(r)], axis=-1))
     calls["expectation"] = lambda: expect(rows, v_low)
     return calls
+
+
+def _check_calls(jp, cases) -> dict[str, Any]:
+    """``jp.check`` (float64, its second call: compiled) on ``bench_check.py``'s cases, the
+    models built by stormpy from ``check_models.py``'s sources."""
+    import os
+    import sys
+    import tempfile
+
+    import numpy as np
+
+    _x64()
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from check_models import family_source
+
+    calls = {}
+    folder = tempfile.mkdtemp()
+    for case in cases:
+        text, constants = family_source(case.family, case.constants)
+        path = os.path.join(folder, f"{case.family}.prism")
+        with open(path, "w") as f:
+            f.write(text)
+        built = jp.load_prism(
+            path, constants=constants or None, reward_structure=case.reward, dtype=np.float64
+        )
+
+        def call(m=built.model, labels=built.labels, case=case):
+            return jp.check(m, case.prop, labels=labels, reward_name=case.reward).values
+
+        calls[f"{case.family}[{case.constants}] {case.prop}"] = call
+    return calls
+
+
+@workload
+def check(jp, quick: bool) -> dict[str, Any]:
+    """``jp.check`` on ``bench_check.py``'s quick set (10³ states: the fixed costs of a
+    check), and with ``quick`` False also its medium set (10⁴–10⁵ states)."""
+    from bench_check import MEDIUM, QUICK
+
+    return _check_calls(jp, QUICK if quick else QUICK + MEDIUM)

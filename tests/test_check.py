@@ -755,12 +755,15 @@ def _prob1e_with(E, ok, target, through):
         U = V
 
 
-def test_graph_searches_match_layer_by_layer_references():
+@pytest.mark.parametrize("jumps", [0, 3, 64])
+def test_graph_searches_match_layer_by_layer_references(monkeypatch, jumps):
     """The host searches (one csgraph breadth-first search where the references take one
     round per layer) give the same sets and witnesses on random models with end components
-    and long chains."""
+    and long chains, the distances by pointer jumping, scipy's shortest paths or both."""
+    from jaxprivmdp.properties import _graph
     from jaxprivmdp.properties._graph import Graph
 
+    monkeypatch.setattr(_graph, "JUMPS", jumps)
     for seed in range(60):
         rng = np.random.default_rng(seed)
         S, A = int(rng.integers(2, 30)), int(rng.integers(1, 4))
@@ -788,5 +791,40 @@ def test_graph_searches_match_layer_by_layer_references():
                 np.testing.assert_array_equal(got[0], want[0], err_msg=str(seed))
                 np.testing.assert_array_equal(got[1], want[1], err_msg=str(seed))
             np.testing.assert_array_equal(
+                g.reach(target, through, pairs), _layered_exists(E, ok, target, through)[0]
+            )
+            np.testing.assert_array_equal(
                 g.reach_all(target, through), _forall_reach(E, mask, target, through)
             )
+
+
+@pytest.mark.parametrize("minimize", [False, True])
+def test_dtmc_precomputation_matches_the_mdp_searches(minimize):
+    """On a DTMC (one allowed action per state) ``Prob0`` and ``Prob1`` by one search each
+    give what the MDP searches give (the attractors, ``Prob1E``'s nested fixed point, the
+    end components), the policy and the pairs the iteration uses included."""
+    from jaxprivmdp.properties._graph import Graph
+    from jaxprivmdp.properties._unbounded import probability_problem
+
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        S, A = int(rng.integers(2, 40)), int(rng.integers(1, 3))
+        P = np.zeros((S, A, S))
+        for s in range(S):
+            for a in range(A):
+                k = int(rng.integers(1, min(S, 3) + 1))
+                near = np.clip(s + rng.integers(-2, 3, k), 0, S - 1)
+                succ = near if seed % 2 else rng.choice(S, k, replace=False)
+                P[s, a, succ] += rng.dirichlet(np.ones(k))
+        P /= P.sum(axis=-1, keepdims=True)
+        mask = np.zeros((S, A), bool)
+        mask[np.arange(S), rng.integers(0, A, S)] = True
+        g = Graph(jp.make_mdp(P, np.zeros((S, A)), action_mask=mask))
+        assert g.deterministic
+        target = rng.uniform(size=S) < rng.choice([0.05, 0.2])
+        avoid = rng.uniform(size=S) < rng.choice([0.0, 0.2])
+        fast = probability_problem(g, target, avoid, minimize)
+        g.deterministic = False  # the MDP searches
+        slow = probability_problem(g, target, avoid, minimize)
+        for name, got, want in zip(fast._fields, fast, slow, strict=True):
+            np.testing.assert_array_equal(got, want, err_msg=f"{name}, seed {seed}")

@@ -18,9 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import breadth_first_order, connected_components
+from scipy.sparse.csgraph import breadth_first_order, connected_components, dijkstra
 
 from ..models.core import Model, RaggedMDP, transition_lists, transition_rows
+
+
+# Rounds of pointer jumping (trees up to 2**JUMPS layers deep) before a search's distances
+# come from scipy's shortest paths instead (faster on deep trees, slower on shallow ones).
+JUMPS = 3
 
 
 def _distinct(x: np.ndarray) -> np.ndarray:
@@ -72,6 +77,8 @@ class Graph:
         self.succ_ptr = np.searchsorted(self.succ[order], np.arange(S + 1))
         self.degree = int(np.bincount(self.pair, minlength=1).max()) if self.pair.size else 1
         self.first_allowed = np.argmax(mask, axis=1).astype(np.int32)
+        # One allowed action everywhere (a DTMC): the attractors are single searches.
+        self.deterministic = bool(np.all(mask.sum(axis=1) == 1))
 
     def edges_into(self, states: np.ndarray) -> np.ndarray:
         """Edge indices whose successor is in ``states`` (int array)."""
@@ -125,17 +132,23 @@ class Graph:
         """Breadth-first search backward along ``edges`` (`[E]` bool) from ``sources``: `[S]`
         each state's distance (0 on ``sources``, -1 where not reached)."""
         S = self.S
-        order, pred = breadth_first_order(
-            self._reverse(edges, sources), S, directed=True, return_predecessors=True
-        )
+        graph = self._reverse(edges, sources)
+        order, pred = breadth_first_order(graph, S, directed=True, return_predecessors=True)
         # Distances by pointer jumping over the search tree: O(S log depth), no loop over
-        # the layers.
+        # the layers; a deep tree (the chains of brp: thousands of layers) by scipy's
+        # unweighted shortest paths instead, O(transitions) in C.
         up = np.where(pred >= 0, pred, S)
         up[S] = S
         dist = np.where(pred >= 0, 1, 0).astype(np.int64)
-        while np.any(up[order] != S):
+        for _ in range(JUMPS):
+            if not np.any(up[order] != S):
+                break
             dist = dist + dist[up]
             up = up[up]
+        else:
+            if np.any(up[order] != S):
+                dist = np.zeros(S + 1, np.int64)
+                dist[order] = dijkstra(graph, indices=S, unweighted=True)[order]
         out = np.full(S, -1, np.int64)
         out[order[1:]] = dist[order[1:]] - 1
         return out
@@ -161,6 +174,12 @@ class Graph:
         added = reached & ~target
         witness[added] = (lowest[added] % A).astype(np.int32)
         return reached, witness
+
+    def reach(self, target, through, pair_ok):
+        """The set :meth:`reach_exists` returns, without witnesses (one search, no
+        distances)."""
+        use = pair_ok[self.pair] & through[self.src] & ~target[self.src]
+        return self._reached(use, np.flatnonzero(target))
 
     def reach_all(self, target, through):
         """Least ``R ⊇ target`` with every ``s ∈ through`` all of whose allowed pairs have a
@@ -199,11 +218,11 @@ class Graph:
         scheduler's attractor actions (each moves toward ``target`` and stays in the set)."""
         if pair_ok is None:
             pair_ok = self.allowed
-        u, _ = self.reach_exists(target, through, pair_ok)
+        u = self.reach(target, through, pair_ok)
         while True:
-            v, witness = self.reach_exists(target, through & u, pair_ok & self.pairs_within(u))
-            if np.array_equal(u, v):
-                return v, witness
+            v = self.reach(target, through & u, pair_ok & self.pairs_within(u))
+            if np.array_equal(u, v):  # the fixed point: its attractor's actions
+                return self.reach_exists(target, through & v, pair_ok & self.pairs_within(v))
             # A state all of whose pairs may lead (with positive probability) out of ``v``
             # reaches ``target`` with probability < 1 too: dropping them all at once keeps
             # ``v`` above the greatest fixed point and saves a round per layer of them.

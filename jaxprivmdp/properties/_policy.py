@@ -58,7 +58,9 @@ def extract_policy(g: Graph, rewards, values, error, candidate, maybe, minimize,
     # states it traps move along possibly-optimal pairs toward those that leave.
     chosen = np.zeros((S, A), bool)
     chosen[np.arange(S), greedy] = True
-    leaves, _ = g.reach_exists(~maybe, maybe, chosen.reshape(-1))
+    leaves = g.reach(~maybe, maybe, chosen.reshape(-1))
+    if np.all(leaves | ~maybe):  # the greedy choices leave `maybe` from every state
+        return greedy.astype(np.int32)
     reached, witness = g.reach_exists(leaves, maybe, near)
     fix = reached & ~leaves
     return np.where(fix, witness, greedy).astype(np.int32)

@@ -40,8 +40,8 @@ def working_tol(tol: float, dtype) -> float:
 
 
 def as_float64(mdp: Model) -> Model:
-    """The model with its floating arrays in float64 (inside a ``jax.enable_x64`` block) and
-    each row divided by its sum: the value :func:`check` bounds is that of the rows read as
+    """The model with its floating arrays in float64 NumPy arrays (inside a
+    ``jax.enable_x64`` block) and each row divided by its sum: the value :func:`check` bounds is that of the rows read as
     the distributions they stand for, and a float32 row's distance from a sum of 1 (a few
     1e-8) would otherwise enter every backup's error bound."""
 
@@ -52,7 +52,7 @@ def as_float64(mdp: Model) -> Model:
 
     def normalize(p):
         sums = p.sum(axis=-1, keepdims=True)
-        return jnp.asarray(np.where(sums > 0, p / np.where(sums > 0, sums, 1), p))
+        return np.where(sums > 0, p / np.where(sums > 0, sums, 1), p)
 
     wide = jax.tree_util.tree_map(widen, mdp)
     rows = transition_rows(wide)
@@ -60,7 +60,9 @@ def as_float64(mdp: Model) -> Model:
         probs = tuple(normalize(b.probs) for b in rows.blocks)
     else:
         probs = normalize(rows.probs)
-    return jax.tree_util.tree_map(jnp.asarray, with_probs(wide, probs))
+    # Host arrays: the graph precomputation and the guess read them on the host (a device
+    # copy would come straight back); a device loop transfers what it uses once per call.
+    return jax.tree_util.tree_map(np.asarray, with_probs(wide, probs))
 
 
 def outward(lower, upper, xp):

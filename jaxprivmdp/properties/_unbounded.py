@@ -256,18 +256,22 @@ def probability_problem(g: Graph, target, avoid, minimize) -> Precomputed:
     through = ~avoid & ~target
     group = np.full(S, -1, np.int64)
     internal = np.zeros(S * A, bool)
-    if minimize:
+    if g.deterministic:  # a DTMC: Prob0 and Prob1 by one search each
+        no = ~g.reach(target, through, g.allowed)
+        yes = ~g.reach(no, ~target, g.allowed)
+        # (no end component lies in `maybe`: a DTMC's is a closed set, whose states never
+        # reach the target outside it, so they would have probability 0)
+        maybe = ~yes & ~no
+    elif minimize:
         positive = g.reach_all(target, through)  # Pmin > 0
         no = ~positive
         stay = g.pairs_within(no).reshape(S, A)
         has_stay = no & stay.any(axis=1)
         policy[has_stay] = np.argmax(stay, axis=1)[has_stay]  # never leave Pmin = 0
-        reach_no, _ = g.reach_exists(no, ~target, g.allowed)
-        yes = ~reach_no  # Prob1A
+        yes = ~g.reach(no, ~target, g.allowed)  # Prob1A
         maybe = ~yes & ~no  # no end component left: its states would have Pmin = 0
     else:
-        can, _ = g.reach_exists(target, through, g.allowed)
-        no = ~can  # Pmax = 0
+        no = ~g.reach(target, through, g.allowed)  # Pmax = 0
         yes, witness = g.prob1e(target, through)
         attract = yes & ~target
         policy[attract] = witness[attract]
@@ -316,7 +320,7 @@ def reward_problem(g: Graph, R, target, minimize):
         policy[on] = toward[on]
         finite = ~infinite
         earning = np.any(g.mask & (R > 0), axis=1) & finite & not_target
-        earns, _ = g.reach_exists(earning, finite & not_target, g.allowed)
+        earns = g.reach(earning, finite & not_target, g.allowed)
         maybe = earns & finite & not_target
         usable = g.mask.copy()
         candidate = g.allowed
