@@ -22,7 +22,6 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components, dijk
 
 from ..models.core import Model, RaggedMDP, transition_lists, transition_rows
 
-
 # Rounds of pointer jumping (trees up to 2**JUMPS layers deep) before a search's distances
 # come from scipy's shortest paths instead (faster on deep trees, slower on shallow ones).
 JUMPS = 3
@@ -52,29 +51,31 @@ class Graph:
         if isinstance(mdp, RaggedMDP):
             rid, t, p = transition_lists(mdp)
             keep = (p > 0) & mask.reshape(-1)[rid]
-            (s, a), t, p = np.divmod(rid[keep], A), t[keep], p[keep].astype(np.float64)
-        elif (rows := transition_rows(mdp)).next_states is None:
-            probs = np.asarray(rows.probs, np.float64)
-            s, a, t = np.nonzero((probs > 0) & mask[:, :, None])
-            p = probs[s, a, t]
-        else:
-            probs = np.asarray(rows.probs, np.float64)
-            nxt = np.asarray(rows.next_states)
-            s, a, k = np.nonzero((nxt >= 0) & (probs > 0) & mask[:, :, None])
-            t, p = nxt[s, a, k], probs[s, a, k]
+            pair, t, p = rid[keep], t[keep], p[keep].astype(np.float64)
+        else:  # flat indices into `[S, A, K]` (fancy indexing by three arrays costs more)
+            rows = transition_rows(mdp)
+            probs = np.asarray(rows.probs, np.float64).reshape(S * A, -1)
+            keep = (probs > 0) & mask.reshape(-1, 1)
+            if rows.next_states is not None:
+                nxt = np.asarray(rows.next_states).reshape(S * A, -1)
+                keep &= nxt >= 0
+            flat = np.flatnonzero(keep)
+            pair, k = np.divmod(flat, probs.shape[1])
+            t = k if rows.next_states is None else nxt.reshape(-1)[flat]
+            p = probs.reshape(-1)[flat]
         self.S, self.A = S, A
         self.mask = mask
         self.allowed = mask.reshape(-1)
-        self.pair = (s * A + a).astype(np.int64)
-        self.src = s.astype(np.int64)  # each edge's state (``pair // A``, kept: a pass each)
+        self.pair = pair.astype(np.int64)
+        self.src = self.pair // A  # each edge's state (kept: a pass each)
         self.succ = t.astype(np.int64)
         sums = np.bincount(self.pair, weights=p, minlength=S * A)
         self.row_sums = sums
         self.prob = p / sums[self.pair]  # each row read as the distribution it stands for
         self.raw = p  # as stored: the device's backups use these (and widen for Σ p ≠ 1)
-        order = np.argsort(self.succ, kind="stable")
-        self.by_succ = order
-        self.succ_ptr = np.searchsorted(self.succ[order], np.arange(S + 1))
+        self.by_succ = np.argsort(self.succ, kind="stable")
+        self.succ_ptr = np.zeros(S + 1, np.int64)
+        np.cumsum(np.bincount(self.succ, minlength=S), out=self.succ_ptr[1:])
         self.degree = int(np.bincount(self.pair, minlength=1).max()) if self.pair.size else 1
         self.first_allowed = np.argmax(mask, axis=1).astype(np.int32)
         # One allowed action everywhere (a DTMC): the attractors are single searches.

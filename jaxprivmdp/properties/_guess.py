@@ -130,8 +130,11 @@ class _Quotient:
         solve = self.system(choice)
         if solve is None:
             return None
-        x = solve(self.inflow[choice], "x")
-        w = None if x is None else solve(np.ones(self.n), "w")
+        if solve.columns:  # both right-hand sides in one pass over the factor
+            x, w = solve(np.stack([self.inflow[choice], np.ones(self.n)], axis=1)).T
+        else:
+            x = solve(self.inflow[choice], "x")
+            w = None if x is None else solve(np.ones(self.n), "w")
         if w is None:
             return None
         # The system's condition grows with the expected steps ``w``: beyond _MAX_STEPS a

@@ -30,6 +30,8 @@ def extract_policy(g: Graph, rewards, values, error, candidate, maybe, minimize,
     the states that leave. Under the result ``maybe`` is left with probability 1 (a proper
     policy), and with exact values its value is optimal.
     """
+    if g.deterministic:  # one allowed action per state: nothing to choose
+        return g.first_allowed.copy()
     S, A = g.S, g.A
     v = np.asarray(values, np.float64)
     err = np.where(np.isfinite(error), np.asarray(error, np.float64), 0)  # inf: greedy

@@ -40,19 +40,19 @@ def working_tol(tol: float, dtype) -> float:
 
 
 def as_float64(mdp: Model) -> Model:
-    """The model with its floating arrays in float64 NumPy arrays (inside a
-    ``jax.enable_x64`` block) and each row divided by its sum: the value :func:`check` bounds is that of the rows read as
+    """The model with its arrays on the host (NumPy), the floating ones in float64, and each
+    row divided by its sum: the value :func:`check` bounds is that of the rows read as
     the distributions they stand for, and a float32 row's distance from a sum of 1 (a few
     1e-8) would otherwise enter every backup's error bound."""
 
     def widen(x):
-        if hasattr(x, "dtype") and jnp.issubdtype(x.dtype, jnp.floating):
-            return np.asarray(x, np.float64)
-        return x
+        if not hasattr(x, "dtype"):
+            return x
+        return np.asarray(x, np.float64 if jnp.issubdtype(x.dtype, jnp.floating) else None)
 
     def normalize(p):
         sums = p.sum(axis=-1, keepdims=True)
-        return np.where(sums > 0, p / np.where(sums > 0, sums, 1), p)
+        return p / np.where(sums > 0, sums, 1)  # (a row summing to 0 is all zeros)
 
     wide = jax.tree_util.tree_map(widen, mdp)
     rows = transition_rows(wide)
@@ -62,7 +62,7 @@ def as_float64(mdp: Model) -> Model:
         probs = normalize(rows.probs)
     # Host arrays: the graph precomputation and the guess read them on the host (a device
     # copy would come straight back); a device loop transfers what it uses once per call.
-    return jax.tree_util.tree_map(np.asarray, with_probs(wide, probs))
+    return with_probs(wide, probs)
 
 
 def outward(lower, upper, xp):
@@ -77,6 +77,8 @@ def outward(lower, upper, xp):
 
 def _narrow(lower: np.ndarray, upper: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
     """float64 bounds in ``dtype``, rounded outward (the narrow interval contains the wide)."""
+    if dtype == np.float64:
+        return lower, upper
     with np.errstate(invalid="ignore", over="ignore"):  # beyond the dtype: inf, outward
         lo, up = lower.astype(dtype), upper.astype(dtype)
         lo = np.where(lo > lower, np.nextafter(lo, dtype.type(-np.inf)), lo).astype(dtype)
@@ -119,13 +121,13 @@ def host_answer(lower, upper, dtype, converged: bool, tol: float | None):
     False where the narrowed bounds miss ``tol``."""
     dtype = np.dtype(dtype)
     lo, up = _narrow(np.asarray(lower, np.float64), np.asarray(upper, np.float64), dtype)
-    lo64, up64 = lo.astype(np.float64), up.astype(np.float64)
+    lo64, up64 = lo.astype(np.float64, copy=False), up.astype(np.float64, copy=False)
     precision = float(relative_width(lo64, up64, np))
     if tol is not None:
         converged = converged and precision <= tol
     values64, _ = summarize(lo64, up64, np.asarray(converged), np)
-    values = values64.astype(dtype)  # monotone rounding: still within [lo, up]
-    v64 = values.astype(np.float64)
+    values = values64.astype(dtype, copy=False)  # monotone rounding: still within [lo, up]
+    v64 = values.astype(np.float64, copy=False)
     with np.errstate(invalid="ignore"):
         error = np.where(lo == up, 0, np.maximum(v64 - lo64, up64 - v64))
     error = _narrow(error, error, dtype)[1]

@@ -144,7 +144,9 @@ class PolicySolver:
         """A function ``solve(b, key)`` -> `[n]` ``v`` (None where a Krylov solve missed
         its residual) for the policy with entries ``P[rows, cols] = probs``; None if the
         matrix is singular (an improper policy). ``key`` names the right-hand side, whose
-        last solution starts the next Krylov solve of the same key."""
+        last solution starts the next Krylov solve of the same key. ``solve.columns``: it
+        also takes `[n, m]` right-hand sides (a direct solve: several columns cost about
+        one pass over the factor)."""
         n = self.n
         if self.direct:
             m = _system(n, self.pos[rows], self.pos[cols], probs, csc_matrix)
@@ -162,12 +164,14 @@ class PolicySolver:
                 return v[self.pos]
 
             direct.entries = lu.L.nnz + lu.U.nnz  # (the fill the bound is about)
+            direct.columns = True
             return direct
         m = _system(n, rows, cols, probs, csr_matrix)
 
         def krylov(b, key=None):
             return _gmres(m, b, self._start, key)
 
+        krylov.columns = False
         return krylov
 
 
