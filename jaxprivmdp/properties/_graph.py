@@ -22,6 +22,9 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components, dijk
 
 from ..models.core import Model, RaggedMDP, transition_lists, transition_rows
 
+# Layers of an attractor computed one at a time before searches take over (each layer costs
+# a few NumPy calls; a search covers a whole chain of single-action states).
+LAYERS = 64
 # Rounds of pointer jumping (trees up to 2**JUMPS layers deep) before a search's distances
 # come from scipy's shortest paths instead (faster on deep trees, slower on shallow ones).
 JUMPS = 3
@@ -192,10 +195,35 @@ class Graph:
         """Least ``R ⊇ base`` with every ``s ∈ cand`` all of whose pairs in ``pair_ok``
         have a successor in ``R``.
 
-        A chaotic iteration of that least fixed point: each round, a state all of whose
-        pairs but one already reach ``R`` needs only that one, so the states with at most
-        one pair left join by one backward search (csgraph) before the pairs are counted
-        again; a model whose states mostly have one action takes a few rounds.
+        The classic attractor, a layer at a time: each state counts its pairs not yet hit;
+        a layer's states hit the pairs with an edge into them (found through the edges by
+        successor), and the states whose count reaches 0 form the next layer: O(transitions)
+        in all, a few NumPy calls per layer. Past ``LAYERS`` layers (a long chain: brp's
+        have thousands) it goes on by :meth:`_forced_by_searches`.
+        """
+        A = self.A
+        left = np.bincount(np.flatnonzero(pair_ok) // A, minlength=self.S)
+        hit = ~pair_ok  # (pairs outside pair_ok never count)
+        reached = base | (cand & (left == 0))
+        new = np.flatnonzero(reached)
+        for _ in range(LAYERS):
+            if not new.size:
+                return reached
+            pid = self.pair[self.edges_into(new)]
+            pid = _distinct(pid[~hit[pid]])
+            hit[pid] = True
+            states = pid // A
+            left -= np.bincount(states, minlength=self.S)
+            new = _distinct(states)
+            new = new[(left[new] == 0) & cand[new] & ~reached[new]]
+            reached[new] = True
+        return self._forced_by_searches(reached, cand, pair_ok)
+
+    def _forced_by_searches(self, base, cand, pair_ok):
+        """:meth:`_forced` by a chaotic iteration of its least fixed point: each round, a
+        state all of whose pairs but one already reach ``R`` needs only that one, so the
+        states with at most one pair left join by one backward search (csgraph) before the
+        pairs are counted again; a chain of such states takes one round, however long.
         """
         S, A = self.S, self.A
         src = self.src
@@ -212,6 +240,7 @@ class Graph:
             if np.array_equal(new, reached):
                 return reached
             reached = new
+
 
     def prob1e(self, target, through, pair_ok=None):
         """States with a scheduler reaching ``target`` with probability 1 while staying in
