@@ -22,9 +22,11 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components, dijk
 
 from ..models.core import Model, RaggedMDP, transition_lists, transition_rows
 
-# Layers of an attractor computed one at a time before searches take over (each layer costs
-# a few NumPy calls; a search covers a whole chain of single-action states).
-LAYERS = 64
+# Layers of an attractor computed one at a time before searches take over: LAYERS plus one
+# per EDGES_PER_LAYER transitions (a layer costs a few NumPy calls on its frontier, a search
+# a pass over every edge but a whole chain of single-action states at once).
+LAYERS = 32
+EDGES_PER_LAYER = 1000
 # Rounds of pointer jumping (trees up to 2**JUMPS layers deep) before a search's distances
 # come from scipy's shortest paths instead (faster on deep trees, slower on shallow ones).
 JUMPS = 3
@@ -198,22 +200,24 @@ class Graph:
         The classic attractor, a layer at a time: each state counts its pairs not yet hit;
         a layer's states hit the pairs with an edge into them (found through the edges by
         successor), and the states whose count reaches 0 form the next layer: O(transitions)
-        in all, a few NumPy calls per layer. Past ``LAYERS`` layers (a long chain: brp's
-        have thousands) it goes on by :meth:`_forced_by_searches`.
+        in all, a few NumPy calls per layer. Past ``LAYERS`` layers plus one per
+        ``EDGES_PER_LAYER`` transitions (about the cost of a few searches over every edge)
+        it goes on by :meth:`_forced_by_searches`, which covers a chain of single-action
+        states in one search (wlan's chains are thousands of layers deep).
         """
         A = self.A
         left = np.bincount(np.flatnonzero(pair_ok) // A, minlength=self.S)
         hit = ~pair_ok  # (pairs outside pair_ok never count)
         reached = base | (cand & (left == 0))
         new = np.flatnonzero(reached)
-        for _ in range(LAYERS):
+        for _ in range(LAYERS + self.pair.size // EDGES_PER_LAYER):
             if not new.size:
                 return reached
             pid = self.pair[self.edges_into(new)]
             pid = _distinct(pid[~hit[pid]])
             hit[pid] = True
             states = pid // A
-            left -= np.bincount(states, minlength=self.S)
+            np.subtract.at(left, states, 1)  # (O(frontier), not O(S) as a bincount)
             new = _distinct(states)
             new = new[(left[new] == 0) & cand[new] & ~reached[new]]
             reached[new] = True
