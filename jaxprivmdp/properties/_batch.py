@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from ..models.core import Model, RaggedMDP, transition_rows
-from ._graph import Graph
+from ._graph import Graph, entries
 from ._topological import batch_size
 from ._unbounded import (
     Precomputed,
@@ -74,13 +74,7 @@ def same_support(models: list[Model]) -> bool:
 def _reweighted(g: Graph, mdp: Model) -> Graph:
     """``g`` with the probabilities of ``mdp`` (a model of ``g``'s support): the same edges
     in the same order (``Graph`` lists the positive entries row by row)."""
-    rows = transition_rows(mdp)
-    probs = np.asarray(rows.probs, np.float64)
-    mask = g.mask[:, :, None]
-    if rows.next_states is None:
-        p = probs[np.nonzero((probs > 0) & mask)]
-    else:
-        p = probs[np.nonzero((np.asarray(rows.next_states) >= 0) & (probs > 0) & mask)]
+    _, _, p = entries(mdp, g.mask)
     out = copy.copy(g)
     out.row_sums = np.bincount(g.pair, weights=p, minlength=g.S * g.A)
     out.prob = p / out.row_sums[g.pair]

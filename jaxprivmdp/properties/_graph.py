@@ -40,6 +40,27 @@ def _distinct(x: np.ndarray) -> np.ndarray:
     return x[keep]
 
 
+def entries(mdp: Model, mask: np.ndarray):
+    """``(pair, successor, probability)`` of the positive entries of the allowed pairs
+    (``mask`` `[S, A]`), row by row (pairs numbered ``s * A + a``), probabilities in
+    float64."""
+    if isinstance(mdp, RaggedMDP):
+        rid, t, p = transition_lists(mdp)
+        keep = (p > 0) & mask.reshape(-1)[rid]
+        return rid[keep], t[keep], p[keep].astype(np.float64)
+    # Flat indices into `[S*A, K]` (fancy indexing by three arrays costs more).
+    rows = transition_rows(mdp)
+    probs = np.asarray(rows.probs, np.float64).reshape(mask.size, -1)
+    keep = (probs > 0) & mask.reshape(-1, 1)
+    if rows.next_states is not None:
+        nxt = np.asarray(rows.next_states).reshape(mask.size, -1)
+        keep &= nxt >= 0
+    flat = np.flatnonzero(keep)
+    pair, k = np.divmod(flat, probs.shape[1])
+    t = k if rows.next_states is None else nxt.reshape(-1)[flat]
+    return pair, t, probs.reshape(-1)[flat]
+
+
 class Graph:
     """The positive-probability edges of the allowed actions, on the host (NumPy).
 
@@ -53,21 +74,7 @@ class Graph:
     def __init__(self, mdp: Model):
         mask = np.asarray(mdp.action_mask, bool)
         S, A = mask.shape
-        if isinstance(mdp, RaggedMDP):
-            rid, t, p = transition_lists(mdp)
-            keep = (p > 0) & mask.reshape(-1)[rid]
-            pair, t, p = rid[keep], t[keep], p[keep].astype(np.float64)
-        else:  # flat indices into `[S, A, K]` (fancy indexing by three arrays costs more)
-            rows = transition_rows(mdp)
-            probs = np.asarray(rows.probs, np.float64).reshape(S * A, -1)
-            keep = (probs > 0) & mask.reshape(-1, 1)
-            if rows.next_states is not None:
-                nxt = np.asarray(rows.next_states).reshape(S * A, -1)
-                keep &= nxt >= 0
-            flat = np.flatnonzero(keep)
-            pair, k = np.divmod(flat, probs.shape[1])
-            t = k if rows.next_states is None else nxt.reshape(-1)[flat]
-            p = probs.reshape(-1)[flat]
+        pair, t, p = entries(mdp, mask)
         self.S, self.A = S, A
         self.mask = mask
         self.allowed = mask.reshape(-1)
@@ -244,7 +251,6 @@ class Graph:
             if np.array_equal(new, reached):
                 return reached
             reached = new
-
 
     def prob1e(self, target, through, pair_ok=None):
         """States with a scheduler reaching ``target`` with probability 1 while staying in

@@ -38,7 +38,7 @@ _SWITCH = 1e-10
 class _Quotient:
     """The unfixed states modulo the collapsed end components, and their usable pairs."""
 
-    def __init__(self, g: Graph, rewards, usable, group, maybe, fixed_value):
+    def __init__(self, g: Graph, rewards, usable, group, maybe, fixed_value, solvers=None):
         S, A = g.S, g.A
         self.g, self.S, self.A = g, S, A
         rep = np.where(group >= 0, group, np.arange(S))
@@ -60,7 +60,11 @@ class _Quotient:
         self.e_col, self.e_row = self.col[succ], self.col[src]
         self.pair_ids = np.flatnonzero(self.pairs)
         self.pair_col = self.col[self.pair_ids // A]
-        self.solver = PolicySolver(self.n, self.e_row, self.e_col)
+        # (its fill-bounded order reads the pattern alone: models of one support share it)
+        solvers = {} if solvers is None else solvers
+        if "solver" not in solvers:
+            solvers["solver"] = PolicySolver(self.n, self.e_row, self.e_col)
+        self.solver = solvers["solver"]
         self._last = None
 
     def q(self, x: np.ndarray) -> np.ndarray:
@@ -233,14 +237,15 @@ def _tied_weight(quo: _Quotient, x, choice, sign, tol):
     return y
 
 
-def guess_bounds(g: Graph, pre, minimize, tol, margin, estimate=None):
+def guess_bounds(g: Graph, pre, minimize, tol, margin, estimate=None, solvers=None):
     """Verified starting bounds ``(lower, upper)`` (`[S]` float64, each None if its candidate
     failed) for :func:`~jaxprivmdp.properties._iteration.interval_iteration`, whose width
     meets ``tol / 2`` (relative) where the guess was exact to float64's precision.
 
     ``pre``: the precomputation (``rewards``, ``usable``, ``group``, ``maybe``,
     ``fixed_value``); ``estimate``: `[S]` values to start policy iteration from (greedy), or
-    None (the attractor)."""
+    None (the attractor); ``solvers``: a dict shared by the calls for models of one support
+    and precomputation (the releases of a batch), which keeps their linear solver's order."""
     rewards, usable, group, maybe, fixed_value = (
         pre.rewards,
         pre.usable,
@@ -248,7 +253,7 @@ def guess_bounds(g: Graph, pre, minimize, tol, margin, estimate=None):
         pre.maybe,
         pre.fixed_value,
     )
-    quo = _Quotient(g, rewards, usable, group, maybe, fixed_value)
+    quo = _Quotient(g, rewards, usable, group, maybe, fixed_value, solvers)
     sign = -1.0 if minimize else 1.0
     if quo.n == 0 or quo.pair_ids.size == 0:
         return None, None

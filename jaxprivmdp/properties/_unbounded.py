@@ -119,11 +119,11 @@ def margins(mdp, g) -> tuple[float, float]:
     return margin, max(margin, host)
 
 
-def tightened(g, pre, minimize, tol, margin, lo, up, has_upper):
+def tightened(g, pre, minimize, tol, margin, lo, up, has_upper, solvers=None):
     """``(lower, upper, has_upper, verified)``: the bounds tightened by :func:`guess_bounds`
-    from their midpoint (``verified``: both sides held)."""
+    from their midpoint (``verified``: both sides held; ``solvers``: see there)."""
     estimate = np.where(np.isfinite(up) & has_upper, lo + (up - lo) / 2, lo)
-    lower0, upper0 = guess_bounds(g, pre, minimize, tol, margin, estimate)
+    lower0, upper0 = guess_bounds(g, pre, minimize, tol, margin, estimate, solvers)
     if lower0 is not None:
         lo = np.maximum(lo, lower0)  # both are lower bounds
     if upper0 is not None:
@@ -153,11 +153,12 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
     # A guess first for every model (a verified one settles it: measured faster than a
     # shared pass first on a batch, brp N = 1024: 45 vs 88 ms a model).
     todo, capped = np.arange(len(pres)), np.ones(len(pres), bool)
+    solvers = {}  # (one support, one precomputation: one order for every model's solves)
     while True:
         verified = False
         for i in todo:  # (the first time: every model)
             lo[i], up[i], _, ok = tightened(
-                graphs[i], pres[i], minimize, tol, widths[i][1], lo[i], up[i], True
+                graphs[i], pres[i], minimize, tol, widths[i][1], lo[i], up[i], True, solvers
             )
             verified |= ok
         met = _met(lo, up, tol)
