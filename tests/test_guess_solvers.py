@@ -68,6 +68,42 @@ def test_direct_and_krylov_solves_match_numpy(monkeypatch, shape, small):
     np.testing.assert_allclose(got, exact, rtol=1e-11)
 
 
+@pytest.mark.parametrize("small", [False, True])
+@pytest.mark.parametrize("shape", ["dag", "hub"])
+def test_a_few_changed_rows_are_solved_through_the_last_factor(monkeypatch, shape, small):
+    """A policy that differs from a factored one in a few rows (Sherman-Morrison-Woodbury
+    over the old factor), one or two right-hand sides, against NumPy; more rows than
+    LOW_RANK, or a singular matrix, are left to a new factorization (None)."""
+    monkeypatch.setattr(solve_module, "SMALL", 1000 if small else 0)
+    rng = np.random.default_rng(2)
+    n = 300
+    rows, cols, probs = random_system(rng, n, shape=shape)
+    solver = PolicySolver(n, rows, cols)
+    base = solver.factor(rows, cols, probs)
+    b = rng.random((n, 2))
+    for k in (1, 5, solve_module.LOW_RANK):
+        changed = rng.choice(n, k, replace=False)
+        new = probs.copy()
+        at = np.isin(rows, changed)
+        new[at] *= rng.uniform(0.2, 1.0, at.sum())  # each row still loses some mass
+        exact = np.linalg.solve(dense(n, rows, cols, new), b)
+        solve = solver.updated(base, rows, cols, new)
+        assert solve is not None and solve.columns
+        np.testing.assert_allclose(solve(b), exact, rtol=1e-11)
+        np.testing.assert_allclose(solve(b[:, 0], "x"), exact[:, 0], rtol=1e-11)
+    assert solver.updated(base, rows, cols, probs) is base  # nothing changed
+    many = np.unique(rows)[: solve_module.LOW_RANK + 1]
+    more = probs * np.where(np.isin(rows, many), 0.5, 1.0)
+    assert solver.updated(base, rows, cols, more) is None
+    # A row that keeps all its mass on itself and a state that only returns: singular.
+    lost = np.isin(rows, [3])
+    trap_rows, trap_cols = np.r_[rows[~lost], 3], np.r_[cols[~lost], 3]
+    trap = np.r_[probs[~lost], 1.0]
+    solver = PolicySolver(n, np.r_[rows, 3], np.r_[cols, 3])
+    base = solver.factor(np.r_[rows, 3], np.r_[cols, 3], np.r_[probs, 0.0])
+    assert solver.updated(base, trap_rows, trap_cols, trap) is None
+
+
 @pytest.mark.parametrize("shape", ["random", "dag", "hub"])
 def test_the_fill_bound_holds(monkeypatch, shape):
     """SuperLU's factor in the solver's order, without pivoting, stays within the bound;
@@ -136,15 +172,18 @@ def contains(res, exact):
     assert float(res.precision) <= 1e-6
 
 
-@pytest.mark.parametrize("solver", ["small", "ordered", "krylov"])
+@pytest.mark.parametrize("solver", ["small", "ordered", "refactored", "krylov"])
 @pytest.mark.parametrize("prop", ["Pmax", "Pmin", "Rmax", "Rmin"])
 def test_check_with_each_solver_contains_the_optimum(monkeypatch, solver, prop):
     """The guess alone (the passes over the components made to do nothing) gives bounds
-    that contain every policy's optimum, by SuperLU's LU, the LU in the solver's order,
-    or forced onto GMRES."""
+    that contain every policy's optimum, by SuperLU's LU, the LU in the solver's order
+    (with updates through the last factor, or a new factor for every policy), or forced
+    onto GMRES."""
     monkeypatch.setattr(unbounded.Topological, "run", idle)
-    if solver == "ordered":
+    if solver in ("ordered", "refactored"):
         monkeypatch.setattr(solve_module, "SMALL", 0)
+    if solver == "refactored":
+        monkeypatch.setattr(solve_module, "LOW_RANK", 0)
     if solver == "krylov":
         monkeypatch.setattr(solve_module, "MAX_FILL", -1)
     rng = np.random.default_rng(4)

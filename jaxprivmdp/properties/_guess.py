@@ -116,8 +116,10 @@ class _Quotient:
         return choice if np.all(choice >= 0) else None
 
     def system(self, choice: np.ndarray):
-        """:meth:`PolicySolver.factor` for the policy ``choice`` (`[n]` a pair per class);
-        the last policy's is kept (policy iteration evaluates its final policy again)."""
+        """:meth:`PolicySolver.factor` for the policy ``choice`` (`[n]` a pair per class),
+        or :meth:`PolicySolver.updated` from the last factor where few rows changed (the
+        last rounds of policy iteration switch a handful of states); the last policy's is
+        kept (policy iteration evaluates its final policy again)."""
         key = choice.tobytes()
         if self._last is not None and self._last[0] == key:
             return self._last[1]
@@ -125,7 +127,13 @@ class _Quotient:
         chosen[choice] = np.arange(self.n)
         row = chosen[self.e_pair]
         keep = row >= 0
-        solve = self.solver.factor(row[keep], self.e_col[keep], self.e_prob[keep])
+        entries = (row[keep], self.e_col[keep], self.e_prob[keep])
+        base = None if self._last is None else self._last[1]
+        solve = None
+        if base is not None and getattr(base, "lu", None) is not None:
+            solve = self.solver.updated(base, *entries)
+        if solve is None:
+            solve = self.solver.factor(*entries)
         self._last = (key, solve)
         return solve
 

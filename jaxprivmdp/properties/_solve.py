@@ -55,6 +55,14 @@ _RESTART = 20
 _KRYLOV_STEPS = 400
 # Relative residual a Krylov solve must reach (policy iteration switches on 1e-10 gains).
 _KRYLOV_RTOL = 1e-12
+# A policy that differs from the last factored one in at most LOW_RANK rows (and whose
+# `[n, rows]` block of solves holds at most LOW_RANK_ENTRIES numbers) is solved through that
+# factor by the Sherman-Morrison-Woodbury formula instead of a new factorization; its
+# capacitance matrix's singular values must lie within MAX_CAPACITANCE_CONDITION of each
+# other and of 1 (those of the identity it perturbs).
+LOW_RANK = 32
+LOW_RANK_ENTRIES = 4_000_000
+MAX_CAPACITANCE_CONDITION = 1e8
 
 
 def _blocks(n: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -157,14 +165,9 @@ class PolicySolver:
             except RuntimeError:  # singular: an improper policy
                 return None
 
-            def direct(b, key=None):
-                bp = b[self.order]
-                v = lu.solve(bp)
-                v = v + lu.solve(bp - m @ v)  # one step of refinement
-                return v[self.pos]
-
+            direct = self._refined(lu.solve, m)
             direct.entries = lu.L.nnz + lu.U.nnz  # (the fill the bound is about)
-            direct.columns = True
+            direct.lu, direct.matrix = lu, m
             return direct
         m = _system(n, rows, cols, probs, csr_matrix)
 
@@ -173,6 +176,56 @@ class PolicySolver:
 
         krylov.columns = False
         return krylov
+
+    def updated(self, base, rows: np.ndarray, cols: np.ndarray, probs: np.ndarray):
+        """:meth:`factor`'s solve for the policy with entries ``P[rows, cols] = probs``,
+        through the factor of ``base`` (a direct solve :meth:`factor` returned) where the
+        two matrices differ in at most ``LOW_RANK`` rows: ``A = A₀ + U Vᵀ`` (``U`` the unit
+        columns of the changed rows, ``Vᵀ`` their change), so ``A⁻¹ b = y − Z C⁻¹ Vᵀ y``
+        with ``y = A₀⁻¹ b``, ``Z = A₀⁻¹ U`` and ``C = I + Vᵀ Z`` (Sherman-Morrison-Woodbury),
+        refined once against ``A`` itself. None where it does not apply (more rows, or an
+        ill-conditioned ``C``: ``A`` may be singular): then factor."""
+        m = _system(self.n, self.pos[rows], self.pos[cols], probs, csc_matrix)
+        change = (m - base.matrix).tocsr()
+        change.eliminate_zeros()
+        at = np.flatnonzero(np.diff(change.indptr))
+        k = at.size
+        if k == 0:
+            return base
+        if k > LOW_RANK or k * self.n > LOW_RANK_ENTRIES:
+            return None
+        unit = np.zeros((self.n, k))
+        unit[at, np.arange(k)] = 1.0
+        z = base.lu.solve(unit).reshape(self.n, k)
+        v = change[at]
+        capacitance = np.eye(k) + v @ z
+        if not np.all(np.isfinite(capacitance)):
+            return None
+        # (singular with A; against I's singular values of 1 as much as against its own)
+        sigma = np.linalg.svd(capacitance, compute_uv=False)
+        if sigma[-1] * MAX_CAPACITANCE_CONDITION < max(1.0, sigma[0]):
+            return None
+
+        def solve(b):
+            y = base.lu.solve(b)
+            return y - z @ np.linalg.solve(capacitance, v @ y)
+
+        direct = self._refined(solve, m)
+        direct.lu, direct.matrix = base.lu, base.matrix  # (later updates: from that factor)
+        return direct
+
+    def _refined(self, solve, m):
+        """``solve`` (of ``m``, in this order) for right-hand sides in the unknowns' order,
+        `[n]` or `[n, columns]`, with one step of iterative refinement against ``m``."""
+
+        def direct(b, key=None):
+            bp = b[self.order]
+            v = solve(bp)
+            v = v + solve(bp - m @ v)
+            return v[self.pos]
+
+        direct.columns = True
+        return direct
 
 
 def _system(n: int, rows, cols, probs, kind):
