@@ -159,9 +159,13 @@ def test_a_capped_pass_keeps_the_bounds_honest(monkeypatch):
     contains(res, exact)
 
 
-def test_a_model_with_one_long_row_is_iterated_unpadded():
+@pytest.mark.parametrize("guess_first", [False, True])
+def test_a_model_with_one_long_row_is_iterated_unpadded(monkeypatch, guess_first):
     """One state reaching all others: padding every row to its length would cost 100×
-    the transitions, so the check iterates the model's own layout (``fits`` False)."""
+    the transitions, so the check iterates the model's own layout (``fits`` False), after
+    its warm-up iterations or (a model with many transitions) after a guess first."""
+    if guess_first:
+        monkeypatch.setattr(unbounded, "GUESS_FIRST_ABOVE", 0)
     rng = np.random.default_rng(9)
     S = 120
     P = np.zeros((S, 1, S))

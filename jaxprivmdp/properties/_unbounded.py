@@ -59,6 +59,12 @@ class Precomputed(NamedTuple):
 # steps (and its linear systems, random successors, may fill a sparse LU densely; the guess
 # checks that cost before it factors). Early, since a verified guess ends the check at once.
 WARM_UP_ITERATIONS = 64
+# Over all states (no components' order), a model with more transitions than this has the
+# guess first, as in the components' order: its iterations run out of the caches, several
+# times slower per entry (csma K = 6, 2.7e6 transitions: 64 iterations 2.5 s of a 7 s
+# check, after which the guess settled it), while a smaller one often converges in them
+# (csma N = 3, K = 4: 38 iterations, 66 ms; the guess 150 ms).
+GUESS_FIRST_ABOVE = 1 << 20
 # An unverified guess is tried again, from the better estimate of more iterations, after
 # GUESS_AGAIN_AFTER iterations, then after GUESS_GROWTH times as many each time.
 GUESS_AGAIN_AFTER = 1000
@@ -197,7 +203,8 @@ def _jacobi(g, mdp, pre: Precomputed, minimize, tol, max_iterations, widths):
     run = functools.partial(_device_iteration, mdp, pre, minimize, margin, tol)
     has_upper = pre.upper is not None
     lo, up = np.zeros(g.S), np.full(g.S, pre.upper if has_upper else 0.0)
-    it, stop = 0, min(max_iterations, WARM_UP_ITERATIONS)
+    warm_up = 0 if g.pair.size > GUESS_FIRST_ABOVE else WARM_UP_ITERATIONS
+    it, stop = 0, min(max_iterations, warm_up)
     while True:
         lo, up, more, conv = run(lo, up, has_upper, max(stop - it, 0))
         it += more
