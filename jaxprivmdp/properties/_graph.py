@@ -22,11 +22,11 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components, dijk
 
 from ..models.core import Model, RaggedMDP, transition_lists, transition_rows
 
-# Layers of an attractor computed one at a time before searches take over: LAYERS plus one
-# per EDGES_PER_LAYER transitions (a layer costs a few NumPy calls on its frontier, a search
-# a pass over every edge but a whole chain of single-action states at once).
-LAYERS = 32
-EDGES_PER_LAYER = 1000
+# An attractor's first phase of layers before a search: LAYERS plus one per EDGES_PER_LAYER
+# transitions, about what a search costs (a layer: a few NumPy calls on its frontier, some
+# 30 µs; a search: a pass over every edge, but a whole chain of single-action states).
+LAYERS = 4
+EDGES_PER_LAYER = 2000
 # Rounds of pointer jumping (trees up to 2**JUMPS layers deep) before a search's distances
 # come from scipy's shortest paths instead (faster on deep trees, slower on shallow ones).
 JUMPS = 3
@@ -207,50 +207,41 @@ class Graph:
         The classic attractor, a layer at a time: each state counts its pairs not yet hit;
         a layer's states hit the pairs with an edge into them (found through the edges by
         successor), and the states whose count reaches 0 form the next layer: O(transitions)
-        in all, a few NumPy calls per layer. Past ``LAYERS`` layers plus one per
-        ``EDGES_PER_LAYER`` transitions (about the cost of a few searches over every edge)
-        it goes on by :meth:`_forced_by_searches`, which covers a chain of single-action
-        states in one search (wlan's chains are thousands of layers deep).
-        """
-        A = self.A
-        left = np.bincount(np.flatnonzero(pair_ok) // A, minlength=self.S)
-        hit = ~pair_ok  # (pairs outside pair_ok never count)
-        reached = base | (cand & (left == 0))
-        new = np.flatnonzero(reached)
-        for _ in range(LAYERS + self.pair.size // EDGES_PER_LAYER):
-            if not new.size:
-                return reached
-            pid = self.pair[self.edges_into(new)]
-            pid = _distinct(pid[~hit[pid]])
-            hit[pid] = True
-            states = pid // A
-            np.subtract.at(left, states, 1)  # (O(frontier), not O(S) as a bincount)
-            new = _distinct(states)
-            new = new[(left[new] == 0) & cand[new] & ~reached[new]]
-            reached[new] = True
-        return self._forced_by_searches(reached, cand, pair_ok)
-
-    def _forced_by_searches(self, base, cand, pair_ok):
-        """:meth:`_forced` by a chaotic iteration of its least fixed point: each round, a
-        state all of whose pairs but one already reach ``R`` needs only that one, so the
-        states with at most one pair left join by one backward search (csgraph) before the
-        pairs are counted again; a chain of such states takes one round, however long.
+        in all, a few NumPy calls per layer. A chain of single-action states takes a layer
+        per state (wlan's are thousands deep), where one backward search (csgraph) adds at
+        once every state with one pair left that reaches ``R`` through such states. So the
+        layers run in phases, each as long as a search costs about (``LAYERS`` plus one per
+        ``EDGES_PER_LAYER`` transitions at first), a search after each; the next phase is 4x
+        longer if its layers added more states than the search, 4x shorter otherwise.
         """
         S, A = self.S, self.A
-        src = self.src
         reached = base.copy()
+        budget = LAYERS + self.pair.size // EDGES_PER_LAYER
         while True:
-            hit = np.zeros(S * A, bool)
+            hit = ~pair_ok  # (pairs outside pair_ok never count)
             hit[self.pair[reached[self.succ]]] = True
-            open_pairs = pair_ok & ~hit
-            left = np.bincount(np.flatnonzero(open_pairs) // A, minlength=S)
-            todo = cand & ~reached
-            sources = np.flatnonzero(reached | (todo & (left == 0)))
-            single = todo & (left == 1)
-            new = self._reached(open_pairs[self.pair] & single[src], sources)
-            if np.array_equal(new, reached):
+            left = np.bincount(np.flatnonzero(~hit) // A, minlength=S)
+            new = np.flatnonzero(cand & ~reached & (left == 0))
+            reached[new] = True
+            start = np.count_nonzero(reached)
+            for _ in range(budget):
+                if not new.size:
+                    break
+                pid = self.pair[self.edges_into(new)]
+                pid = _distinct(pid[~hit[pid]])
+                hit[pid] = True
+                states = pid // A
+                np.subtract.at(left, states, 1)  # (O(frontier), not O(S) as a bincount)
+                new = _distinct(states)
+                new = new[(left[new] == 0) & cand[new] & ~reached[new]]
+                reached[new] = True
+            if not new.size:
                 return reached
-            reached = new
+            single = cand & ~reached & (left == 1)
+            layered = np.count_nonzero(reached)
+            reached = self._reached(~hit[self.pair] & single[self.src], np.flatnonzero(reached))
+            searched = np.count_nonzero(reached) - layered
+            budget = budget * 4 if layered - start >= searched else budget // 4
 
     def prob1e(self, target, through, pair_ok=None):
         """States with a scheduler reaching ``target`` with probability 1 while staying in
