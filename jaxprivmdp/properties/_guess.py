@@ -60,6 +60,12 @@ class _Quotient:
         self.e_col, self.e_row = self.col[succ], self.col[src]
         self.pair_ids = np.flatnonzero(self.pairs)
         self.pair_col = self.col[self.pair_ids // A]
+        # One usable pair per class (a DTMC): its one policy, nothing to improve or tie.
+        only = np.bincount(self.pair_col, minlength=self.n) == 1
+        self.only = None
+        if self.pair_ids.size == self.n and np.all(only):
+            self.only = np.empty(self.n, np.int64)
+            self.only[self.pair_col] = self.pair_ids
         # (its fill-bounded order reads the pattern alone: models of one support share it)
         solvers = {} if solvers is None else solvers
         if "solver" not in solvers:
@@ -205,6 +211,9 @@ def _policy_iteration(quo: _Quotient, sign: float, estimate):
     """Policy iteration from the greedy policy of ``estimate`` (if it is evaluated well:
     proper, not too slow) or the attractor: ``(x, w, choice)`` of the last policy evaluated
     well, or None."""
+    if quo.only is not None:
+        out = quo.evaluate(quo.only)
+        return None if out is None else (*out, quo.only)
     choice = None
     if estimate is not None:
         choice = _greedy(quo, estimate, sign)
@@ -230,6 +239,10 @@ def _tied_weight(quo: _Quotient, x, choice, sign, tol):
     iteration from ``choice``), or None if ``choice``'s cannot be solved: with it, ``x ± κ
     Y`` passes the check whichever tied pair ``B`` picks (a tie broken the other way has
     ``x + Σ p Y <= Y`` too)."""
+    if quo.only is not None:
+        solve = quo.system(choice)
+        y = None if solve is None else solve(x, "y")
+        return y if y is not None and np.all(np.isfinite(y)) else None
     q = quo.q(x)
     cls = quo.col[np.arange(quo.S * quo.A) // quo.A]
     gap = sign * (x[np.maximum(cls, 0)] - q)
