@@ -241,7 +241,7 @@ class Graph:
             layered = np.count_nonzero(reached)
             reached = self._reached(~hit[self.pair] & single[self.src], np.flatnonzero(reached))
             searched = np.count_nonzero(reached) - layered
-            budget = budget * 4 if layered - start >= searched else budget // 4
+            budget = max(budget, 1) * 4 if layered - start >= searched else budget // 4
 
     def prob1e(self, target, through, pair_ok=None):
         """States with a scheduler reaching ``target`` with probability 1 while staying in
