@@ -135,6 +135,9 @@ def test_finite_bounds_equal_lp_recursion(name, kind, request):
     assert int(b.iterations) == T and bool(b.converged)
 
 
+# The float64 tests (about 1 s each to compile in float64) run with the integration tier
+# (and CI's float64 pass runs this file): the unit tier has the same oracles in float32.
+@pytest.mark.integration
 def test_finite_bounds_float64():
     with jax.enable_x64(True):
         mdp = build_mdp(2, masked=True, dtype=np.float64)
@@ -195,6 +198,7 @@ def test_infinite_bounds_valid_without_convergence(infinite_mdp):
     assert np.all(np.asarray(loose.upper) <= high_star + 2 * 0.5 + 1e-5)
 
 
+@pytest.mark.integration  # see test_finite_bounds_float64
 def test_infinite_bounds_float64():
     with jax.enable_x64(True):
         mdp = build_mdp(3, horizon=None, masked=True, dtype=np.float64)

@@ -64,14 +64,16 @@ def _cases():
 
 
 @pytest.mark.parametrize("dtype, pair", list(_cases()))
-def test_slow_chain_within_the_oracle(dtype, pair, guess_at_once):
+def test_slow_chain_within_the_oracle(dtype, pair, guess_at_once, request):
     lo, up, labels = slow_chain()
     S = lo.shape[0]
     game = Game(lo, up, np.ones((S, 2), bool), np.zeros((S, 2)))
     want = oracle_reach(game, labels["goal"], np.zeros(S, bool), pair[:3], pair[3:])
     with jax.enable_x64(dtype == np.float64):
         m = jp.make_interval_mdp(lo, up, np.zeros((S, 2)), dtype=dtype)
-        for model in (m, jp.to_sparse(m, max_successors=4)):
+        # The unit case checks the dense model; the others its sparse twin too (1.5 s more).
+        unit = request.node.get_closest_marker("integration") is None
+        for model in (m,) if unit else (m, jp.to_sparse(m, max_successors=4)):
             res = jp.check(model, f'P{pair}=? [F "goal"]', labels=labels)
             assert bool(res.converged)
             lower, upper = np.asarray(res.lower, np.float64), np.asarray(res.upper, np.float64)
@@ -158,7 +160,9 @@ def test_kernel_in_blocks_of_states_equals_one_piece(K, monkeypatch):
             kernel.nature_choice(*args, jnp.asarray(v[0]), -1, jnp),
         )
 
-    whole = all_three()
+    # Eagerly, the one-piece kernel is about 100 single-operation compilations (5 s): the
+    # unit case compiles it as one program (a new function: STATE_BLOCK is read when traced).
+    whole = all_three() if K > 16 else jax.jit(lambda: all_three())()
     monkeypatch.setattr(kernel, "STATE_BLOCK", 5)
     for blocked in (jax.jit(all_three)(),) + ((all_three(),) if K > 16 else ()):
         for a, b in zip(

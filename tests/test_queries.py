@@ -2,6 +2,7 @@
 ``jp.load_variables`` (PRISM's .sta) and ``jp.load_properties`` (.props), against values
 computed by hand on a four-state game."""
 
+import dataclasses
 import re
 
 import jax
@@ -383,8 +384,11 @@ def test_property_model_takes_state_variables_as_check_does():
     s = np.arange(m.num_states)
     by_var = jp.property_model(m, "Pmax=? [F<=3 s=1]", variables={"s": s})
     by_label = jp.property_model(m, 'Pmax=? [F<=3 "g"]', labels={"g": s == 1})
-    key = jax.random.key(0)
-    a = jp.synthesize(key, by_var, jp.Dirichlet(50.0), support="nonzero")
-    b = jp.synthesize(key, by_label, jp.Dirichlet(50.0), support="nonzero")
+    # The same problem: the same transformed model (its structure and every array) and
+    # direction; only ``text``, the query as given, differs. Whatever synthesize computes
+    # from them is the same (compiling synthesize for this model costs 2-3 s).
+    assert by_var.text != by_label.text and by_var.minimize == by_label.minimize
+    a, b = (dataclasses.replace(p, text="") for p in (by_var, by_label))
+    assert jax.tree.structure(a) == jax.tree.structure(b)
     for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True):
         np.testing.assert_array_equal(x, y)

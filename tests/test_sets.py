@@ -323,6 +323,9 @@ def test_robust_lower_bound_never_below_the_private_policy(horizon, bound):
     np.testing.assert_array_equal(solo.policy, out.robust.policy)
 
 
+# 3.5 s, most of it compiling synthesize under vmap; the traced k's tables (the host
+# callback, under jit and vmap) stay in the unit tier in tests/test_beta.py.
+@pytest.mark.integration
 def test_bound_under_jit_and_vmap_over_k():
     """A traced k builds the tables through a host callback: same bounds as concrete k."""
     mdp = build_mdp(0)

@@ -1,6 +1,7 @@
 """Sparse models (successor lists): validation, conversion, and dense = sparse everywhere."""
 
 import dataclasses
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -160,6 +161,16 @@ def test_support_aware_is_tighter_and_default_is_the_papers():
     assert np.all(np.asarray(aware.lower) >= np.asarray(paper.lower) - 1e-5)
 
 
+@functools.partial(jax.jit, static_argnames=("width", "pairwise"))
+def support_aware_backup(rows, params, v_low, v_high, *, width, pairwise):
+    """The support-aware box and backup as one program (eagerly: about 60 compilations of
+    single operations). ``pairwise`` only keys the cache: the fill within rows is chosen
+    when traced, from ``PAIRWISE_MAX_SUCCESSORS`` as the caller patched it."""
+    del pairwise
+    box = row_box(rows, params, support_aware=True)
+    return robust_backup(rows, box, v_low, v_high, width=width, support_aware=True)
+
+
 @pytest.mark.parametrize("pairwise", [True, False])
 @pytest.mark.parametrize("alpha", [0.03, 0.2, 0.7, 1.5])
 def test_support_aware_greedy_equals_the_lp_on_the_support(alpha, pairwise, monkeypatch):
@@ -183,10 +194,8 @@ def test_support_aware_greedy_equals_the_lp_on_the_support(alpha, pairwise, monk
     rows = Rows(jnp.asarray(probs), jnp.asarray(idx))
     with jax.enable_x64(True):
         rows = Rows(jnp.asarray(probs, jnp.float64), jnp.asarray(idx, jnp.int32))
-        box = row_box(rows, paper_params(alpha, beta), support_aware=True)
-        low, high = robust_backup(
-            rows, box, jnp.asarray(v_low), jnp.asarray(v_high), width=n, support_aware=True
-        )
+        params, v = paper_params(alpha, beta), (jnp.asarray(v_low), jnp.asarray(v_high))
+        low, high = support_aware_backup(rows, params, *v, width=n, pairwise=pairwise)
     for r in range(5):
         keep = (idx[r, 0] >= 0) & (probs[r, 0] > 0)
         s = idx[r, 0][keep]
