@@ -91,6 +91,10 @@ def test_a_few_changed_rows_are_solved_through_the_last_factor(monkeypatch, shap
         assert solve is not None and solve.columns
         np.testing.assert_allclose(solve(b), exact, rtol=1e-11)
         np.testing.assert_allclose(solve(b[:, 0], "x"), exact[:, 0], rtol=1e-11)
+        # Back to the factored matrix through an updated solve: the factor's own solve.
+        back = solver.updated(solve, rows, cols, probs)
+        assert back is base
+        np.testing.assert_allclose(back(b), np.linalg.solve(dense(n, rows, cols, probs), b))
     assert solver.updated(base, rows, cols, probs) is base  # nothing changed
     many = np.unique(rows)[: solve_module.LOW_RANK + 1]
     more = probs * np.where(np.isin(rows, many), 0.5, 1.0)

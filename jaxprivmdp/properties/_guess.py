@@ -33,6 +33,8 @@ _MAX_STEPS = 1e12
 # A switch must gain more than the solves' noise (about 1e-13 relative), or policy
 # iteration cycles among tied policies; far below any tol, and the guess is verified anyway.
 _SWITCH = 1e-10
+# A policy's values may fall below 0 by this much relative to the largest (rounding).
+_NEGATIVE = 1e-12
 
 
 class _Quotient:
@@ -134,10 +136,9 @@ class _Quotient:
         row = chosen[self.e_pair]
         keep = row >= 0
         entries = (row[keep], self.e_col[keep], self.e_prob[keep])
-        base = None if self._last is None else self._last[1]
-        solve = None
-        if base is not None and getattr(base, "lu", None) is not None:
-            solve = self.solver.updated(base, *entries)
+        last = None if self._last is None else self._last[1]
+        direct = last is not None and (hasattr(last, "lu") or hasattr(last, "factored"))
+        solve = self.solver.updated(last, *entries) if direct else None
         if solve is None:
             solve = self.solver.factor(*entries)
         self._last = (key, solve)
@@ -159,9 +160,12 @@ class _Quotient:
         # float64 solve says little (and a nearly improper policy's values come out < 0).
         if not (np.all(np.isfinite(w)) and np.all(w >= 1 - 1e-9) and np.max(w) <= _MAX_STEPS):
             return None
-        if not (np.all(np.isfinite(x)) and np.all(x >= 0)):
+        # A value that is exactly 0 may come out a rounding below it (-4e-31 through a
+        # low-rank update of another policy's factor): clipped; a clearly negative one means
+        # a solve that went wrong.
+        if not (np.all(np.isfinite(x)) and np.all(x >= -_NEGATIVE * np.max(np.abs(x)))):
             return None
-        return x, w
+        return np.maximum(x, 0), w
 
 
 def _kept(mask, *arrays):

@@ -181,12 +181,14 @@ class PolicySolver:
 
     def updated(self, base, rows: np.ndarray, cols: np.ndarray, probs: np.ndarray):
         """:meth:`factor`'s solve for the policy with entries ``P[rows, cols] = probs``,
-        through the factor of ``base`` (a direct solve :meth:`factor` returned) where the
-        two matrices differ in at most ``LOW_RANK`` rows: ``A = A₀ + U Vᵀ`` (``U`` the unit
+        through the factor of ``base`` (a direct solve :meth:`factor` returned; an updated
+        one's ``factored`` is that) where the two matrices differ in at most ``LOW_RANK``
+        rows (``base`` itself where they are equal): ``A = A₀ + U Vᵀ`` (``U`` the unit
         columns of the changed rows, ``Vᵀ`` their change), so ``A⁻¹ b = y − Z C⁻¹ Vᵀ y``
         with ``y = A₀⁻¹ b``, ``Z = A₀⁻¹ U`` and ``C = I + Vᵀ Z`` (Sherman-Morrison-Woodbury),
         refined once against ``A`` itself. None where it does not apply (more rows, or an
         ill-conditioned ``C``: ``A`` may be singular): then factor."""
+        base = getattr(base, "factored", base)
         m = _system(self.n, self.pos[rows], self.pos[cols], probs, csc_matrix)
         change = (m - base.matrix).tocsr()
         change.eliminate_zeros()
@@ -213,7 +215,7 @@ class PolicySolver:
             return y - z @ np.linalg.solve(capacitance, v @ y)
 
         direct = self._refined(solve, m)
-        direct.lu, direct.matrix = base.lu, base.matrix  # (later updates: from that factor)
+        direct.factored = base  # (later updates: from that factor)
         return direct
 
     def _refined(self, solve, m):
