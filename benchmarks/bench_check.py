@@ -7,10 +7,13 @@ Storm through stormpy in this process. For each case, one after the other on thi
 
 - Storm: ``stormpy.build_model`` with ``build_full`` (every label and reward: the model
   ``jp.load_prism`` converts), then ``stormpy.model_checking`` with its default settings on
-  that model (the sparse engine), the value at the initial state.
+  that model (the sparse engine), the value at the initial state; the check's time is the
+  median of ``--repeat`` calls (default 3; Storm's first call on a small model carries a
+  fixed cost of 1–3 ms, kept as ``check_first_s``).
 - ours: ``jp.load_prism`` (Storm's build plus the conversion into a float64 ``SparseMDP``),
-  then ``jp.check`` twice on it: the first call compiles, the second runs compiled. Every
-  time is wall-clock with ``jax.block_until_ready``.
+  then ``jp.check`` on it: the first call compiles (``first_s``); ``second_s`` is the
+  median of ``--repeat`` calls after it (compiled). Every time is wall-clock with
+  ``jax.block_until_ready``.
 
 stormpy's default environment (``stormpy.environments.default(model)``) is *sound* for a
 float64 model (``force_soundness``), with Storm's topological solvers (``TOPOLOGICAL``
@@ -28,9 +31,13 @@ bytes an iteration touches (see ``benchmarks/RESULTS.md``, "Where check's time g
 ``--load`` times ``jp.load_prism`` against Storm's build alone (``--before REV``: also the
 conversion of a git revision), see :mod:`check_profile`.
 
+To time an older revision's library with this script: ``PYTHONPATH=DIR python
+benchmarks/bench_check.py --out OUT.json`` with ``DIR`` holding ``git archive REV
+jaxprivmdp`` unpacked.
+
 Run: ``python benchmarks/bench_check.py [--quick | --medium] [--only TEXT] [--out JSON]
-[--unsound] [--where TEXT] [--load [--before REV] [--rounds N]]``; default: the full set
-(10³–10⁶ states; 10–20 min on a 2-core VM). Writes ``benchmarks/results/bench_check.json``
+[--repeat N] [--unsound] [--where TEXT] [--load [--before REV] [--rounds N]]``; default: the
+full set (10³–10⁶ states; 5–10 min on a 2-core VM). Writes ``benchmarks/results/bench_check.json``
 (``bench_check_quick.json``, ``bench_check_load.json``, ``bench_check_where.json``, ...).
 """
 
@@ -100,8 +107,11 @@ def _timed(fn):
     return out, time.perf_counter() - t
 
 
-def storm_side(stormpy, path: Path, constants: str, prop: str, unsound: bool = False) -> dict:
-    """Storm's build (``build_full``) and check (default settings: sound) of one case."""
+def storm_side(
+    stormpy, path: Path, constants: str, prop: str, unsound: bool = False, repeat: int = 3
+) -> dict:
+    """Storm's build (``build_full``) and check (default settings: sound) of one case: the
+    check's median over ``repeat`` calls (its first call alone: ``check_first_s``)."""
     t = time.perf_counter()
     program = stormpy.parse_prism_program(str(path), prism_compatibility=True)
     if constants:
@@ -110,9 +120,11 @@ def storm_side(stormpy, path: Path, constants: str, prop: str, unsound: bool = F
     build = time.perf_counter() - t
     formula = stormpy.parse_properties(prop, program)[0]
     env = stormpy.Environment() if unsound else stormpy.environments.default(model)
-    t = time.perf_counter()
-    result = stormpy.model_checking(model, formula, environment=env)
-    check = time.perf_counter() - t
+    checks = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        result = stormpy.model_checking(model, formula, environment=env)
+        checks.append(time.perf_counter() - t)
     t = time.perf_counter()  # as Storm's command line asks: the initial states' values only
     stormpy.model_checking(model, formula, only_initial_states=True, environment=env)
     check_init = time.perf_counter() - t
@@ -122,14 +134,16 @@ def storm_side(stormpy, path: Path, constants: str, prop: str, unsound: bool = F
         "transitions": model.nr_transitions,
         "choices": model.nr_choices,
         "build_s": build,
-        "check_s": check,
+        "check_s": float(np.median(checks)),
+        "check_first_s": checks[0],
         "check_initial_only_s": check_init,
         "value": float(result.get_value(init)),
     }
 
 
-def our_side(path: Path, case: Case) -> dict:
-    """``jp.load_prism`` and two calls of ``jp.check`` (float64)."""
+def our_side(path: Path, case: Case, repeat: int = 3) -> dict:
+    """``jp.load_prism`` and ``jp.check`` (float64): its first call (compiling) and the
+    median of ``repeat`` calls after it (``second_s``)."""
     constants = family_source(case.family, case.constants)[1]
     built, load = _timed(
         lambda: jp.load_prism(
@@ -142,11 +156,13 @@ def our_side(path: Path, case: Case) -> dict:
         return jp.check(model, case.prop, labels=labels, reward_name=case.reward)
 
     first, first_s = _timed(run)
-    second, second_s = _timed(run)
+    calls = [_timed(run) for _ in range(repeat)]
+    second = calls[0][0]
     return {
         "load_s": load,
         "first_s": first_s,
-        "second_s": second_s,
+        "second_s": float(np.median([t for _, t in calls])),
+        "later_calls_s": [t for _, t in calls],
         "iterations": int(second.iterations),
         "converged": bool(second.converged),
         "value": float(second.value_at_initial),
@@ -155,12 +171,12 @@ def our_side(path: Path, case: Case) -> dict:
     }
 
 
-def run_case(stormpy, case: Case, folder: Path, unsound: bool) -> dict:
+def run_case(stormpy, case: Case, folder: Path, unsound: bool, repeat: int = 3) -> dict:
     text, constants = family_source(case.family, case.constants)
     path = folder / f"{case.family}.prism"
     path.write_text(text)
-    storm = storm_side(stormpy, path, constants, case.prop)
-    ours = our_side(path, case)
+    storm = storm_side(stormpy, path, constants, case.prop, repeat=repeat)
+    ours = our_side(path, case, repeat)
     ref = storm["value"]
     rel = (
         abs(ours["value"] - ref) / abs(ref)
@@ -255,6 +271,7 @@ def main(argv=None) -> None:
     ap.add_argument("--before", default=None, help="with --load: also this git revision's")
     ap.add_argument("--rounds", type=int, default=3, help="with --load: interleaved rounds")
     ap.add_argument("--out", default=None, help="JSON path (default: results/bench_check*.json)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed checks per side (median)")
     args = ap.parse_args(argv)
     import stormpy
 
@@ -281,7 +298,7 @@ def main(argv=None) -> None:
     )
     with tempfile.TemporaryDirectory() as folder:
         for case in cases:
-            rows.append(run_case(stormpy, case, Path(folder), args.unsound))
+            rows.append(run_case(stormpy, case, Path(folder), args.unsound, args.repeat))
             _write(path, which, argv, stormpy, rows)
             r = rows[-1]
             print(
