@@ -173,6 +173,7 @@ def _releases(dtype) -> np.ndarray:
     return np.unique(np.clip(np.concatenate(parts).astype(dtype), 0, 1))
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_intervals_are_the_documented_lookup_bit_for_bit(dtype):
     """Eagerly (one XLA op at a time) the same bits as the NumPy oracle. Under ``jit``

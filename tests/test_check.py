@@ -766,7 +766,7 @@ def test_graph_searches_match_layer_by_layer_references(monkeypatch, jumps):
 
     monkeypatch.setattr(_graph, "JUMPS", jumps)
     monkeypatch.setattr(_graph, "LAYERS", jumps)
-    for seed in range(60):
+    for seed in range(60 if jumps == 3 else 25):
         rng = np.random.default_rng(seed)
         S, A = int(rng.integers(2, 30)), int(rng.integers(1, 4))
         P = np.zeros((S, A, S))

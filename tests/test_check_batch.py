@@ -152,6 +152,7 @@ def _padded(model, k):
     return nxt, probs
 
 
+@pytest.mark.integration
 def test_a_batch_under_jit_is_refused():
     rng = np.random.default_rng(1)
     P, mask = layered(rng, S=12)
@@ -171,6 +172,7 @@ def test_check_all_refuses_a_batch():
         jp.check_all(releases(mdp, 2), 'P>=0.5 [F "goal"]', labels={"goal": goal})
 
 
+@pytest.mark.integration
 def test_a_batch_too_large_for_one_pass_is_split(monkeypatch, shared):
     """Padded rows over the memory budget: the batch goes in chunks, the same answers."""
     import jaxprivmdp.properties._topological as topological

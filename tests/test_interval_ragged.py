@@ -59,6 +59,7 @@ def transitions(model):
     return int((np.asarray(model.next_states) >= 0).sum())
 
 
+@pytest.mark.integration
 def test_conversions_round_trip_exactly_and_memory_is_linear():
     padded, _ = skewed(0)
     ragged = jp.to_ragged(padded)
@@ -80,6 +81,7 @@ def test_conversions_round_trip_exactly_and_memory_is_linear():
         assert np.all(np.diff(np.asarray(b.rows)) > 0)
 
 
+@pytest.mark.integration
 def test_point_models_become_ragged_interval_models_and_wrong_kinds_are_refused():
     point = jp.examples.leader_like(num_states=40, fanout=20, actions=2, restart=0.3)
     imdp = interval_of_point(point)

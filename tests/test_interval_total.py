@@ -129,6 +129,7 @@ def chain(p_lo, p_hi, reward=1.0):
     return lo, up, np.array([[reward], [0.0]])
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("sparse", [False, True])
 def test_geometric_total(dtype, sparse):

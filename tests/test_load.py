@@ -41,6 +41,7 @@ def write(tmp_path, **files):
     return tmp_path / "model.tra"
 
 
+@pytest.mark.integration
 def test_prism_with_state_rewards_and_labels(tmp_path):
     path = write(tmp_path, model_tra=TRA, model_srew=SREW, model_lab=LAB)
     m = jp.load_mdp(path, horizon=3)
@@ -96,6 +97,7 @@ def test_prism_reward_file_for_another_model(tmp_path):
         jp.load_mdp(path, rewards=bad, horizon=2)
 
 
+@pytest.mark.integration
 def test_npz_dense_and_sparse(tmp_path):
     g = jp.examples.gridworld(3, 4, horizon=5, discount=1.0)
     sparse = tmp_path / "grid.npz"

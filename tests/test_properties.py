@@ -180,6 +180,7 @@ def scale_of(*arrays):
 # --------------------------------------------------------------------------- 1. greedy = LP
 
 
+@pytest.mark.integration
 @settings(PROFILE)
 @given(inner_problems())
 def test_greedy_equals_lp(problem):

@@ -164,6 +164,7 @@ def _write_storm(path, mdp):
     )
 
 
+@pytest.mark.integration
 def test_loader_chooses_ragged_for_skewed_rows(tmp_path):
     mdp = jp.examples.leader_like(400, 128)
     tra = tmp_path / "leader.tra"

@@ -8,10 +8,12 @@ import re
 from pathlib import Path
 
 import jax
+import pytest
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
+@pytest.mark.integration
 def test_readme_python_blocks_run(capsys):
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
     assert len(blocks) >= 1

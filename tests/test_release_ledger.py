@@ -13,6 +13,7 @@ from jaxprivmdp.privacy import Accountant, Adjacency, Release
 LABELS = {"goal": np.array([False, True, False])}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("suffix", [".drn", ".tra", ".npz"])
 @pytest.mark.parametrize("layout", ["dense", "sparse"])
 def test_save_mdp_writes_the_metadata_beside_the_model(tmp_path, suffix, layout):

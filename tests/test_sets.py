@@ -154,6 +154,7 @@ def test_kernel_matches_the_lp_on_every_set(bound, aware):
             assert float(high[idx]) == pytest.approx(want_high, abs=2e-5)
 
 
+@pytest.mark.integration
 def test_sparse_rows_use_the_outside_bound():
     """A sparse row over the whole simplex: unlisted states get [0, U(0)] (dense equality)."""
     rng = np.random.default_rng(5)
@@ -383,6 +384,7 @@ def test_a_set_that_is_not_an_object_is_a_clear_error(fn):
             jp.cost_of_privacy(mdp, np.zeros((4, 5), np.int32), jp.Dirichlet(1.0), None)
 
 
+@pytest.mark.integration
 def test_bound_under_jit_over_the_model():
     """A traced model is counted from its shapes (an upper bound): here the same count."""
     mdp = build_mdp(0)

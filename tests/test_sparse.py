@@ -205,6 +205,7 @@ def test_support_aware_greedy_equals_the_lp_on_the_support(alpha, pairwise, monk
         assert float(high[r, 0]) == pytest.approx(want, abs=1e-7)
 
 
+@pytest.mark.integration
 def test_mechanism_on_a_sparse_model_keeps_the_support():
     _, sparse = pair(5, masked=True)
     out = jp.synthesize(KEY, sparse, jp.Dirichlet(3.0, sampler="fast"))

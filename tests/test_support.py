@@ -100,6 +100,7 @@ def test_sparse_support_keeps_listed_zero_entries_of_a_release():
         jp.make_sparse_mdp(idx, P, R, horizon=2, support=P > 0.5)
 
 
+@pytest.mark.integration
 def test_conversions_keep_the_support():
     P, R = _chain()
     p_bar = np.array(P)

@@ -54,6 +54,7 @@ def check_policy(dense, mdp, full, stages, got, tol):
     "kind",
     ["dense", *(pytest.param(k, marks=pytest.mark.integration) for k in ("sparse", "ragged"))],
 )
+@pytest.mark.integration
 def test_stage_true_values_are_rows_of_the_true_evaluation(kind):
     dense, all_kinds = models()
     mdp = all_kinds[kind]
@@ -125,6 +126,7 @@ def _until(P, policy, target, fail):
     return v
 
 
+@pytest.mark.integration
 def test_a_min_property_in_its_own_scale():
     """``Pmin=? [F<=T "goal"]``: the true values are probabilities (negated back), in both
     paths, the robust policy's too."""
