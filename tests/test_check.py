@@ -719,6 +719,18 @@ def test_against_storm(tmp_path):
             np.testing.assert_allclose(got[fin], want[fin], rtol=2e-6, atol=1e-9, err_msg=prop)
 
 
+def _chains_or_random(rng, S, A, chains):
+    """`[S, A, S]` rows of 1 to 3 successors: near the state (chains, cycles) or anywhere."""
+    P = np.zeros((S, A, S))
+    for s in range(S):
+        for a in range(A):
+            k = int(rng.integers(1, min(S, 3) + 1))
+            near = np.clip(s + rng.integers(-2, 3, k), 0, S - 1)
+            succ = near if chains else rng.choice(S, k, replace=False)
+            P[s, a, succ] += rng.dirichlet(np.ones(k))
+    return P / P.sum(axis=-1, keepdims=True)
+
+
 def _layered_exists(E, ok, target, through):
     """Reference ``Graph.reach_exists``: one layer at a time, each added state's lowest
     action with a successor in the layer before."""
@@ -769,14 +781,7 @@ def test_graph_searches_match_layer_by_layer_references(monkeypatch, jumps):
     for seed in range(60 if jumps == 3 else 25):
         rng = np.random.default_rng(seed)
         S, A = int(rng.integers(2, 30)), int(rng.integers(1, 4))
-        P = np.zeros((S, A, S))
-        for s in range(S):
-            for a in range(A):
-                k = int(rng.integers(1, min(S, 3) + 1))
-                near = np.clip(s + rng.integers(-2, 3, k), 0, S - 1)  # chains, cycles
-                succ = near if seed % 2 else rng.choice(S, k, replace=False)
-                P[s, a, succ] += rng.dirichlet(np.ones(k))
-        P /= P.sum(axis=-1, keepdims=True)
+        P = _chains_or_random(rng, S, A, chains=seed % 2)
         mask = rng.uniform(size=(S, A)) < 0.6
         mask[np.arange(S), rng.integers(0, A, S)] = True
         g = Graph(jp.make_mdp(P, np.zeros((S, A)), action_mask=mask))
@@ -811,14 +816,7 @@ def test_dtmc_precomputation_matches_the_mdp_searches(minimize):
     for seed in range(40):
         rng = np.random.default_rng(seed)
         S, A = int(rng.integers(2, 40)), int(rng.integers(1, 3))
-        P = np.zeros((S, A, S))
-        for s in range(S):
-            for a in range(A):
-                k = int(rng.integers(1, min(S, 3) + 1))
-                near = np.clip(s + rng.integers(-2, 3, k), 0, S - 1)
-                succ = near if seed % 2 else rng.choice(S, k, replace=False)
-                P[s, a, succ] += rng.dirichlet(np.ones(k))
-        P /= P.sum(axis=-1, keepdims=True)
+        P = _chains_or_random(rng, S, A, chains=seed % 2)
         mask = np.zeros((S, A), bool)
         mask[np.arange(S), rng.integers(0, A, S)] = True
         g = Graph(jp.make_mdp(P, np.zeros((S, A)), action_mask=mask))
