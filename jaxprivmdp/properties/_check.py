@@ -78,14 +78,11 @@ from ._parse import Property, parse_property, property_error
 from ._precision import (
     DEFAULT_TOL,
     as_float64,
-    host_answer,
     outward,
-    relative_width,
-    summarize,
     tracing,
     working_tol,
 )
-from ._result import CheckResult, result, stacked
+from ._result import CheckResult, host_result, stacked, traced_result
 from ._unbounded import solve_unbounded_probability, solve_unbounded_reward
 
 DEFAULT_MAX_ITERATIONS = 100_000
@@ -163,14 +160,8 @@ def check(
     """
     if isinstance(mdp, INTERVAL_MODELS):
         _check_flag("step_policy", step_policy)
-        prop_ = parse_property(prop)
         limits = _iteration_limits(tol, max_iterations)
-        check_reward_structure(prop_, reward_name)
-        bound = step_bound(prop_, mdp, horizon)
-        total = prop_.path == "C" and bound is None
-        if prop_.kind == "R" and (prop_.path == "F" or total) and is_concrete(mdp.rewards):
-            _check_nonnegative_rewards(prop_, mdp)
-        return check_interval(mdp, prop_, labels, variables, bound, limits)
+        return _check_interval_model(mdp, prop, labels, variables, reward_name, horizon, limits)
     batch = _batch_models(mdp)
     mdp = check_model(batch[0] if batch else mdp)
     step_policy = _check_flag("step_policy", step_policy)
@@ -203,38 +194,41 @@ def check(
         )
     xp = np if concrete else jnp
     sat = functools.partial(satisfying, prop_.text, labels=lab, xp=xp)
-    dtype = np.dtype(mdp.rewards.dtype)
+    limits = (tol, max_iterations, step_policy)
     if not (concrete and is_concrete(mdp)) or tracing():  # traced: the model's dtype
-        out = _solve(prop_, mdp, sat, bound, (tol, max_iterations, step_policy), jnp)
-        return _traced_answer(mdp, out)
+        return traced_result(mdp, _solve(prop_, mdp, sat, bound, limits, jnp))
+    return _host_check(prop_, mdp, batch, sat, bound, limits, unbounded)
+
+
+def _check_interval_model(mdp, prop: str, labels, variables, reward_name, horizon, limits):
+    """:func:`check` of an interval model (``limits``: ``(tol, max_iterations)``)."""
+    prop_ = parse_property(prop)
+    check_reward_structure(prop_, reward_name)
+    bound = step_bound(prop_, mdp, horizon)
+    total = prop_.path == "C" and bound is None
+    if prop_.kind == "R" and (prop_.path == "F" or total) and is_concrete(mdp.rewards):
+        _check_nonnegative_rewards(prop_, mdp)
+    return check_interval(mdp, prop_, labels, variables, bound, limits)
+
+
+def _host_check(prop_: Property, mdp: Model, batch, sat, bound, limits, unbounded: bool):
+    """:func:`check` of a concrete model (or ``batch``, its models) on the host in float64,
+    the answer narrowed to the model's dtype (``limits``: ``(tol, max_iterations,
+    step_policy)``)."""
+    tol, max_iterations, step_policy = limits
+    dtype = np.dtype(mdp.rewards.dtype)
     with jax.enable_x64(True):
         wides = [as_float64(m) for m in batch] if batch else None
         wide = wides[0] if batch else as_float64(mdp)
-        limits = (working_tol(tol, dtype), max_iterations, step_policy)
-        out = _solve(prop_, wide, sat, bound, limits, np, wides)
+        wide_limits = (working_tol(tol, dtype), max_iterations, step_policy)
+        out = _solve(prop_, wide, sat, bound, wide_limits, np, wides)
         lower, upper = (np.asarray(x) for x in out[:2])
         policy = jnp.asarray(out[2], jnp.int32)  # no host round trip: it may be `[k, S]`
+    answer_tol = tol if unbounded else None
     if batch:
         parts = zip(lower, upper, policy, out[3], out[4], strict=True)
-        return stacked([_answer(mdp, part, dtype, tol if unbounded else None) for part in parts])
-    return _answer(mdp, (lower, upper, policy, out[3], out[4]), dtype, tol if unbounded else None)
-
-
-def _traced_answer(mdp: Model, out) -> CheckResult:
-    """``(lower, upper, policy, iterations, converged)`` computed in the model's dtype
-    (traced, under ``jax.jit``) as a CheckResult."""
-    lower, upper, policy, it, conv = out
-    values, error = summarize(lower, upper, jnp.asarray(conv), jnp)
-    precision = relative_width(lower, upper, jnp)
-    return result(mdp, (values, error, policy, it, conv, lower, upper, precision))
-
-
-def _answer(mdp: Model, out, dtype, tol) -> CheckResult:
-    """The host's float64 ``(lower, upper, policy, iterations, converged)`` narrowed to
-    ``dtype`` (:func:`host_answer`) as a CheckResult."""
-    lower, upper, policy, it, conv = out
-    lower, upper, values, error, precision, conv = host_answer(lower, upper, dtype, bool(conv), tol)
-    return result(mdp, (values, error, policy, it, conv, lower, upper, precision))
+        return stacked([host_result(mdp, part, dtype, answer_tol) for part in parts])
+    return host_result(mdp, (lower, upper, policy, out[3], out[4]), dtype, answer_tol)
 
 
 def _batch_models(mdp) -> list | None:

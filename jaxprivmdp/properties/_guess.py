@@ -137,7 +137,7 @@ class _Quotient:
         keep = row >= 0
         entries = (row[keep], self.e_col[keep], self.e_prob[keep])
         last = None if self._last is None else self._last[1]
-        direct = last is not None and (hasattr(last, "lu") or hasattr(last, "factored"))
+        direct = getattr(last, "columns", False)  # (an LU's solve, not a Krylov one)
         solve = self.solver.updated(last, *entries) if direct else None
         if solve is None:
             solve = self.solver.factor(*entries)

@@ -35,8 +35,8 @@ from ._interval_iteration import Problem, backward, q_values, run, widening
 from ._interval_total import total_reward
 from ._labels import check_labels, satisfying
 from ._parse import Property, property_error
-from ._precision import host_answer, outward, relative_width, summarize, tracing, working_tol
-from ._result import result
+from ._precision import outward, tracing, working_tol
+from ._result import host_result, traced_result
 
 
 def quantifiers(prop_: Property, imdp: IntervalMDP) -> tuple[str, str]:
@@ -88,9 +88,7 @@ def check_interval(imdp: IntervalMDP, prop_: Property, labels, variables, bound,
     opts = (policy_opt, nature_opt)
     if traced:
         lower, upper, policy, it = _solve(prop_, imdp, sat, bound, opts, (tol, max_iterations))
-        values, error = summarize(lower, upper, jnp.asarray(True), jnp)
-        out = (values, error, policy, it, True, lower, upper, relative_width(lower, upper, jnp))
-        return result(imdp, out)
+        return traced_result(imdp, (lower, upper, policy, it, True))
     with jax.enable_x64(True):
         wide = _float64(imdp)
         limits = (working_tol(tol, dtype), max_iterations)
@@ -98,11 +96,9 @@ def check_interval(imdp: IntervalMDP, prop_: Property, labels, variables, bound,
     lower, upper = np.asarray(lower), np.asarray(upper)
     if prop_.kind == "P":  # a probability: rounding never takes a bound outside [0, 1]
         lower, upper = np.clip(lower, 0, 1), np.clip(upper, 0, 1)
-    lower, upper, values, error, precision, conv = host_answer(
-        lower, upper, dtype, bool(conv), tol if unbounded else None
-    )
     policy = jnp.asarray(policy, jnp.int32)
-    return result(imdp, (values, error, policy, it, conv, lower, upper, precision))
+    out = (lower, upper, policy, it, conv)
+    return host_result(imdp, out, dtype, tol if unbounded else None)
 
 
 def nature_choice(imdp: IntervalMDP, values, *, nature: str) -> jax.Array:

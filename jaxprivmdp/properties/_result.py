@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 
 from ..models.core import Model
+from ._precision import host_answer, relative_width, summarize
 
 
 class CheckResult(NamedTuple):
@@ -77,3 +78,20 @@ def result(mdp: Model, out) -> CheckResult:
 def stacked(results: list[CheckResult]) -> CheckResult:
     """Results of one property on a batch, stacked along a leading axis."""
     return CheckResult(*(jnp.stack(field) for field in zip(*results, strict=True)))
+
+
+def traced_result(mdp: Model, out) -> CheckResult:
+    """``(lower, upper, policy, iterations, converged)`` computed in the model's dtype
+    (traced, under ``jax.jit``) as a CheckResult."""
+    lower, upper, policy, it, conv = out
+    values, error = summarize(lower, upper, jnp.asarray(conv), jnp)
+    precision = relative_width(lower, upper, jnp)
+    return result(mdp, (values, error, policy, it, conv, lower, upper, precision))
+
+
+def host_result(mdp: Model, out, dtype, tol) -> CheckResult:
+    """The host's float64 ``(lower, upper, policy, iterations, converged)`` narrowed to
+    ``dtype`` (:func:`host_answer`; ``tol``: see there) as a CheckResult."""
+    lower, upper, policy, it, conv = out
+    lower, upper, values, error, precision, conv = host_answer(lower, upper, dtype, bool(conv), tol)
+    return result(mdp, (values, error, policy, it, conv, lower, upper, precision))
