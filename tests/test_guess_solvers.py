@@ -10,6 +10,7 @@ import itertools
 import numpy as np
 import pytest
 
+import jaxprivmdp.properties._guess as guess_module
 import jaxprivmdp.properties._solve as solve_module
 import jaxprivmdp.properties._unbounded as unbounded
 from jaxprivmdp.models import make_mdp
@@ -176,14 +177,23 @@ def contains(res, exact):
     assert float(res.precision) <= 1e-6
 
 
-@pytest.mark.parametrize("solver", ["small", "ordered", "refactored", "krylov"])
+def no_policy_iteration(*args):
+    raise AssertionError("policy iteration ran: the compiled pass should have settled it")
+
+
+@pytest.mark.parametrize("solver", ["swept", "small", "ordered", "refactored", "krylov"])
 @pytest.mark.parametrize("prop", ["Pmax", "Pmin", "Rmax", "Rmin"])
 def test_check_with_each_solver_contains_the_optimum(monkeypatch, solver, prop):
     """The guess alone (the passes over the components made to do nothing) gives bounds
-    that contain every policy's optimum, by SuperLU's LU, the LU in the solver's order
-    (with updates through the last factor, or a new factor for every policy), or forced
-    onto GMRES."""
+    that contain every policy's optimum, by the compiled pass over the components (policy
+    iteration made to fail the test), or by policy iteration (the pass off) through
+    SuperLU's LU, the LU in the solver's order (with updates through the last factor, or a
+    new factor for every policy), or forced onto GMRES."""
     monkeypatch.setattr(unbounded.Topological, "run", idle)
+    if solver == "swept":
+        monkeypatch.setattr(guess_module, "_policy_iteration", no_policy_iteration)
+    else:
+        monkeypatch.setattr(guess_module, "SWEEP", False)
     if solver in ("ordered", "refactored"):
         monkeypatch.setattr(solve_module, "SMALL", 0)
     if solver == "refactored":
@@ -219,4 +229,59 @@ def test_values_over_many_orders_of_magnitude_are_verified_at_once(monkeypatch):
     res = check(mdp, 'P=? [F "goal"]', labels={"goal": np.arange(S) == k})
     exact = np.r_[0.5 * 0.125 ** np.arange(k - 1, -1, -1), 1, 0]
     contains(res, exact)
+    assert bool(res.converged) and int(res.iterations) == 0
+
+
+def chain_mdp(rng, n=7, A=2, back=False):
+    """`n` states in a row (then goal, fail): each pair steps 1 or 2 ahead or stays (a
+    self-loop: the pass's closed form), with ``back`` also one state back (loops: its
+    Gauss-Seidel sweeps), and always 0.2 to goal or fail (every policy proper)."""
+    S = n + 2
+    P = np.zeros((S, A, S))
+    for s in range(n):
+        for a in range(A):
+            succ = [t for t in (s - 1, s, s + 1, s + 2)[0 if back else 1 :] if 0 <= t < n]
+            P[s, a, succ] += rng.dirichlet(np.ones(len(succ))) * 0.8
+            P[s, a, S - 2], P[s, a, S - 1] = rng.dirichlet(np.ones(2)) * 0.2
+    P[S - 2, :, S - 2] = P[S - 1, :, S - 1] = 1
+    R = rng.uniform(0.5, 2, (S, A))
+    R[S - 2 :] = 0
+    return P, R
+
+
+@pytest.mark.parametrize("back", [False, True])
+@pytest.mark.parametrize("prop", ["Pmax", "Pmin", "Rmax", "Rmin"])
+def test_the_compiled_pass_settles_chains_and_loops_alone(monkeypatch, back, prop):
+    """Chains with self-loops (single-state components: the closed form) and with steps
+    back (one component: the sweeps), 5 seeds: the pass alone (policy iteration made to
+    fail the test) gives bounds that contain the optimum over every policy (NumPy)."""
+    monkeypatch.setattr(unbounded.Topological, "run", idle)
+    monkeypatch.setattr(guess_module, "_policy_iteration", no_policy_iteration)
+    for seed in range(5):
+        P, R = chain_mdp(np.random.default_rng(seed), back=back)
+        S = P.shape[0]
+        labels = {"goal": np.arange(S) == S - 2, "end": np.arange(S) >= S - 2}
+        res = check(make_mdp(P, R), f'{prop}=? [F "{"goal" if prop[0] == "P" else "end"}"]',
+                    labels=labels)  # fmt: skip
+        contains(res, optimum(P, R, prop[1:], prop[0] == "R"))
+        assert bool(res.converged) and int(res.iterations) == 0
+
+
+def test_a_slowly_mixing_component_is_left_to_policy_iteration(monkeypatch):
+    """A 601-state symmetric walk mixes too slowly for the sweeps' budget: the pass gives
+    up (no candidate), policy iteration's guess settles it, and the bounds contain the
+    gambler's-ruin value ``i / 600``."""
+    monkeypatch.setattr(unbounded.Topological, "run", idle)
+    passes = []
+    solve = guess_module.Ordered.solve
+    monkeypatch.setattr(guess_module.Ordered, "solve", lambda *a: passes.append(solve(*a)))
+    S = 601
+    P = np.zeros((S, 1, S))
+    P[np.arange(1, S - 1), 0, np.arange(0, S - 2)] = 0.5
+    P[np.arange(1, S - 1), 0, np.arange(2, S)] = 0.5
+    P[[0, S - 1], 0, [0, S - 1]] = 1
+    res = check(make_mdp(P, np.zeros((S, 1))), 'P=? [F "right"]',
+                labels={"right": np.arange(S) == S - 1})  # fmt: skip
+    assert passes == [None]
+    contains(res, np.arange(S) / (S - 1))
     assert bool(res.converged) and int(res.iterations) == 0

@@ -27,6 +27,7 @@ import numpy as np
 
 from ._graph import Graph, _distinct
 from ._solve import PolicySolver
+from ._sweep_guess import Ordered
 
 _MAX_POLICY_ROUNDS = 32
 _MAX_STEPS = 1e12
@@ -35,6 +36,9 @@ _MAX_STEPS = 1e12
 _SWITCH = 1e-10
 # A policy's values may fall below 0 by this much relative to the largest (rounding).
 _NEGATIVE = 1e-12
+# The compiled pass over the components (:mod:`._sweep_guess`) is tried before policy
+# iteration (tests turn it off to reach policy iteration's paths).
+SWEEP = True
 
 
 class _Quotient:
@@ -58,6 +62,9 @@ class _Quotient:
         self.inflow = np.asarray(rewards, np.float64).reshape(-1) + np.bincount(
             pair[~inner], weights=prob[~inner] * self.fixed_value[succ[~inner]], minlength=S * A
         )
+        # The classes with a pair that leaves the unknowns (where their values come from).
+        self.leaves = np.zeros(self.n, bool)
+        self.leaves[self.col[src[~inner]]] = True
         self.e_pair, succ, self.e_prob, src = _kept(inner, pair, succ, prob, src)
         self.e_col, self.e_row = self.col[succ], self.col[src]
         self.pair_ids = np.flatnonzero(self.pairs)
@@ -68,12 +75,16 @@ class _Quotient:
         if self.pair_ids.size == self.n and np.all(only):
             self.only = np.empty(self.n, np.int64)
             self.only[self.pair_col] = self.pair_ids
-        # (its fill-bounded order reads the pattern alone: models of one support share it)
-        solvers = {} if solvers is None else solvers
-        if "solver" not in solvers:
-            solvers["solver"] = PolicySolver(self.n, self.e_row, self.e_col)
-        self.solver = solvers["solver"]
+        self._solvers = {} if solvers is None else solvers
         self._last = None
+
+    @property
+    def solver(self) -> PolicySolver:
+        """The policies' linear solver, made on first use (the swept guess needs none; its
+        fill-bounded order reads the pattern alone: models of one support share it)."""
+        if "solver" not in self._solvers:
+            self._solvers["solver"] = PolicySolver(self.n, self.e_row, self.e_col)
+        return self._solvers["solver"]
 
     def q(self, x: np.ndarray) -> np.ndarray:
         """`[S*A]` ``r + Σ p v`` of the usable pairs (``x``: the unknowns' values)."""
@@ -247,11 +258,7 @@ def _tied_weight(quo: _Quotient, x, choice, sign, tol):
         solve = quo.system(choice)
         y = None if solve is None else solve(x, "y")
         return y if y is not None and np.all(np.isfinite(y)) else None
-    q = quo.q(x)
-    cls = quo.col[np.arange(quo.S * quo.A) // quo.A]
-    gap = sign * (x[np.maximum(cls, 0)] - q)
-    tied = quo.pairs & (gap <= tol / 4 * np.abs(q))
-    reward = np.where(cls >= 0, x[np.maximum(cls, 0)], 0)
+    tied, reward = _ties(quo, x, sign, tol)
     y = None
     for _ in range(_MAX_POLICY_ROUNDS):
         solve = quo.system(choice)
@@ -259,11 +266,55 @@ def _tied_weight(quo: _Quotient, x, choice, sign, tol):
         if new_y is None or not np.all(np.isfinite(new_y)):
             return y
         y = new_y
-        qy = reward + np.bincount(quo.e_pair, weights=quo.e_prob * y[quo.e_col], minlength=q.size)
+        inner = quo.e_prob * y[quo.e_col]
+        qy = reward + np.bincount(quo.e_pair, weights=inner, minlength=tied.size)
         choice = _improve(quo, choice, qy, 1.0, tied)
         if choice is None:
             return y
     return y
+
+
+def _ties(quo: _Quotient, x, sign, tol):
+    """``(tied, reward)``: `[S*A]` the usable pairs within ``tol / 4`` (relative) of the
+    optimum for the values ``x``, and each pair's class's value (the reward of ``y``)."""
+    q = quo.q(x)
+    cls = quo.col[np.arange(quo.S * quo.A) // quo.A]
+    reward = np.where(cls >= 0, x[np.maximum(cls, 0)], 0)
+    tied = quo.pairs & (sign * (reward - q) <= tol / 4 * np.abs(q))
+    return tied, reward
+
+
+def _swept(quo: _Quotient, sign, tol):
+    """``(x, y)`` from one compiled pass over the components in order
+    (:mod:`jaxprivmdp.properties._sweep_guess`), or None where it gives up."""
+    if not SWEEP:
+        return None
+    order = Ordered(quo)
+    x = order.solve(quo.inflow, quo.pairs, sign)
+    if x is None or np.any(x <= 0):
+        return None
+    tied, reward = _ties(quo, x, sign, tol)
+    y = order.solve(reward, tied, 1.0)
+    return None if y is None else (x, y)
+
+
+def _verified(quo: _Quotient, x, y, sign, tol, margin):
+    """``(lower, upper)``: ``x ∓ κ y`` on all `[S]` states where the backups verify it,
+    each None where not (or where ``x``, ``y`` are unfit to build them)."""
+    if np.any(x <= 0) or not np.all(y >= x * (1 - 1e-9)):
+        return None, None
+    kappa = tol / 2 / float(np.max(y / x))
+
+    def full(v):
+        return np.where(quo.maybe, v[np.maximum(quo.col, 0)], quo.fixed_value)
+
+    def backup(v):
+        return quo.best(quo.q(v), sign)
+
+    up, lo = x + kappa * y, x - kappa * y
+    up_ok = bool(np.all(backup(up) * (1 + margin) <= up))
+    lo_ok = bool(np.all(lo >= 0) and np.all(backup(lo) * (1 - margin) >= lo))
+    return (full(lo) if lo_ok else None), (full(up) if up_ok else None)
 
 
 def guess_bounds(g: Graph, pre, minimize, tol, margin, estimate=None, solvers=None):
@@ -286,22 +337,16 @@ def guess_bounds(g: Graph, pre, minimize, tol, margin, estimate=None, solvers=No
     sign = -1.0 if minimize else 1.0
     if quo.n == 0 or quo.pair_ids.size == 0:
         return None, None
+    swept = _swept(quo, sign, tol)
+    first = (None, None) if swept is None else _verified(quo, *swept, sign, tol, margin)
+    if first[0] is not None and first[1] is not None:
+        return first
     out = _policy_iteration(quo, sign, estimate)
     if out is None or np.any(out[0] <= 0):
-        return None, None
+        return first
     x, _, choice = out
     y = _tied_weight(quo, x, choice, sign, tol)
-    if y is None or not np.all(y >= x * (1 - 1e-9)):
-        return None, None
-    kappa = tol / 2 / float(np.max(y / x))
-
-    def full(v):
-        return np.where(maybe, v[np.maximum(quo.col, 0)], quo.fixed_value)
-
-    def backup(v):
-        return quo.best(quo.q(v), sign)
-
-    up, lo = x + kappa * y, x - kappa * y
-    up_ok = bool(np.all(backup(up) * (1 + margin) <= up))
-    lo_ok = bool(np.all(lo >= 0) and np.all(backup(lo) * (1 - margin) >= lo))
-    return (full(lo) if lo_ok else None), (full(up) if up_ok else None)
+    if y is None:
+        return first
+    lo, up = _verified(quo, x, y, sign, tol, margin)
+    return (first[0] if lo is None else lo), (first[1] if up is None else up)
