@@ -79,6 +79,13 @@ class _Quotient:
         self._last = None
 
     @property
+    def ordered(self) -> Ordered:
+        """The pattern's order for the compiled pass (shared, as ``solver``)."""
+        if "ordered" not in self._solvers:
+            self._solvers["ordered"] = Ordered(self)
+        return self._solvers["ordered"]
+
+    @property
     def solver(self) -> PolicySolver:
         """The policies' linear solver, made on first use (the swept guess needs none; its
         fill-bounded order reads the pattern alone: models of one support share it)."""
@@ -289,12 +296,12 @@ def _swept(quo: _Quotient, sign, tol):
     (:mod:`jaxprivmdp.properties._sweep_guess`), or None where it gives up."""
     if not SWEEP:
         return None
-    order = Ordered(quo)
-    x = order.solve(quo.inflow, quo.pairs, sign)
+    order = quo.ordered
+    x = order.solve(quo.e_prob, quo.inflow, quo.pairs, sign)
     if x is None or np.any(x <= 0):
         return None
     tied, reward = _ties(quo, x, sign, tol)
-    y = order.solve(reward, tied, 1.0)
+    y = order.solve(quo.e_prob, reward, tied, 1.0)
     return None if y is None else (x, y)
 
 

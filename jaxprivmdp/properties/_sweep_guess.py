@@ -107,7 +107,8 @@ def _kernel():
 
 class Ordered:
     """The quotient's classes by component, successors first, and its pairs by class, in
-    the arrays the kernel reads (built once per guess, used for ``x`` and ``y``)."""
+    the arrays the kernel reads: its pattern alone (built once per guess, used for ``x``
+    and ``y``, and shared by the releases of a batch, which share the pattern)."""
 
     def __init__(self, quo):
         rank = _blocks(quo.n, quo.e_row, quo.e_col)
@@ -118,18 +119,19 @@ class Ordered:
         self.cls_ptr = _pointers(quo.pair_col, quo.n)
         self.pair_ptr = _pointers(quo.e_pair, quo.S * quo.A)
         self.e_col = quo.e_col.astype(np.int64)
-        self.e_prob = np.ascontiguousarray(quo.e_prob, np.float64)
         self.budget = BUDGET * (self.e_col.size + quo.n) + FLOOR
         self.n = quo.n
 
-    def solve(self, inflow: np.ndarray, ok: np.ndarray, sign: float) -> np.ndarray | None:
-        """`[n]` the optimum (``sign``) of ``inflow + Σ p x`` over the pairs where ``ok``,
-        component by component, or None where the pass gives up."""
+    def solve(self, prob, inflow, ok, sign: float) -> np.ndarray | None:
+        """`[n]` the optimum (``sign``) of ``inflow + Σ prob x`` over the pairs where
+        ``ok``, component by component, or None where the pass gives up (``prob``: the
+        quotient's edge probabilities; ``inflow``, ``ok``: `[S*A]`)."""
         x = np.zeros(self.n)
+        prob = np.ascontiguousarray(prob, np.float64)
         inflow = np.ascontiguousarray(inflow, np.float64)
         done = _kernel()(
             self.comp_ptr, self.members, self.cls_ptr, self.cls_pairs, ok, self.pair_ptr,
-            self.e_col, self.e_prob, inflow, float(sign), self.budget, x,
+            self.e_col, prob, inflow, float(sign), self.budget, x,
         )  # fmt: skip
         return x if done else None
 
