@@ -70,7 +70,7 @@ import numpy as np
 from .._checks import check_count, check_int, check_range, is_concrete
 from ..models.core import INTERVAL_MODELS, Model, check_model
 from ._batch import batch_probability, batch_reward, is_batch, same_support, unstack
-from ._graph import Graph
+from ._host_form import graph_of, host_model
 from ._interval_check import check_interval
 from ._iteration import solve_bounded
 from ._labels import check_labels, satisfying
@@ -219,7 +219,7 @@ def _host_check(prop_: Property, mdp: Model, batch, sat, bound, limits, unbounde
     dtype = np.dtype(mdp.rewards.dtype)
     with jax.enable_x64(True):
         wides = [as_float64(m) for m in batch] if batch else None
-        wide = wides[0] if batch else as_float64(mdp)
+        wide = wides[0] if batch else host_model(mdp)
         wide_limits = (working_tol(tol, dtype), max_iterations, step_policy)
         out = _solve(prop_, wide, sat, bound, wide_limits, np, wides)
         lower, upper = (np.asarray(x) for x in out[:2])
@@ -261,7 +261,7 @@ def _solve(prop_: Property, mdp: Model, sat, bound, limits, xp, batch=None):
     if prop_.kind == "R" and prop_.path == "F":
         _check_nonnegative_rewards(prop_, mdp)
         solve = batch_reward if batch else solve_unbounded_reward
-        return solve(Graph(mdp), batch or mdp, np.asarray(right), minimize, tol, max_iterations)
+        return solve(graph_of(mdp), batch or mdp, np.asarray(right), minimize, tol, max_iterations)
     if prop_.kind == "R":  # C<=k
         zeros = np.zeros(mdp.num_states, dtype)
         no_fixed = np.zeros(mdp.num_states, bool)
@@ -373,7 +373,7 @@ def _probability(mdp: Model, path, left, right, bound, minimize, limits, xp):
     elif bound is None:  # unbounded: F, U or G without a step bound
         solve = batch_probability if batch else solve_unbounded_probability
         target, avoid = np.asarray(target), np.asarray(avoid)
-        out = solve(Graph(mdp), batch or mdp, target, avoid, minimize, tol, max_iterations)
+        out = solve(graph_of(mdp), batch or mdp, target, avoid, minimize, tol, max_iterations)
     else:
         fixed = target | avoid
         init = target.astype(dtype)

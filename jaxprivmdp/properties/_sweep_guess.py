@@ -34,7 +34,7 @@ import functools
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import dijkstra
+from scipy.sparse.csgraph import breadth_first_order
 
 from ._solve import _blocks
 
@@ -137,20 +137,23 @@ class Ordered:
 
 
 def _to_exits(quo, rank: np.ndarray) -> np.ndarray:
-    """`[n]` each class's fewest steps to a class with an edge out of its component (to
-    an earlier component or a fixed state): Gauss-Seidel visits a component's classes in
-    this order, so that a chain's values travel its whole length in one sweep (the other
-    way round, one class a sweep)."""
+    """`[n]` each class's position in a breadth-first search backward from the classes with
+    an edge out of their component (to an earlier component or a fixed state): Gauss-Seidel
+    visits a component's classes in this order, so that a chain's values travel its whole
+    length in one sweep (the other way round, one class a sweep)."""
+    n = quo.n
     cross = rank[quo.e_row] != rank[quo.e_col]
     exits = quo.leaves.copy()
     exits[quo.e_row[cross]] = True
-    back = csr_matrix(
-        (np.ones(quo.e_col.size, np.int8), (quo.e_col, quo.e_row)), shape=(quo.n, quo.n)
-    )
     sources = np.flatnonzero(exits)
-    if sources.size == 0:
-        return np.zeros(quo.n)
-    return dijkstra(back, indices=sources, unweighted=True, min_only=True)
+    # One search from an extra node `n` with an edge to every exit.
+    rows = np.concatenate([quo.e_col, np.full(sources.size, n)])
+    cols = np.concatenate([quo.e_row, sources])
+    back = csr_matrix((np.ones(rows.size, np.int8), (rows, cols)), shape=(n + 1, n + 1))
+    seen = breadth_first_order(back, n, directed=True, return_predecessors=False)
+    position = np.full(n + 1, n + 1, np.int64)
+    position[seen] = np.arange(seen.size)
+    return position[:n]
 
 
 def _pointers(keys: np.ndarray, n: int) -> np.ndarray:
