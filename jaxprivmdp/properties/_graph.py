@@ -8,8 +8,9 @@ times (the starting upper bound of expected rewards).
 
 Why the precomputation runs on the host: it is a handful of graph searches (attractors,
 strongly connected components), each a worklist over the transitions in O(transitions)
-whose shape depends on the data; written in NumPy/SciPy it is exact (no rounding: only which
-probabilities are positive matters) and runs once per property, while the numerical part, the
+whose shape depends on the data; written in NumPy/SciPy and compiled loops (Numba) it is
+exact (no rounding: only which probabilities are positive matters) and runs once per
+property, while the numerical part, the
 iteration that dominates the cost, runs jit-compiled on the device
 (:mod:`jaxprivmdp.properties._iteration`).
 """
@@ -18,19 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import breadth_first_order, connected_components, dijkstra
+from scipy.sparse.csgraph import connected_components
 
 from ..models.core import Model, RaggedMDP, transition_lists, transition_rows
-
-# An attractor's first phase of layers before a search: LAYERS plus one per EDGES_PER_LAYER
-# transitions, about what a search costs (a layer: a few NumPy calls on its frontier, some
-# 30 µs; a search: a pass over every edge, but a whole chain of single-action states).
-LAYERS = 4
-EDGES_PER_LAYER = 2000
-# Rounds of pointer jumping (trees up to 2**JUMPS layers deep) before a search's distances
-# come from scipy's shortest paths instead (faster on deep trees: a 40,000-state chain 1 ms
-# against 8; slower on shallow ones: 300,000 states 22 layers deep 147 ms against 85).
-JUMPS = 5
+from ._kernels import attractor, backward_search
 
 
 def _distinct(x: np.ndarray) -> np.ndarray:
@@ -67,9 +59,9 @@ class Graph:
 
     Pairs ``(s, a)`` are numbered ``s * A + a``; edges are listed by pair (``np.nonzero``'s
     order; a ragged model's lists come sorted by row), which searches rely on (a state's
-    first edge in a selection is its lowest pair). Reachability runs as one breadth-first
-    search of ``scipy.sparse.csgraph`` (O(transitions), in C) rather than a NumPy round
-    per layer: the chains of models such as brp have thousands of layers.
+    first edge in a selection is its lowest pair). Reachability and attractors run as one
+    compiled pass over the edges by successor each (:mod:`jaxprivmdp.properties._kernels`):
+    the chains of models such as brp have thousands of layers, a NumPy round each.
     """
 
     def __init__(self, mdp: Model):
@@ -110,62 +102,11 @@ class Graph:
         bad[self.pair[~inside[self.succ]]] = True
         return self.allowed & ~bad
 
-    def _reverse(self, edges: np.ndarray, sources: np.ndarray) -> csr_matrix:
-        """The graph ``succ -> src`` of the edges in ``edges`` (`[E]` bool), plus a root node
-        ``S`` with an edge to each of ``sources`` (one breadth-first search from the root
-        then searches from all of them at once). Built as CSR from the edges' order by
-        successor (no COO conversion: on small models its checks cost more than the
-        search); a row may repeat a column (two pairs of one state), which the search skips
-        like any visited node."""
-        S = self.S
-        sel = np.flatnonzero(edges)
-        if 8 * sel.size < edges.size:  # a few edges: sort them (else: the order by successor)
-            sel = sel[np.argsort(self.succ[sel], kind="stable")]
-        else:
-            sel = self.by_succ[edges[self.by_succ]]  # (by successor, then by pair in both)
-        ptr = np.empty(S + 2, np.int64)
-        ptr[0] = 0
-        np.cumsum(np.bincount(self.succ[sel], minlength=S), out=ptr[1 : S + 1])
-        ptr[S + 1] = ptr[S] + sources.size
-        cols = np.concatenate([self.src[sel], sources])
-        index = np.int32 if ptr[-1] < 2**31 - 1 and S < 2**31 - 2 else np.int64
-        data = (np.ones(cols.size), cols.astype(index), ptr.astype(index))
-        return csr_matrix(data, shape=(S + 1, S + 1))
-
-    def _reached(self, edges: np.ndarray, sources: np.ndarray) -> np.ndarray:
-        """`[S]` bool: the states that reach ``sources`` along ``edges`` (`[E]` bool,
-        ``sources`` included), by one breadth-first search."""
-        order = breadth_first_order(
-            self._reverse(edges, sources), self.S, directed=True, return_predecessors=False
-        )
-        out = np.zeros(self.S + 1, bool)
-        out[order] = True
-        return out[: self.S]
-
-    def _layers(self, edges: np.ndarray, sources: np.ndarray):
+    def _layers(self, edges: np.ndarray, sources: np.ndarray) -> np.ndarray:
         """Breadth-first search backward along ``edges`` (`[E]` bool) from ``sources``: `[S]`
         each state's distance (0 on ``sources``, -1 where not reached)."""
-        S = self.S
-        graph = self._reverse(edges, sources)
-        order, pred = breadth_first_order(graph, S, directed=True, return_predecessors=True)
-        # Distances by pointer jumping over the search tree: O(S log depth), no loop over
-        # the layers; a deep tree (the chains of brp: thousands of layers) by scipy's
-        # unweighted shortest paths instead, O(transitions) in C.
-        up = np.where(pred >= 0, pred, S)
-        up[S] = S
-        dist = np.where(pred >= 0, 1, 0).astype(np.int64)
-        for _ in range(JUMPS):
-            if not np.any(up[order] != S):
-                break
-            dist = dist + dist[up]
-            up = up[up]
-        else:
-            if np.any(up[order] != S):
-                dist = np.zeros(S + 1, np.int64)
-                dist[order] = dijkstra(graph, indices=S, unweighted=True)[order]
-        out = np.full(S, -1, np.int64)
-        out[order[1:]] = dist[order[1:]] - 1
-        return out
+        edges, sources = np.ascontiguousarray(edges, bool), np.asarray(sources, np.int64)
+        return backward_search(self.succ_ptr, self.by_succ, self.src, edges, sources)
 
     def reach_exists(self, target, through, pair_ok):
         """Least ``R ⊇ target`` with every ``s ∈ through`` that has a pair in ``pair_ok``
@@ -193,7 +134,7 @@ class Graph:
         """The set :meth:`reach_exists` returns, without witnesses (one search, no
         distances)."""
         use = pair_ok[self.pair] & through[self.src] & ~target[self.src]
-        return self._reached(use, np.flatnonzero(target))
+        return self._layers(use, np.flatnonzero(target)) >= 0
 
     def reach_all(self, target, through):
         """Least ``R ⊇ target`` with every ``s ∈ through`` all of whose allowed pairs have a
@@ -203,46 +144,10 @@ class Graph:
 
     def _forced(self, base, cand, pair_ok):
         """Least ``R ⊇ base`` with every ``s ∈ cand`` all of whose pairs in ``pair_ok``
-        have a successor in ``R``.
-
-        The classic attractor, a layer at a time: each state counts its pairs not yet hit;
-        a layer's states hit the pairs with an edge into them (found through the edges by
-        successor), and the states whose count reaches 0 form the next layer: O(transitions)
-        in all, a few NumPy calls per layer. A chain of single-action states takes a layer
-        per state (wlan's are thousands deep), where one backward search (csgraph) adds at
-        once every state with one pair left that reaches ``R`` through such states. So the
-        layers run in phases, each as long as a search costs about (``LAYERS`` plus one per
-        ``EDGES_PER_LAYER`` transitions at first), a search after each; the next phase is 4x
-        longer if its layers added more states than the search, 4x shorter otherwise.
-        """
-        S, A = self.S, self.A
-        reached = base.copy()
-        budget = LAYERS + self.pair.size // EDGES_PER_LAYER
-        while True:
-            hit = ~pair_ok  # (pairs outside pair_ok never count)
-            hit[self.pair[reached[self.succ]]] = True
-            left = np.bincount(np.flatnonzero(~hit) // A, minlength=S)
-            new = np.flatnonzero(cand & ~reached & (left == 0))
-            reached[new] = True
-            start = np.count_nonzero(reached)
-            for _ in range(budget):
-                if not new.size:
-                    break
-                pid = self.pair[self.edges_into(new)]
-                pid = _distinct(pid[~hit[pid]])
-                hit[pid] = True
-                states = pid // A
-                np.subtract.at(left, states, 1)  # (O(frontier), not O(S) as a bincount)
-                new = _distinct(states)
-                new = new[(left[new] == 0) & cand[new] & ~reached[new]]
-                reached[new] = True
-            if not new.size:
-                return reached
-            single = cand & ~reached & (left == 1)
-            layered = np.count_nonzero(reached)
-            reached = self._reached(~hit[self.pair] & single[self.src], np.flatnonzero(reached))
-            searched = np.count_nonzero(reached) - layered
-            budget = max(budget, 1) * 4 if layered - start >= searched else budget // 4
+        have a successor in ``R``: the classic attractor, each state counting its pairs
+        not yet hit (:func:`~jaxprivmdp.properties._kernels.attractor`, O(transitions))."""
+        pair_ok, base, cand = (np.ascontiguousarray(x, bool) for x in (pair_ok, base, cand))
+        return attractor(self.succ_ptr, self.by_succ, self.pair, self.A, pair_ok, base, cand)
 
     def prob1e(self, target, through, pair_ok=None):
         """States with a scheduler reaching ``target`` with probability 1 while staying in

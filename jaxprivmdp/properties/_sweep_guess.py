@@ -30,79 +30,17 @@ into Numba's on-disk cache.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order
 
+from ._kernels import sweep_pass
 from ._solve import _blocks
 
-# Gauss-Seidel sweeps of one component stop when no value moved by more than this (relative):
-# near the sums' rounding (moves of a few units in the last place go on, not shrinking).
-SETTLED = 64 * float(np.finfo(np.float64).eps)
 # The pass gives up (no candidate) after this many times the quotient's edges of work, plus
 # FLOOR edge visits (some 0.2 ms: a small model's component may take a few hundred sweeps).
 BUDGET = 16
 FLOOR = 100_000
-
-
-@functools.cache
-def _kernel():
-    """The compiled pass (Numba imported and the kernel compiled on first use)."""
-    import numba
-
-    @numba.njit(cache=True, nogil=True)
-    def pass_(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_prob, inflow, sign,
-              budget, x):  # fmt: skip
-        """Fills ``x`` component by component; returns False where it gives up."""
-        work = 0
-        for c in range(comp_ptr.size - 1):
-            lo, hi = comp_ptr[c], comp_ptr[c + 1]
-            single = hi - lo == 1
-            last, sweeps = np.inf, 0
-            while True:
-                moved = 0.0  # the largest relative move of this sweep
-                for i in range(lo, hi):
-                    k = members[i]
-                    best, found = 0.0, False
-                    for j in range(cls_ptr[k], cls_ptr[k + 1]):
-                        p = cls_pairs[j]
-                        if not ok[p]:
-                            continue
-                        acc, stay = inflow[p], 0.0
-                        for e in range(pair_ptr[p], pair_ptr[p + 1]):
-                            if single and e_col[e] == k:
-                                stay += e_prob[e]
-                            else:
-                                acc += e_prob[e] * x[e_col[e]]
-                        work += pair_ptr[p + 1] - pair_ptr[p] + 1
-                        if stay >= 1.0:
-                            return False  # a pair that never leaves: no closed form
-                        value = acc / (1.0 - stay)
-                        if not found or sign * value > sign * best:
-                            best, found = value, True
-                    if not found or not np.isfinite(best):
-                        return False
-                    if best != x[k]:
-                        moved = max(moved, abs(best - x[k]) / abs(best))
-                    x[k] = best
-                sweeps += 1
-                if single or moved <= SETTLED:
-                    break
-                # Geometric convergence at the last sweep's rate: give up early where the
-                # sweeps it needs would exceed what is left of the budget.
-                rate = moved / last
-                last = moved
-                if work > budget or (
-                    sweeps >= 3
-                    and (rate >= 1 or np.log(SETTLED / moved) / np.log(rate) * (work / sweeps)
-                         > budget - work)
-                ):  # fmt: skip
-                    return False
-        return True
-
-    return pass_
 
 
 class Ordered:
@@ -129,7 +67,7 @@ class Ordered:
         x = np.zeros(self.n)
         prob = np.ascontiguousarray(prob, np.float64)
         inflow = np.ascontiguousarray(inflow, np.float64)
-        done = _kernel()(
+        done = sweep_pass(
             self.comp_ptr, self.members, self.cls_ptr, self.cls_pairs, ok, self.pair_ptr,
             self.e_col, prob, inflow, float(sign), self.budget, x,
         )  # fmt: skip

@@ -1,0 +1,144 @@
+"""The host's compiled loops (Numba): the searches of :class:`~jaxprivmdp.properties._graph.Graph`
+and the pass of :mod:`jaxprivmdp.properties._sweep_guess`.
+
+Why Numba: each is a worklist or a sequential pass, state by state, whose next step depends on
+the last (a breadth-first search's frontier, an attractor's counters, a component's values
+read by the next component). NumPy can only run them a layer at a time, a few whole-array
+calls per layer (a chain of wlan or brp is thousands of layers deep), and ``scipy.sparse.csgraph``'s
+searches need a CSR graph built for each (some 65 µs on a 10³-state model, a pass over
+every edge on a large one) and do not count (no attractor) or optimize (no pass). Compiled,
+each is one pass over the edges it touches. The functions compile on their first call in a
+fresh environment (about a second each) into Numba's on-disk cache (``cache=True``), which
+later processes load.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# Gauss-Seidel sweeps of one component stop when no value moved by more than this (relative):
+# near the sums' rounding (moves of a few units in the last place go on, not shrinking).
+SETTLED = 64 * float(np.finfo(np.float64).eps)
+
+
+@numba.njit(cache=True, nogil=True)
+def sweep_pass(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_prob, inflow,
+               sign, budget, x):  # fmt: skip
+    """The pass of :class:`~jaxprivmdp.properties._sweep_guess.Ordered`: fills ``x``
+    (`[n]`) component by component, successors first (``comp_ptr`` into ``members``): the
+    optimum (``sign``) over each class's pairs (``cls_ptr`` into ``cls_pairs``) where ``ok``
+    of ``inflow + Σ e_prob x[e_col]`` (the pair's edges: ``pair_ptr``); a single class in
+    closed form, a larger component by Gauss-Seidel sweeps within ``budget`` edge visits
+    in all. Returns False where it gives up (``x`` then partial)."""
+    work = 0
+    for c in range(comp_ptr.size - 1):
+        lo, hi = comp_ptr[c], comp_ptr[c + 1]
+        single = hi - lo == 1
+        last, sweeps = np.inf, 0
+        while True:
+            moved = 0.0  # the largest relative move of this sweep
+            for i in range(lo, hi):
+                k = members[i]
+                best, found = 0.0, False
+                for j in range(cls_ptr[k], cls_ptr[k + 1]):
+                    p = cls_pairs[j]
+                    if not ok[p]:
+                        continue
+                    acc, stay = inflow[p], 0.0
+                    for e in range(pair_ptr[p], pair_ptr[p + 1]):
+                        if single and e_col[e] == k:
+                            stay += e_prob[e]
+                        else:
+                            acc += e_prob[e] * x[e_col[e]]
+                    work += pair_ptr[p + 1] - pair_ptr[p] + 1
+                    if stay >= 1.0:
+                        return False  # a pair that never leaves: no closed form
+                    value = acc / (1.0 - stay)
+                    if not found or sign * value > sign * best:
+                        best, found = value, True
+                if not found or not np.isfinite(best):
+                    return False
+                if best != x[k]:
+                    moved = max(moved, abs(best - x[k]) / abs(best))
+                x[k] = best
+            sweeps += 1
+            if single or moved <= SETTLED:
+                break
+            # Geometric convergence at the last sweep's rate: give up early where the
+            # sweeps it needs would exceed what is left of the budget.
+            rate = moved / last
+            last = moved
+            if work > budget or (
+                sweeps >= 3
+                and (rate >= 1 or np.log(SETTLED / moved) / np.log(rate) * (work / sweeps)
+                     > budget - work)
+            ):  # fmt: skip
+                return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def backward_search(succ_ptr, by_succ, src, edges, sources):  # fmt: skip
+    """`[S]` each state's distance to ``sources`` (0 there, -1 where not reached) along the
+    edges where ``edges`` (`[E]` bool), breadth first, backward: ``by_succ`` lists the edges
+    by successor (``succ_ptr``: each state's slice), ``src`` each edge's state."""
+    S = succ_ptr.size - 1
+    dist = np.full(S, -1, np.int64)
+    queue = np.empty(S, np.int64)
+    tail = 0
+    for s in sources:
+        if dist[s] < 0:
+            dist[s] = 0
+            queue[tail] = s
+            tail += 1
+    head = 0
+    while head < tail:
+        t = queue[head]
+        head += 1
+        for k in range(succ_ptr[t], succ_ptr[t + 1]):
+            e = by_succ[k]
+            if edges[e] and dist[src[e]] < 0:
+                dist[src[e]] = dist[t] + 1
+                queue[tail] = src[e]
+                tail += 1
+    return dist
+
+
+@numba.njit(cache=True, nogil=True)
+def attractor(succ_ptr, by_succ, pair, A, pair_ok, base, cand):  # fmt: skip
+    """`[S]` bool: the least ``R ⊇ base`` with every state of ``cand`` all of whose pairs
+    in ``pair_ok`` (`[S*A]`) have an edge into ``R`` (``pair``: each edge's pair): each
+    state counts its pairs not yet hit; a state added to ``R`` hits the pairs of the edges
+    into it, and a state of ``cand`` whose count reaches 0 is added."""
+    S = succ_ptr.size - 1
+    left = np.zeros(S, np.int64)
+    for p in range(pair_ok.size):
+        if pair_ok[p]:
+            left[p // A] += 1
+    reached = base.copy()
+    queue = np.empty(S, np.int64)
+    tail = 0
+    for s in range(S):
+        if not reached[s] and cand[s] and left[s] == 0:
+            reached[s] = True
+        if reached[s]:
+            queue[tail] = s
+            tail += 1
+    hit = np.zeros(pair_ok.size, np.bool_)
+    head = 0
+    while head < tail:
+        t = queue[head]
+        head += 1
+        for k in range(succ_ptr[t], succ_ptr[t + 1]):
+            p = pair[by_succ[k]]
+            if not pair_ok[p] or hit[p]:
+                continue
+            hit[p] = True
+            s = p // A
+            left[s] -= 1
+            if left[s] == 0 and cand[s] and not reached[s]:
+                reached[s] = True
+                queue[tail] = s
+                tail += 1
+    return reached
