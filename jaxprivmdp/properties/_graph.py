@@ -102,39 +102,23 @@ class Graph:
         bad[self.pair[~inside[self.succ]]] = True
         return self.allowed & ~bad
 
-    def _layers(self, edges: np.ndarray, sources: np.ndarray) -> np.ndarray:
-        """Breadth-first search backward along ``edges`` (`[E]` bool) from ``sources``: `[S]`
-        each state's distance (0 on ``sources``, -1 where not reached)."""
-        edges, sources = np.ascontiguousarray(edges, bool), np.asarray(sources, np.int64)
-        return backward_search(self.succ_ptr, self.by_succ, self.src, edges, sources)
+    def _search(self, target, through, pair_ok):
+        """:func:`~jaxprivmdp.properties._kernels.backward_search` from ``target``."""
+        flags = (np.ascontiguousarray(x, bool) for x in (pair_ok, through, target))
+        return backward_search(self.succ_ptr, self.by_succ, self.src, self.pair, *flags)
 
     def reach_exists(self, target, through, pair_ok):
         """Least ``R ⊇ target`` with every ``s ∈ through`` that has a pair in ``pair_ok``
         with a successor in ``R``. Returns ``R`` and each added state's witness action (the
         lowest pair with a successor one layer closer to ``target``; -1 elsewhere)."""
-        A = self.A
-        src = self.src
-        use = pair_ok[self.pair] & through[src] & ~target[src]
-        dist = self._layers(use, np.flatnonzero(target))
-        edges = np.flatnonzero(use)
+        dist, lowest = self._search(target, through, pair_ok)
         reached = dist >= 0
-        witness = np.full(self.S, -1, np.int32)
-        s, t = src[edges], self.succ[edges]
-        step = edges[(dist[t] >= 0) & (dist[s] == dist[t] + 1)]
-        lowest = np.full(self.S, self.S * A, np.int64)
-        first = self.src[step]  # edges are listed by pair: a state's first is its lowest
-        keep = np.ones(first.size, bool)
-        keep[1:] = first[1:] != first[:-1]
-        lowest[first[keep]] = self.pair[step[keep]]
-        added = reached & ~target
-        witness[added] = (lowest[added] % A).astype(np.int32)
+        witness = np.where(reached & ~target, lowest % self.A, -1).astype(np.int32)
         return reached, witness
 
     def reach(self, target, through, pair_ok):
-        """The set :meth:`reach_exists` returns, without witnesses (one search, no
-        distances)."""
-        use = pair_ok[self.pair] & through[self.src] & ~target[self.src]
-        return self._layers(use, np.flatnonzero(target)) >= 0
+        """The set :meth:`reach_exists` returns."""
+        return self._search(target, through, pair_ok)[0] >= 0
 
     def reach_all(self, target, through):
         """Least ``R ⊇ target`` with every ``s ∈ through`` all of whose allowed pairs have a

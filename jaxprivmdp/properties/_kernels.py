@@ -79,16 +79,19 @@ def sweep_pass(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_pro
 
 
 @numba.njit(cache=True, nogil=True)
-def backward_search(succ_ptr, by_succ, src, edges, sources):  # fmt: skip
-    """`[S]` each state's distance to ``sources`` (0 there, -1 where not reached) along the
-    edges where ``edges`` (`[E]` bool), breadth first, backward: ``by_succ`` lists the edges
-    by successor (``succ_ptr``: each state's slice), ``src`` each edge's state."""
+def backward_search(succ_ptr, by_succ, src, pair, pair_ok, through, target):  # fmt: skip
+    """Breadth first, backward from ``target`` (`[S]` bool) along the edges of pairs in
+    ``pair_ok`` (`[S*A]`) from states in ``through`` and not in ``target`` (``by_succ``:
+    the edges by successor, ``succ_ptr`` each state's slice; ``src``, ``pair``: each edge's
+    state and pair). Returns `[S]` each state's distance (0 on ``target``, -1 where not
+    reached) and `[S]` its lowest pair with an edge one step closer (-1 where none)."""
     S = succ_ptr.size - 1
     dist = np.full(S, -1, np.int64)
+    lowest = np.full(S, -1, np.int64)
     queue = np.empty(S, np.int64)
     tail = 0
-    for s in sources:
-        if dist[s] < 0:
+    for s in range(S):
+        if target[s]:
             dist[s] = 0
             queue[tail] = s
             tail += 1
@@ -98,11 +101,17 @@ def backward_search(succ_ptr, by_succ, src, edges, sources):  # fmt: skip
         head += 1
         for k in range(succ_ptr[t], succ_ptr[t + 1]):
             e = by_succ[k]
-            if edges[e] and dist[src[e]] < 0:
-                dist[src[e]] = dist[t] + 1
-                queue[tail] = src[e]
+            s, p = src[e], pair[e]
+            if target[s] or not through[s] or not pair_ok[p]:
+                continue
+            if dist[s] < 0:
+                dist[s] = dist[t] + 1
+                lowest[s] = p
+                queue[tail] = s
                 tail += 1
-    return dist
+            elif dist[s] == dist[t] + 1 and p < lowest[s]:
+                lowest[s] = p
+    return dist, lowest
 
 
 @numba.njit(cache=True, nogil=True)
