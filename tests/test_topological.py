@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from test_check_precision import build, contains, in_mode
 
+import jaxprivmdp.properties._guess as guess_module
 import jaxprivmdp.properties._topological as topological
 import jaxprivmdp.properties._unbounded as unbounded
 from jaxprivmdp.properties import check
@@ -159,12 +160,21 @@ def test_a_capped_pass_keeps_the_bounds_honest(monkeypatch):
     contains(res, exact)
 
 
-@pytest.mark.parametrize("guess_first", [False, True])
-def test_a_model_with_one_long_row_is_iterated_unpadded(monkeypatch, guess_first):
+def never(*args):
+    raise AssertionError("the device iteration ran: the compiled pass should have settled it")
+
+
+@pytest.mark.parametrize("first", ["swept", "iterations", "guess"])
+def test_a_model_with_one_long_row_is_iterated_unpadded(monkeypatch, first):
     """One state reaching all others: padding every row to its length would cost 100×
-    the transitions, so the check iterates the model's own layout (``fits`` False), after
-    its warm-up iterations or (a model with many transitions) after a guess first."""
-    if guess_first:
+    the transitions, so the check iterates the model's own layout (``fits`` False): not at
+    all where the compiled pass's guess settles it first, else (the pass off) after its
+    warm-up iterations or (a model with many transitions) after a guess first."""
+    if first == "swept":
+        monkeypatch.setattr(unbounded, "_device_iteration", never)
+    else:
+        monkeypatch.setattr(guess_module, "SWEEP", False)
+    if first == "guess":
         monkeypatch.setattr(unbounded, "GUESS_FIRST_ABOVE", 0)
     rng = np.random.default_rng(9)
     S = 120
@@ -182,7 +192,7 @@ def test_a_model_with_one_long_row_is_iterated_unpadded(monkeypatch, guess_first
         mdp = build(P, np.zeros((S, 1)), sparse="ragged", x64=True)
         assert not topological.fits(Graph(mdp))
         res = check(mdp, 'P=? [F "goal"]', labels={"goal": goal})
-    assert bool(res.converged)
+    assert bool(res.converged) and (int(res.iterations) == 0) == (first != "iterations")
     contains(res, exact)
 
 

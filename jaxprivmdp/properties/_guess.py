@@ -324,7 +324,9 @@ def _verified(quo: _Quotient, x, y, sign, tol, margin):
     return (full(lo) if lo_ok else None), (full(up) if up_ok else None)
 
 
-def guess_bounds(g: Graph, pre, minimize, tol, margin, estimate=None, solvers=None):
+def guess_bounds(
+    g: Graph, pre, minimize, tol, margin, estimate=None, solvers=None, *, swept_only=False
+):
     """Verified starting bounds ``(lower, upper)`` (`[S]` float64, each None if its candidate
     failed) for :func:`~jaxprivmdp.properties._iteration.interval_iteration`, whose width
     meets ``tol / 2`` (relative) where the guess was exact to float64's precision.
@@ -332,7 +334,9 @@ def guess_bounds(g: Graph, pre, minimize, tol, margin, estimate=None, solvers=No
     ``pre``: the precomputation (``rewards``, ``usable``, ``group``, ``maybe``,
     ``fixed_value``); ``estimate``: `[S]` values to start policy iteration from (greedy), or
     None (the attractor); ``solvers``: a dict shared by the calls for models of one support
-    and precomputation (the releases of a batch), which keeps their linear solver's order."""
+    and precomputation (the releases of a batch), which keeps their linear solver's order and
+    the compiled pass's; ``swept_only``: the compiled pass's candidate alone (no policy
+    iteration: where iterations are cheaper than its factors)."""
     rewards, usable, group, maybe, fixed_value = (
         pre.rewards,
         pre.usable,
@@ -346,7 +350,7 @@ def guess_bounds(g: Graph, pre, minimize, tol, margin, estimate=None, solvers=No
         return None, None
     swept = _swept(quo, sign, tol)
     first = (None, None) if swept is None else _verified(quo, *swept, sign, tol, margin)
-    if first[0] is not None and first[1] is not None:
+    if swept_only or (first[0] is not None and first[1] is not None):
         return first
     out = _policy_iteration(quo, sign, estimate)
     if out is None or np.any(out[0] <= 0):

@@ -92,8 +92,6 @@ def iterate(g, mdp, pre: Precomputed, minimize, tol, max_iterations):
         lo, up, it, conv = (x[0] for x in out)
         it, conv, has_upper = int(it), bool(conv), True
     else:  # (no finite starting bound, or rows too uneven to pad)
-        if upper is None and pre.visit is not None:
-            pre = pre._replace(upper=upper_bound(g, pre.visit))
         lo, up, it, conv, has_upper = _jacobi(g, mdp, pre, minimize, tol, max_iterations, widths)
     if not has_upper:
         up = np.where(maybe, np.inf, up)
@@ -125,11 +123,13 @@ def margins(mdp, g) -> tuple[float, float]:
     return margin, max(margin, host)
 
 
-def tightened(g, pre, minimize, tol, margin, lo, up, has_upper, solvers=None):
+def tightened(g, pre, minimize, tol, margin, lo, up, has_upper, solvers=None, *, swept_only=False):
     """``(lower, upper, has_upper, verified)``: the bounds tightened by :func:`guess_bounds`
-    from their midpoint (``verified``: both sides held; ``solvers``: see there)."""
+    from their midpoint (``verified``: both sides held; ``solvers``, ``swept_only``: see there)."""
     estimate = np.where(np.isfinite(up) & has_upper, lo + (up - lo) / 2, lo)
-    lower0, upper0 = guess_bounds(g, pre, minimize, tol, margin, estimate, solvers)
+    lower0, upper0 = guess_bounds(
+        g, pre, minimize, tol, margin, estimate, solvers, swept_only=swept_only
+    )
     if lower0 is not None:
         lo = np.maximum(lo, lower0)  # both are lower bounds
     if upper0 is not None:
@@ -201,10 +201,21 @@ def _jacobi(g, mdp, pre: Precomputed, minimize, tol, max_iterations, widths):
     upper, iterations, converged, has_upper)``."""
     margin, host = widths
     run = functools.partial(_device_iteration, mdp, pre, minimize, margin, tol)
-    has_upper = pre.upper is not None
-    lo, up = np.zeros(g.S), np.full(g.S, pre.upper if has_upper else 0.0)
+    lo, up, has_upper = np.zeros(g.S), np.zeros(g.S), False
     warm_up = 0 if g.pair.size > GUESS_FIRST_ABOVE else WARM_UP_ITERATIONS
     it, stop = 0, min(max_iterations, warm_up)
+    if warm_up:  # the compiled pass's guess alone first: cheap, and often enough
+        lo, up, has_upper, _ = tightened(
+            g, pre, minimize, tol, host, lo, up, False, swept_only=True
+        )
+        if has_upper and _met(lo[None], up[None], tol)[0]:
+            return lo, up, 0, True, True
+    if not has_upper:  # the precomputation's bound, else the visiting-time bound (a pass)
+        bound = pre.upper
+        if bound is None and pre.visit is not None:
+            bound = upper_bound(g, pre.visit)
+        if bound is not None:
+            up, has_upper = np.full(g.S, bound), True
     while True:
         lo, up, more, conv = run(lo, up, has_upper, max(stop - it, 0))
         it += more
