@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._graph import Graph, _distinct
-from ._solve import PolicySolver
+from ._solve import PolicySolver, blocks
 from ._sweep_guess import Ordered
 
 _MAX_POLICY_ROUNDS = 32
@@ -79,6 +79,15 @@ class _Quotient:
         self._last = None
 
     @property
+    def blocks(self) -> np.ndarray:
+        """`[n]` each class's strongly connected component as its rank, successors first
+        (:func:`~jaxprivmdp.properties._solve.blocks`; shared, as ``solver``)."""
+        if "blocks" not in self._solvers:
+            off = self.e_row != self.e_col
+            self._solvers["blocks"] = blocks(self.n, self.e_row[off], self.e_col[off])
+        return self._solvers["blocks"]
+
+    @property
     def ordered(self) -> Ordered:
         """The pattern's order for the compiled pass (shared, as ``solver``)."""
         if "ordered" not in self._solvers:
@@ -90,7 +99,7 @@ class _Quotient:
         """The policies' linear solver, made on first use (the swept guess needs none; its
         fill-bounded order reads the pattern alone: models of one support share it)."""
         if "solver" not in self._solvers:
-            self._solvers["solver"] = PolicySolver(self.n, self.e_row, self.e_col)
+            self._solvers["solver"] = PolicySolver(self.n, self.e_row, self.e_col, self.blocks)
         return self._solvers["solver"]
 
     def q(self, x: np.ndarray) -> np.ndarray:

@@ -65,7 +65,7 @@ LOW_RANK_ENTRIES = 4_000_000
 MAX_CAPACITANCE_CONDITION = 1e8
 
 
-def _blocks(n: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+def blocks(n: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """`[n]` each unknown's SCC as its rank in an order where every edge ``row -> col``
     goes to the same or an earlier rank (successors first)."""
     graph = csr_matrix((np.ones(rows.size, np.int8), (rows, cols)), shape=(n, n))
@@ -125,7 +125,8 @@ class PolicySolver:
     pattern ``rows -> cols`` (`[E]` each, unknowns ``0..n-1``): a direct LU in a fixed
     order where its fill bound is within ``MAX_FILL`` (``direct``), GMRES elsewhere."""
 
-    def __init__(self, n: int, rows: np.ndarray, cols: np.ndarray):
+    def __init__(self, n: int, rows: np.ndarray, cols: np.ndarray, block=None):
+        """``block``: :func:`blocks` of the pattern where the caller has it."""
         self.n = n
         self._start: dict = {}
         self.small = n <= SMALL and n * n <= MAX_FILL
@@ -135,7 +136,7 @@ class PolicySolver:
             return
         off = rows != cols  # (repeated entries only make the bound larger)
         r, c = rows[off], cols[off]
-        block = _blocks(n, r, c)
+        block = blocks(n, r, c) if block is None else block
         best = None
         if n and block.max() == n - 1:  # acyclic: triangular in the blocks' order, no fill
             best = (np.argsort(block), r.size + 2 * n)

@@ -35,7 +35,6 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import breadth_first_order
 
 from ._kernels import sweep_pass
-from ._solve import _blocks
 
 # The pass gives up (no candidate) after this many times the quotient's edges of work, plus
 # FLOOR edge visits (some 0.2 ms: a small model's component may take a few hundred sweeps).
@@ -49,7 +48,7 @@ class Ordered:
     and ``y``, and shared by the releases of a batch, which share the pattern)."""
 
     def __init__(self, quo):
-        rank = _blocks(quo.n, quo.e_row, quo.e_col)
+        rank = quo.blocks
         self.members = np.lexsort((_to_exits(quo, rank), rank)).astype(np.int64)
         self.comp_ptr = _pointers(rank, int(rank.max()) + 1 if rank.size else 0)
         by_class = np.argsort(quo.pair_col, kind="stable")
