@@ -22,7 +22,9 @@ import numpy as np
 SETTLED = 64 * float(np.finfo(np.float64).eps)
 
 
-@numba.njit(cache=True, nogil=True)
+# (error_model="numpy": a division by zero gives inf or nan, which the pass tests, rather
+# than raising from inside the kernel)
+@numba.njit(cache=True, nogil=True, error_model="numpy")
 def sweep_pass(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_prob, inflow,
                sign, budget, x):  # fmt: skip
     """The pass of :class:`~jaxprivmdp.properties._sweep_guess.Ordered`: fills ``x``

@@ -21,11 +21,8 @@ trusted: ``x ± κ y`` is verified by the same backups as policy iteration's can
 candidate that fails falls back to policy iteration. The pass only decides how fast a check
 is, never what it answers.
 
-Why Numba: the pass is sequential (each component reads its successors' final values) and
-goes state by state, so NumPy's whole-array calls cannot express it without a Python loop
-over up to 10⁶ components; SciPy has no such routine (``spsolve_triangular`` solves one
-fixed matrix, not an optimum over pairs). The kernels compile on first use (about a second)
-into Numba's on-disk cache.
+The pass is compiled (:mod:`jaxprivmdp.properties._kernels`: sequential, state by state,
+which NumPy's whole-array calls cannot express without a Python loop over the components).
 """
 
 from __future__ import annotations
