@@ -122,7 +122,7 @@ def test_unconverged_interval_is_reported_as_bounds(monkeypatch):
     the upper bound is reported as such, and the error bound is the whole interval."""
     import jaxprivmdp.properties._unbounded as unbounded
 
-    monkeypatch.setattr(unbounded, "guess_bounds", lambda *a: (None, None))
+    monkeypatch.setattr(unbounded, "guess_bounds", lambda *a, **k: (None, None))
     P, R, labels, exact = walk()
     mdp = build(P, R, sparse=True, x64=False, initial_state=300)
     res = check(mdp, 'R=? [F "ends"]', labels=labels, max_iterations=2000)

@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..models.core import Model
 from ._precision import host_answer, relative_width, summarize
@@ -91,7 +92,11 @@ def traced_result(mdp: Model, out) -> CheckResult:
 
 def host_result(mdp: Model, out, dtype, tol) -> CheckResult:
     """The host's float64 ``(lower, upper, policy, iterations, converged)`` narrowed to
-    ``dtype`` (:func:`host_answer`; ``tol``: see there) as a CheckResult."""
+    ``dtype`` (:func:`host_answer`; ``tol``: see there) as a CheckResult, transferred in
+    one ``jax.device_put`` (``jnp.asarray`` compiles a conversion for every new shape:
+    some 12 ms each, most of a small model's first check)."""
     lower, upper, policy, it, conv = out
     lower, upper, values, error, precision, conv = host_answer(lower, upper, dtype, bool(conv), tol)
-    return result(mdp, (values, error, policy, it, conv, lower, upper, precision))
+    initial = values[mdp.initial_state]
+    fields = (values, policy, error, initial, np.bool_(conv), np.int32(it), lower, upper, precision)
+    return CheckResult(*jax.device_put(fields))
