@@ -232,33 +232,36 @@ def test_values_over_many_orders_of_magnitude_are_verified_at_once(monkeypatch):
     assert bool(res.converged) and int(res.iterations) == 0
 
 
-def chain_mdp(rng, n=7, A=2, back=False):
+def chain_mdp(rng, n=7, A=2, back=False, leave=0.2):
     """`n` states in a row (then goal, fail): each pair steps 1 or 2 ahead or stays (a
     self-loop: the pass's closed form), with ``back`` also one state back (loops: its
-    Gauss-Seidel sweeps), and always 0.2 to goal or fail (every policy proper)."""
+    Gauss-Seidel sweeps, or with a small ``leave`` its dense policy iteration), and always
+    ``leave`` to goal or fail (every policy proper)."""
     S = n + 2
     P = np.zeros((S, A, S))
     for s in range(n):
         for a in range(A):
             succ = [t for t in (s - 1, s, s + 1, s + 2)[0 if back else 1 :] if 0 <= t < n]
-            P[s, a, succ] += rng.dirichlet(np.ones(len(succ))) * 0.8
-            P[s, a, S - 2], P[s, a, S - 1] = rng.dirichlet(np.ones(2)) * 0.2
+            P[s, a, succ] += rng.dirichlet(np.ones(len(succ))) * (1 - leave)
+            P[s, a, S - 2], P[s, a, S - 1] = rng.dirichlet(np.ones(2)) * leave
     P[S - 2, :, S - 2] = P[S - 1, :, S - 1] = 1
     R = rng.uniform(0.5, 2, (S, A))
     R[S - 2 :] = 0
     return P, R
 
 
-@pytest.mark.parametrize("back", [False, True])
+@pytest.mark.parametrize("shape", ["chain", "loops", "slow loops"])
 @pytest.mark.parametrize("prop", ["Pmax", "Pmin", "Rmax", "Rmin"])
-def test_the_compiled_pass_settles_chains_and_loops_alone(monkeypatch, back, prop):
-    """Chains with self-loops (single-state components: the closed form) and with steps
-    back (one component: the sweeps), 5 seeds: the pass alone (policy iteration made to
-    fail the test) gives bounds that contain the optimum over every policy (NumPy)."""
+def test_the_compiled_pass_settles_chains_and_loops_alone(monkeypatch, shape, prop):
+    """Chains with self-loops (single-state components: the closed form), with steps back
+    (one component: the sweeps) and with steps back and little leaving (sweeps too slow:
+    dense policy iteration), 5 seeds: the pass alone (policy iteration made to fail the
+    test) gives bounds that contain the optimum over every policy (NumPy)."""
     monkeypatch.setattr(unbounded.Topological, "run", idle)
     monkeypatch.setattr(guess_module, "_policy_iteration", no_policy_iteration)
     for seed in range(5):
-        P, R = chain_mdp(np.random.default_rng(seed), back=back)
+        rng = np.random.default_rng(seed)
+        P, R = chain_mdp(rng, back=shape != "chain", leave=1e-3 if shape == "slow loops" else 0.2)
         S = P.shape[0]
         labels = {"goal": np.arange(S) == S - 2, "end": np.arange(S) >= S - 2}
         res = check(make_mdp(P, R), f'{prop}=? [F "{"goal" if prop[0] == "P" else "end"}"]',
@@ -283,5 +286,22 @@ def test_a_slowly_mixing_component_is_left_to_policy_iteration(monkeypatch):
     res = check(make_mdp(P, np.zeros((S, 1))), 'P=? [F "right"]',
                 labels={"right": np.arange(S) == S - 1})  # fmt: skip
     assert passes == [None]
+    contains(res, np.arange(S) / (S - 1))
+    assert bool(res.converged) and int(res.iterations) == 0
+
+
+def test_a_small_slowly_mixing_component_is_solved_dense(monkeypatch):
+    """A 61-state symmetric walk (59 unknowns in one component) mixes too slowly for the
+    sweeps but is small enough for the pass's dense policy iteration: no policy iteration
+    on the host, and the bounds contain the gambler's-ruin value ``i / 60``."""
+    monkeypatch.setattr(unbounded.Topological, "run", idle)
+    monkeypatch.setattr(guess_module, "_policy_iteration", no_policy_iteration)
+    S = 61
+    P = np.zeros((S, 1, S))
+    P[np.arange(1, S - 1), 0, np.arange(0, S - 2)] = 0.5
+    P[np.arange(1, S - 1), 0, np.arange(2, S)] = 0.5
+    P[[0, S - 1], 0, [0, S - 1]] = 1
+    res = check(make_mdp(P, np.zeros((S, 1))), 'P=? [F "right"]',
+                labels={"right": np.arange(S) == S - 1})  # fmt: skip
     contains(res, np.arange(S) / (S - 1))
     assert bool(res.converged) and int(res.iterations) == 0

@@ -20,6 +20,11 @@ import numpy as np
 # Gauss-Seidel sweeps of one component stop when no value moved by more than this (relative):
 # near the sums' rounding (moves of a few units in the last place go on, not shrinking).
 SETTLED = 64 * float(np.finfo(np.float64).eps)
+# A component of at most DENSE classes whose sweeps would not settle is solved by policy
+# iteration with dense solves (DENSE³/3 = 0.7 million operations a round), at most
+# DENSE_ROUNDS rounds.
+DENSE = 128
+DENSE_ROUNDS = 32
 
 
 # (error_model="numpy": a division by zero gives inf or nan, which the pass tests, rather
@@ -32,8 +37,11 @@ def sweep_pass(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_pro
     optimum (``sign``) over each class's pairs (``cls_ptr`` into ``cls_pairs``) where ``ok``
     of ``inflow + Σ e_prob x[e_col]`` (the pair's edges: ``pair_ptr``); a single class in
     closed form, a larger component by Gauss-Seidel sweeps within ``budget`` edge visits
-    in all. Returns False where it gives up (``x`` then partial)."""
+    in all, and one of at most ``DENSE`` classes whose sweeps would not settle by policy
+    iteration with dense solves (:func:`_dense_component`). Returns False where it gives up
+    (``x`` then partial)."""
     work = 0
+    local = np.full(x.size, -1, np.int64)
     for c in range(comp_ptr.size - 1):
         lo, hi = comp_ptr[c], comp_ptr[c + 1]
         single = hi - lo == 1
@@ -76,8 +84,110 @@ def sweep_pass(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_pro
                 and (rate >= 1 or np.log(SETTLED / moved) / np.log(rate) * (work / sweeps)
                      > budget - work)
             ):  # fmt: skip
-                return False
+                if hi - lo > DENSE or not _dense_component(
+                    members[lo:hi], cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_prob, inflow,
+                    sign, x, local,
+                ):  # fmt: skip
+                    return False
+                break
     return True
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _dense_component(classes, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_prob, inflow, sign,
+                     x, local):  # fmt: skip
+    """Policy iteration on one component (``classes``; its successors' values in ``x``)
+    from the greedy policy of the current ``x``, each policy's values by a dense solve
+    (:func:`_solved`), written to ``x``; False where a policy's system is singular (an
+    improper policy), a value is negative or not finite, or the rounds run out (``x`` then
+    partial). ``local``: `[n]` all -1 (restored)."""
+    m = classes.size
+    for i in range(m):
+        local[classes[i]] = i
+    choice = np.full(m, -1, np.int64)
+    settled = False
+    for _ in range(DENSE_ROUNDS):
+        switched, missing = False, False  # a class switches where a pair beats its choice
+        for i in range(m):
+            k, best, now = classes[i], -np.inf, -np.inf
+            pick = -1
+            for j in range(cls_ptr[k], cls_ptr[k + 1]):
+                p = cls_pairs[j]
+                if not ok[p]:
+                    continue
+                q = inflow[p]
+                for e in range(pair_ptr[p], pair_ptr[p + 1]):
+                    q += e_prob[e] * x[e_col[e]]
+                if sign * q > best:
+                    best, pick = sign * q, p
+                if p == choice[i]:
+                    now = sign * q
+            if pick >= 0 and (choice[i] < 0 or best - now > 1e-12 * abs(now)):
+                choice[i], switched = pick, True
+            missing |= pick < 0
+        if missing or not switched:
+            settled = not missing
+            break
+        mat = np.zeros((m, m))
+        b = np.empty(m)
+        for i in range(m):
+            p = choice[i]
+            b[i] = inflow[p]
+            mat[i, i] = 1.0
+            for e in range(pair_ptr[p], pair_ptr[p + 1]):
+                j = local[e_col[e]]
+                if j >= 0:
+                    mat[i, j] -= e_prob[e]
+                else:
+                    b[i] += e_prob[e] * x[e_col[e]]
+        if not _solved(mat, b):
+            break
+        top = 0.0
+        for i in range(m):
+            top = max(top, abs(b[i]))
+        low = 0.0
+        for i in range(m):
+            low = min(low, b[i])
+        if low < -1e-12 * top:  # a clearly negative value: a solve gone wrong
+            break
+        for i in range(m):
+            x[classes[i]] = max(b[i], 0.0)
+    for i in range(m):
+        local[classes[i]] = -1
+    return settled
+
+
+@numba.njit(cache=True, nogil=True, error_model="numpy")
+def _solved(mat, b) -> bool:
+    """Solves ``mat v = b`` in place (``b`` becomes ``v``) by Gaussian elimination with
+    partial pivoting; False where a pivot is below 1e-13 (``I − P`` of a proper policy is a
+    nonsingular M-matrix; an improper one is singular) or a value is not finite."""
+    m = b.size
+    for c in range(m):
+        r = c
+        for i in range(c + 1, m):
+            if abs(mat[i, c]) > abs(mat[r, c]):
+                r = i
+        if abs(mat[r, c]) < 1e-13:
+            return False
+        if r != c:
+            for k in range(c, m):
+                mat[c, k], mat[r, k] = mat[r, k], mat[c, k]
+            b[c], b[r] = b[r], b[c]
+        for i in range(c + 1, m):
+            f = mat[i, c] / mat[c, c]
+            if f != 0.0:
+                for k in range(c, m):
+                    mat[i, k] -= f * mat[c, k]
+                b[i] -= f * b[c]
+    finite = True
+    for c in range(m - 1, -1, -1):
+        acc = b[c]
+        for k in range(c + 1, m):
+            acc -= mat[c, k] * b[k]
+        b[c] = acc / mat[c, c]
+        finite &= np.isfinite(b[c])
+    return finite
 
 
 @numba.njit(cache=True, nogil=True)
