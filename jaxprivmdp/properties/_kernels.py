@@ -45,9 +45,10 @@ def sweep_pass(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_pro
     for c in range(comp_ptr.size - 1):
         lo, hi = comp_ptr[c], comp_ptr[c + 1]
         single = hi - lo == 1
-        last, sweeps = np.inf, 0
+        last, sweeps, start = np.inf, 0, work
         while True:
-            moved = 0.0  # the largest relative move of this sweep
+            moved = 0.0  # the largest move of this sweep relative to its state's value
+            shift, top = 0.0, 0.0  # its largest move and value (the rate's measure)
             for i in range(lo, hi):
                 k = members[i]
                 best, found = 0.0, False
@@ -57,7 +58,7 @@ def sweep_pass(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_pro
                         continue
                     acc, stay = inflow[p], 0.0
                     for e in range(pair_ptr[p], pair_ptr[p + 1]):
-                        if single and e_col[e] == k:
+                        if e_col[e] == k:
                             stay += e_prob[e]
                         else:
                             acc += e_prob[e] * x[e_col[e]]
@@ -71,18 +72,21 @@ def sweep_pass(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_pro
                     return False
                 if best != x[k]:
                     moved = max(moved, abs(best - x[k]) / abs(best))
+                    shift = max(shift, abs(best - x[k]))
+                top = max(top, abs(best))
                 x[k] = best
             sweeps += 1
             if single or moved <= SETTLED:
                 break
-            # Geometric convergence at the last sweep's rate: give up early where the
-            # sweeps it needs would exceed what is left of the budget.
-            rate = moved / last
-            last = moved
+            # Geometric convergence at the last sweep's rate (of the largest move, relative
+            # to the largest value: states still at 0 move by 100% while the values spread):
+            # give up early where the sweeps it needs would exceed what is left of the budget.
+            rate = shift / top / last
+            last = shift / top
             if work > budget or (
                 sweeps >= 3
-                and (rate >= 1 or np.log(SETTLED / moved) / np.log(rate) * (work / sweeps)
-                     > budget - work)
+                and (rate >= 1 or np.log(SETTLED / moved) / np.log(rate)
+                     * ((work - start) / sweeps) > budget - work)
             ):  # fmt: skip
                 if hi - lo > DENSE or not _dense_component(
                     members[lo:hi], cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_prob, inflow,
