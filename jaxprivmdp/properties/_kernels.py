@@ -35,9 +35,10 @@ def sweep_pass(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_pro
     """The pass of :class:`~jaxprivmdp.properties._sweep_guess.Ordered`: fills ``x``
     (`[n]`) component by component, successors first (``comp_ptr`` into ``members``): the
     optimum (``sign``) over each class's pairs (``cls_ptr`` into ``cls_pairs``) where ``ok``
-    of ``inflow + Σ e_prob x[e_col]`` (the pair's edges: ``pair_ptr``); a single class in
-    closed form, a larger component by Gauss-Seidel sweeps within ``budget`` edge visits
-    in all, and one of at most ``DENSE`` classes whose sweeps would not settle by policy
+    of ``inflow + Σ e_prob x[e_col]`` (the pair's edges: ``pair_ptr``), each pair's
+    self-loop in closed form: a single class at once, a larger component by Gauss-Seidel
+    sweeps within ``budget`` edge visits in all, and one of at most ``DENSE`` classes
+    whose sweeps would not settle by policy
     iteration with dense solves (:func:`_dense_component`). Returns False where it gives up
     (``x`` then partial)."""
     work = 0

@@ -11,9 +11,11 @@ unknowns), a few rounds, and NumPy passes between them. Here, on the quotient of
 - a component of one class gets its value in closed form: over its usable pairs, the
   optimum of ``(r + Σ_{t ≠ s} p x_t) / (1 − p_ss)`` (each pair's own fixed point; the
   optimal stationary policy picks one of them), its successors' values already known;
-- a larger component runs Gauss–Seidel sweeps until no value moves by more than some
-  64 units in the last place, within a budget of work proportional to the model's edges
-  (a slowly mixing component, consensus's shared counter, runs out of it: no candidate).
+- a larger component runs Gauss–Seidel sweeps (each pair's self-loop in the same closed
+  form) until no value moves by more than some 64 units in the last place, within a
+  budget of work proportional to the model's edges; one of at most 128 classes whose
+  sweeps would not settle in it gets policy iteration with dense solves, and a larger slow
+  one (consensus's shared counter, zeroconf's retries) ends the pass: no candidate.
 
 The same pass gives ``y``, the most expected ``Σ_t x(s_t)`` over the pairs tied with the
 optimum (:func:`jaxprivmdp.properties._guess._tied_weight`'s quantity). Nothing here is
