@@ -6,6 +6,7 @@ import gc
 
 import jax
 import numpy as np
+import pytest
 
 import jaxprivmdp.properties._host_form as host_form
 from jaxprivmdp.models import make_mdp
@@ -78,3 +79,22 @@ def test_the_host_form_goes_with_the_model():
     del mdp
     gc.collect()
     assert not any(ids <= set(key[1]) for key in host_form._KEPT)
+
+
+def test_only_the_last_few_models_are_kept():
+    models = [chain(p) for p in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)]
+    for m, p in zip(models, (0.1, 0.2, 0.3, 0.4, 0.5, 0.6), strict=True):
+        value = float(check(m, 'P=? [F "goal"]', labels=LABELS).value_at_initial)
+        assert value == pytest.approx(p, rel=1e-6)
+    assert len(host_form._KEPT) <= host_form.KEPT_MODELS
+    # the earliest was let go: checking it again converts it again, with the same answer
+    again = float(check(models[0], 'P=? [F "goal"]', labels=LABELS).value_at_initial)
+    assert again == pytest.approx(0.1, rel=1e-6)
+
+
+def test_a_deleted_array_is_refused_as_without_the_cache():
+    mdp = chain(0.25)
+    check(mdp, 'P=? [F "goal"]', labels=LABELS)
+    jax.tree_util.tree_leaves(mdp)[0].delete()
+    with pytest.raises(RuntimeError, match="deleted"):
+        check(mdp, 'P=? [F "goal"]', labels=LABELS)

@@ -33,6 +33,13 @@ def _distinct(x: np.ndarray) -> np.ndarray:
     return x[keep]
 
 
+def _flags(x) -> np.ndarray:
+    """``x`` as a contiguous, writable bool array for a kernel (Numba compiles a kernel
+    again for each read-only/writable mix of its arguments: a JAX array's host view is
+    read-only)."""
+    return np.require(x, bool, ["C", "W"])
+
+
 def entries(mdp: Model, mask: np.ndarray):
     """``(pair, successor, probability)`` of the positive entries of the allowed pairs
     (``mask`` `[S, A]`), row by row (pairs numbered ``s * A + a``), probabilities in
@@ -104,7 +111,7 @@ class Graph:
 
     def _search(self, target, through, pair_ok):
         """:func:`~jaxprivmdp.properties._kernels.backward_search` from ``target``."""
-        flags = (np.ascontiguousarray(x, bool) for x in (pair_ok, through, target))
+        flags = (_flags(x) for x in (pair_ok, through, target))
         return backward_search(self.succ_ptr, self.by_succ, self.src, self.pair, *flags)
 
     def reach_exists(self, target, through, pair_ok):
@@ -130,7 +137,7 @@ class Graph:
         """Least ``R ⊇ base`` with every ``s ∈ cand`` all of whose pairs in ``pair_ok``
         have a successor in ``R``: the classic attractor, each state counting its pairs
         not yet hit (:func:`~jaxprivmdp.properties._kernels.attractor`, O(transitions))."""
-        pair_ok, base, cand = (np.ascontiguousarray(x, bool) for x in (pair_ok, base, cand))
+        pair_ok, base, cand = (_flags(x) for x in (pair_ok, base, cand))
         return attractor(self.succ_ptr, self.by_succ, self.pair, self.A, pair_ok, base, cand)
 
     def prob1e(self, target, through, pair_ok=None):

@@ -7,13 +7,17 @@ wlan's 61,000 states, a fifth of a 2 ms check on 800. Storm's model holds its sp
 between checks; here a model whose arrays are all JAX arrays (immutable) keeps its host form
 for the next check of any property, keyed by the identity of those arrays and dropped as
 soon as one of them is garbage collected (weak references: the cache never keeps a model's
-memory alive beyond the model). A model with a NumPy array, which its owner may change in
-place, is converted at every check, as is each model of a batch.
+memory alive beyond the model), or deleted, or when ``KEPT_MODELS`` more recently checked
+models are kept (the host form takes some 65 bytes a transition, about 6x a float32 sparse
+model: many large models alive at once keep only the last few). A model with a NumPy
+array, which its owner may change in place, is converted at every check, as is each model
+of a batch.
 """
 
 from __future__ import annotations
 
 import weakref
+from collections import OrderedDict
 
 import jax
 
@@ -21,8 +25,11 @@ from ..models.core import Model
 from ._graph import Graph
 from ._precision import as_float64
 
-# key (tree structure, each leaf's identity) -> [weak references to the leaves, wide, graph]
-_KEPT: dict = {}
+# The most models whose host form is kept (the most recently checked).
+KEPT_MODELS = 4
+# key (tree structure, each leaf's identity) -> [weak references to the leaves, wide, graph],
+# least recently checked first
+_KEPT: OrderedDict = OrderedDict()
 # id(wide) -> the same entry, for graph_of (a kept wide lives as long as its entry)
 _BY_WIDE: dict = {}
 
@@ -42,13 +49,17 @@ def host_model(mdp: Model) -> Model:
         return as_float64(mdp)
     key = (tree, tuple(id(x) for x in leaves))
     entry = _KEPT.get(key)
-    if entry is not None and all(r() is x for r, x in zip(entry[0], leaves, strict=True)):
+    live = not any(x.is_deleted() for x in leaves)  # (a deleted array raises, as before)
+    if entry is not None and live and all(r() is x for r, x in zip(entry[0], leaves, strict=True)):
+        _KEPT.move_to_end(key)
         return entry[1]
+    _drop(key)
     wide = as_float64(mdp)
     refs = [weakref.ref(x, lambda _, key=key: _drop(key)) for x in leaves]
-    _drop(key)
     _KEPT[key] = entry = [refs, wide, None]
     _BY_WIDE[id(wide)] = entry
+    while len(_KEPT) > KEPT_MODELS:
+        _drop(next(iter(_KEPT)))
     return wide
 
 

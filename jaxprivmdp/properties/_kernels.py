@@ -17,6 +17,21 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+
+def _compiled(**options):
+    """``numba.njit`` (``nogil``) with Numba's on-disk cache where it can write one, without
+    it elsewhere (a read-only install with no writable home: Numba refuses ``cache=True``
+    there, and each process compiles again instead)."""
+
+    def wrap(fn):
+        try:
+            return numba.njit(cache=True, nogil=True, **options)(fn)
+        except RuntimeError:  # "cannot cache function ...: no locator available"
+            return numba.njit(nogil=True, **options)(fn)
+
+    return wrap
+
+
 # Gauss-Seidel sweeps of one component stop when no value moved by more than this (relative):
 # near the sums' rounding (moves of a few units in the last place go on, not shrinking).
 SETTLED = 64 * float(np.finfo(np.float64).eps)
@@ -29,7 +44,7 @@ DENSE_ROUNDS = 32
 
 # (error_model="numpy": a division by zero gives inf or nan, which the pass tests, rather
 # than raising from inside the kernel)
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@_compiled(error_model="numpy")
 def sweep_pass(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_prob, inflow,
                sign, budget, x):  # fmt: skip
     """The pass of :class:`~jaxprivmdp.properties._sweep_guess.Ordered`: fills ``x``
@@ -98,7 +113,7 @@ def sweep_pass(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_pro
     return True
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@_compiled(error_model="numpy")
 def _dense_component(classes, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_prob, inflow, sign,
                      x, local):  # fmt: skip
     """Policy iteration on one component (``classes``; its successors' values in ``x``)
@@ -162,7 +177,7 @@ def _dense_component(classes, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_prob, i
     return settled
 
 
-@numba.njit(cache=True, nogil=True, error_model="numpy")
+@_compiled(error_model="numpy")
 def _solved(mat, b) -> bool:
     """Solves ``mat v = b`` in place (``b`` becomes ``v``) by Gaussian elimination with
     partial pivoting; False where a pivot is below 1e-13 (``I − P`` of a proper policy is a
@@ -195,7 +210,7 @@ def _solved(mat, b) -> bool:
     return finite
 
 
-@numba.njit(cache=True, nogil=True)
+@_compiled()
 def backward_search(succ_ptr, by_succ, src, pair, pair_ok, through, target):  # fmt: skip
     """Breadth first, backward from ``target`` (`[S]` bool) along the edges of pairs in
     ``pair_ok`` (`[S*A]`) from states in ``through`` and not in ``target`` (``by_succ``:
@@ -231,7 +246,7 @@ def backward_search(succ_ptr, by_succ, src, pair, pair_ok, through, target):  # 
     return dist, lowest
 
 
-@numba.njit(cache=True, nogil=True)
+@_compiled()
 def attractor(succ_ptr, by_succ, pair, A, pair_ok, base, cand):  # fmt: skip
     """`[S]` bool: the least ``R ⊇ base`` with every state of ``cand`` all of whose pairs
     in ``pair_ok`` (`[S*A]`) have an edge into ``R`` (``pair``: each edge's pair): each
