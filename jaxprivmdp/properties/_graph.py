@@ -10,8 +10,7 @@ Why the precomputation runs on the host: it is a handful of graph searches (attr
 strongly connected components), each a worklist over the transitions in O(transitions)
 whose shape depends on the data; written in NumPy/SciPy and compiled loops (Numba) it is
 exact (no rounding: only which probabilities are positive matters) and runs once per
-property, while the numerical part, the
-iteration that dominates the cost, runs jit-compiled on the device
+property, while the iteration runs jit-compiled on the device
 (:mod:`jaxprivmdp.properties._iteration`).
 """
 

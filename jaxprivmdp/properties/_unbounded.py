@@ -197,7 +197,9 @@ def _met(lo, up, tol) -> np.ndarray:
 def _jacobi(g, mdp, pre: Precomputed, minimize, tol, max_iterations, widths):
     """:func:`interval_iteration` over all states, in the model's own layout (no upper bound
     to start from, which the components' order needs, or rows too uneven to pad: see
-    :func:`fits`): ``WARM_UP_ITERATIONS``, then verified guesses between runs: ``(lower,
+    :func:`fits`): the compiled pass's guess alone (which often settles it), then
+    ``WARM_UP_ITERATIONS`` from the best bounds known (the visiting-time bound computed only
+    where the guess gave no upper bound), then verified guesses between runs: ``(lower,
     upper, iterations, converged, has_upper)``."""
     margin, host = widths
     run = functools.partial(_device_iteration, mdp, pre, minimize, margin, tol)
