@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The device checks (a lent GPU machine: JAX with CUDA, no dp-accounting), as named steps, each
+# The device checks (a lent GPU machine: JAX with CUDA, no dp-accounting or numba/llvmlite:
+# carry their wheels), as named steps, each
 # under its own time limit in seconds, so a lease's minutes can be split between calls:
 #   exact     the tests that exercise exactness (TF32 would break them);
 #   bench     benchmarks/gpu.py's table (its --budget-s is the limit less 30 s);
