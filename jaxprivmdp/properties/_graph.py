@@ -71,7 +71,7 @@ class Graph:
     """
 
     def __init__(self, mdp: Model):
-        mask = np.asarray(mdp.action_mask, bool)
+        mask = np.array(mdp.action_mask, bool)  # (writable: the kernels take it as is)
         S, A = mask.shape
         pair, t, p = entries(mdp, mask)
         self.S, self.A = S, A

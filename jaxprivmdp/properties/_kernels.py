@@ -42,20 +42,25 @@ DENSE = 128
 DENSE_ROUNDS = 32
 
 
+# The pass's arguments: ``order`` = ``(comp_ptr, members, cls_ptr, cls_pairs, pair_ptr,
+# e_col)``, the quotient's pattern (the components, successors first, as slices of
+# ``members``; each class's pairs as a slice of ``cls_pairs``; each pair's edges as a slice
+# of ``e_col``), and ``problem`` = ``(ok, e_prob, inflow)``: the pairs that count (`[S*A]`),
+# the edges' probabilities, each pair's part of the backup that is known (`[S*A]`).
 # (error_model="numpy": a division by zero gives inf or nan, which the pass tests, rather
-# than raising from inside the kernel)
+# than raising from inside the kernel.)
+
+
 @_compiled(error_model="numpy")
-def sweep_pass(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_prob, inflow,
-               sign, budget, x):  # fmt: skip
+def sweep_pass(order, problem, sign, budget, x):
     """The pass of :class:`~jaxprivmdp.properties._sweep_guess.Ordered`: fills ``x``
-    (`[n]`) component by component, successors first (``comp_ptr`` into ``members``): the
-    optimum (``sign``) over each class's pairs (``cls_ptr`` into ``cls_pairs``) where ``ok``
-    of ``inflow + Σ e_prob x[e_col]`` (the pair's edges: ``pair_ptr``), each pair's
-    self-loop in closed form: a single class at once, a larger component by Gauss-Seidel
-    sweeps within ``budget`` edge visits in all, and one of at most ``DENSE`` classes
-    whose sweeps would not settle by policy
-    iteration with dense solves (:func:`_dense_component`). Returns False where it gives up
-    (``x`` then partial)."""
+    (`[n]`) component by component, successors first, with each class's optimum (``sign``)
+    over its pairs in ``ok`` of ``inflow + Σ e_prob x[e_col]``, each pair's self-loop in
+    closed form (:func:`_best`): a single class at once, a larger component by Gauss-Seidel
+    sweeps within ``budget`` edge visits in all, and one of at most ``DENSE`` classes whose
+    sweeps would not settle by policy iteration with dense solves
+    (:func:`_dense_component`). Returns False where it gives up (``x`` then partial)."""
+    comp_ptr, members = order[0], order[1]
     work = 0
     local = np.full(x.size, -1, np.int64)
     for c in range(comp_ptr.size - 1):
@@ -67,25 +72,10 @@ def sweep_pass(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_pro
             shift, top = 0.0, 0.0  # its largest move and value (the rate's measure)
             for i in range(lo, hi):
                 k = members[i]
-                best, found = 0.0, False
-                for j in range(cls_ptr[k], cls_ptr[k + 1]):
-                    p = cls_pairs[j]
-                    if not ok[p]:
-                        continue
-                    acc, stay = inflow[p], 0.0
-                    for e in range(pair_ptr[p], pair_ptr[p + 1]):
-                        if e_col[e] == k:
-                            stay += e_prob[e]
-                        else:
-                            acc += e_prob[e] * x[e_col[e]]
-                    work += pair_ptr[p + 1] - pair_ptr[p] + 1
-                    if stay >= 1.0:
-                        return False  # a pair that never leaves: no closed form
-                    value = acc / (1.0 - stay)
-                    if not found or sign * value > sign * best:
-                        best, found = value, True
-                if not found or not np.isfinite(best):
-                    return False
+                best, pick, visits = _best(k, order, problem, x, sign, True)
+                work += visits
+                if pick < 0 or not np.isfinite(best):
+                    return False  # no pair, or one that never leaves: no closed form
                 if best != x[k]:
                     moved = max(moved, abs(best - x[k]) / abs(best))
                     shift = max(shift, abs(best - x[k]))
@@ -104,23 +94,59 @@ def sweep_pass(comp_ptr, members, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_pro
                 and (rate >= 1 or np.log(SETTLED / moved) / np.log(rate)
                      * ((work - start) / sweeps) > budget - work)
             ):  # fmt: skip
-                if hi - lo > DENSE or not _dense_component(
-                    members[lo:hi], cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_prob, inflow,
-                    sign, x, local,
-                ):  # fmt: skip
+                dense = hi - lo <= DENSE
+                if not (dense and _dense_component(members[lo:hi], order, problem, sign, x, local)):
                     return False
                 break
     return True
 
 
 @_compiled(error_model="numpy")
-def _dense_component(classes, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_prob, inflow, sign,
-                     x, local):  # fmt: skip
+def _best(k, order, problem, x, sign, closed):
+    """``(value, pair, visits)``: the optimum (``sign``) over class ``k``'s pairs in ``ok``
+    of :func:`_value`, its first optimal pair (-1 where none is in ``ok``; -2 where, with
+    ``closed``, a pair never leaves ``k``), and the edges visited (plus one a pair)."""
+    cls_ptr, cls_pairs, pair_ptr = order[2], order[3], order[4]
+    ok = problem[0]
+    best, pick, visits = 0.0, -1, 0
+    for j in range(cls_ptr[k], cls_ptr[k + 1]):
+        p = cls_pairs[j]
+        if not ok[p]:
+            continue
+        value, stay = _value(p, k, order, problem, x, closed)
+        visits += pair_ptr[p + 1] - pair_ptr[p] + 1
+        if stay >= 1.0:
+            return best, -2, visits
+        if pick < 0 or sign * value > sign * best:
+            best, pick = value, p
+    return best, pick, visits
+
+
+@_compiled(error_model="numpy")
+def _value(p, k, order, problem, x, closed):
+    """``(value, stay)``: pair ``p``'s backup ``inflow + Σ e_prob x[e_col]`` of class
+    ``k``, with ``closed`` its fixed point ``(inflow + Σ_{t ≠ k} e_prob x_t) / (1 − stay)``,
+    ``stay`` the probability of its self-loop (0 without ``closed``)."""
+    pair_ptr, e_col = order[4], order[5]
+    e_prob, inflow = problem[1], problem[2]
+    acc, stay = inflow[p], 0.0
+    for e in range(pair_ptr[p], pair_ptr[p + 1]):
+        if closed and e_col[e] == k:
+            stay += e_prob[e]
+        else:
+            acc += e_prob[e] * x[e_col[e]]
+    return acc / (1.0 - stay), stay
+
+
+@_compiled(error_model="numpy")
+def _dense_component(classes, order, problem, sign, x, local):
     """Policy iteration on one component (``classes``; its successors' values in ``x``)
     from the greedy policy of the current ``x``, each policy's values by a dense solve
     (:func:`_solved`), written to ``x``; False where a policy's system is singular (an
     improper policy), a value is negative or not finite, or the rounds run out (``x`` then
     partial). ``local``: `[n]` all -1 (restored)."""
+    pair_ptr, e_col = order[4], order[5]
+    e_prob, inflow = problem[1], problem[2]
     m = classes.size
     for i in range(m):
         local[classes[i]] = i
@@ -129,22 +155,16 @@ def _dense_component(classes, cls_ptr, cls_pairs, ok, pair_ptr, e_col, e_prob, i
     for _ in range(DENSE_ROUNDS):
         switched, missing = False, False  # a class switches where a pair beats its choice
         for i in range(m):
-            k, best, now = classes[i], -np.inf, -np.inf
-            pick = -1
-            for j in range(cls_ptr[k], cls_ptr[k + 1]):
-                p = cls_pairs[j]
-                if not ok[p]:
-                    continue
-                q = inflow[p]
-                for e in range(pair_ptr[p], pair_ptr[p + 1]):
-                    q += e_prob[e] * x[e_col[e]]
-                if sign * q > best:
-                    best, pick = sign * q, p
-                if p == choice[i]:
-                    now = sign * q
-            if pick >= 0 and (choice[i] < 0 or best - now > 1e-12 * abs(now)):
+            k = classes[i]
+            best, pick, _ = _best(k, order, problem, x, sign, False)
+            if pick < 0:
+                missing = True
+            elif choice[i] < 0:
                 choice[i], switched = pick, True
-            missing |= pick < 0
+            else:
+                now = sign * _value(choice[i], k, order, problem, x, False)[0]
+                if sign * best - now > 1e-12 * abs(now):
+                    choice[i], switched = pick, True
         if missing or not switched:
             settled = not missing
             break

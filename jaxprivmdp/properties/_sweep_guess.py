@@ -30,10 +30,8 @@ which NumPy's whole-array calls cannot express without a Python loop over the co
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import breadth_first_order
 
-from ._kernels import sweep_pass
+from ._kernels import backward_search, sweep_pass
 
 # The pass gives up (no candidate) after this many times the quotient's edges of work, plus
 # FLOOR edge visits (some 0.2 ms: a small model's component may take a few hundred sweeps).
@@ -43,19 +41,20 @@ FLOOR = 100_000
 
 class Ordered:
     """The quotient's classes by component, successors first, and its pairs by class, in
-    the arrays the kernel reads: its pattern alone (built once per guess, used for ``x``
-    and ``y``, and shared by the releases of a batch, which share the pattern)."""
+    the arrays the kernel reads (``order``: see :mod:`jaxprivmdp.properties._kernels`): its
+    pattern alone (built once per guess, used for ``x`` and ``y``, and shared by the
+    releases of a batch, which share the pattern)."""
 
     def __init__(self, quo):
         rank = quo.blocks
-        self.members = np.lexsort((_to_exits(quo, rank), rank)).astype(np.int64)
-        self.comp_ptr = _pointers(rank, int(rank.max()) + 1 if rank.size else 0)
-        by_class = np.argsort(quo.pair_col, kind="stable")
-        self.cls_pairs = quo.pair_ids[by_class].astype(np.int64)
-        self.cls_ptr = _pointers(quo.pair_col, quo.n)
-        self.pair_ptr = _pointers(quo.e_pair, quo.S * quo.A)
-        self.e_col = quo.e_col.astype(np.int64)
-        self.budget = BUDGET * (self.e_col.size + quo.n) + FLOOR
+        members = np.lexsort((_to_exits(quo, rank), rank)).astype(np.int64)
+        comp_ptr = _pointers(rank, int(rank.max()) + 1 if rank.size else 0)
+        cls_pairs = quo.pair_ids[np.argsort(quo.pair_col, kind="stable")].astype(np.int64)
+        cls_ptr = _pointers(quo.pair_col, quo.n)
+        pair_ptr = _pointers(quo.e_pair, quo.S * quo.A)
+        e_col = quo.e_col.astype(np.int64)
+        self.order = (comp_ptr, members, cls_ptr, cls_pairs, pair_ptr, e_col)
+        self.budget = BUDGET * (e_col.size + quo.n) + FLOOR
         self.n = quo.n
 
     def solve(self, prob, inflow, ok, sign: float) -> np.ndarray | None:
@@ -63,33 +62,31 @@ class Ordered:
         ``ok``, component by component, or None where the pass gives up (``prob``: the
         quotient's edge probabilities; ``inflow``, ``ok``: `[S*A]`)."""
         x = np.zeros(self.n)
-        prob = np.ascontiguousarray(prob, np.float64)
-        inflow = np.ascontiguousarray(inflow, np.float64)
-        done = sweep_pass(
-            self.comp_ptr, self.members, self.cls_ptr, self.cls_pairs, ok, self.pair_ptr,
-            self.e_col, prob, inflow, float(sign), self.budget, x,
-        )  # fmt: skip
+        problem = (
+            ok,
+            np.ascontiguousarray(prob, np.float64),
+            np.ascontiguousarray(inflow, np.float64),
+        )
+        done = sweep_pass(self.order, problem, float(sign), self.budget, x)
         return x if done else None
 
 
 def _to_exits(quo, rank: np.ndarray) -> np.ndarray:
-    """`[n]` each class's position in a breadth-first search backward from the classes with
-    an edge out of their component (to an earlier component or a fixed state): Gauss-Seidel
-    visits a component's classes in this order, so that a chain's values travel its whole
-    length in one sweep (the other way round, one class a sweep)."""
-    n = quo.n
-    cross = rank[quo.e_row] != rank[quo.e_col]
+    """`[n]` each class's fewest steps to a class with an edge out of its component (to an
+    earlier component or a fixed state; the graph's own backward search,
+    :func:`~jaxprivmdp.properties._kernels.backward_search`): Gauss-Seidel visits a
+    component's classes in this order, so that a chain's values travel its whole length in
+    one sweep (the other way round, one class a sweep)."""
+    n, edges = quo.n, quo.e_col.size
     exits = quo.leaves.copy()
-    exits[quo.e_row[cross]] = True
-    sources = np.flatnonzero(exits)
-    # One search from an extra node `n` with an edge to every exit.
-    rows = np.concatenate([quo.e_col, np.full(sources.size, n)])
-    cols = np.concatenate([quo.e_row, sources])
-    back = csr_matrix((np.ones(rows.size, np.int8), (rows, cols)), shape=(n + 1, n + 1))
-    seen = breadth_first_order(back, n, directed=True, return_predecessors=False)
-    position = np.full(n + 1, n + 1, np.int64)
-    position[seen] = np.arange(seen.size)
-    return position[:n]
+    exits[quo.e_row[rank[quo.e_row] != rank[quo.e_col]]] = True
+    by_succ = np.argsort(quo.e_col, kind="stable")
+    everywhere = np.ones(max(n, edges), bool)  # (every class, every edge as its own pair)
+    dist, _ = backward_search(
+        _pointers(quo.e_col, n), by_succ, quo.e_row.astype(np.int64), np.arange(edges),
+        everywhere[:edges], everywhere[:n], exits,
+    )  # fmt: skip
+    return np.where(dist >= 0, dist, n)
 
 
 def _pointers(keys: np.ndarray, n: int) -> np.ndarray:
