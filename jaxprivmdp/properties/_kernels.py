@@ -8,7 +8,7 @@ calls per layer (a chain of wlan or brp is thousands of layers deep), and ``scip
 searches need a CSR graph built for each (some 65 µs on a 10³-state model, a pass over
 every edge on a large one) and do not count (no attractor) or optimize (no pass). Compiled,
 each is one pass over the edges it touches. The functions compile on their first call in a
-fresh environment (about a second each) into Numba's on-disk cache (``cache=True``), which
+fresh environment (some 4 s for all of them here) into Numba's on-disk cache (``cache=True``), which
 later processes load.
 """
 
@@ -72,7 +72,7 @@ def sweep_pass(order, problem, sign, budget, x):
             shift, top = 0.0, 0.0  # its largest move and value (the rate's measure)
             for i in range(lo, hi):
                 k = members[i]
-                best, pick, visits = _best(k, order, problem, x, sign, True)
+                best, pick, visits, _ = _best(k, order, problem, x, sign, True, -1)
                 work += visits
                 if pick < 0 or not np.isfinite(best):
                     return False  # no pair, or one that never leaves: no closed form
@@ -102,40 +102,34 @@ def sweep_pass(order, problem, sign, budget, x):
 
 
 @_compiled(error_model="numpy")
-def _best(k, order, problem, x, sign, closed):
-    """``(value, pair, visits)``: the optimum (``sign``) over class ``k``'s pairs in ``ok``
-    of :func:`_value`, its first optimal pair (-1 where none is in ``ok``; -2 where, with
-    ``closed``, a pair never leaves ``k``), and the edges visited (plus one a pair)."""
-    cls_ptr, cls_pairs, pair_ptr = order[2], order[3], order[4]
-    ok = problem[0]
-    best, pick, visits = 0.0, -1, 0
+def _best(k, order, problem, x, sign, closed, current):
+    """``(value, pair, visits, now)``: the optimum (``sign``) over class ``k``'s pairs in
+    ``ok`` of their backups ``inflow + Σ e_prob x[e_col]`` (with ``closed``, each pair's
+    fixed point ``(inflow + Σ_{t ≠ k} e_prob x_t) / (1 − p_kk)``), its first optimal pair
+    (-1 where none is in ``ok``; -2 where, with ``closed``, a pair never leaves ``k``), the
+    edges visited (plus one a pair), and the backup of the pair ``current`` (-inf if none)."""
+    cls_ptr, cls_pairs, pair_ptr, e_col = order[2], order[3], order[4], order[5]
+    ok, e_prob, inflow = problem
+    best, pick, visits, now = 0.0, -1, 0, -np.inf
     for j in range(cls_ptr[k], cls_ptr[k + 1]):
         p = cls_pairs[j]
         if not ok[p]:
             continue
-        value, stay = _value(p, k, order, problem, x, closed)
+        acc, stay = inflow[p], 0.0
+        for e in range(pair_ptr[p], pair_ptr[p + 1]):
+            if closed and e_col[e] == k:
+                stay += e_prob[e]
+            else:
+                acc += e_prob[e] * x[e_col[e]]
         visits += pair_ptr[p + 1] - pair_ptr[p] + 1
         if stay >= 1.0:
-            return best, -2, visits
+            return best, -2, visits, now
+        value = acc / (1.0 - stay)
+        if p == current:
+            now = value
         if pick < 0 or sign * value > sign * best:
             best, pick = value, p
-    return best, pick, visits
-
-
-@_compiled(error_model="numpy")
-def _value(p, k, order, problem, x, closed):
-    """``(value, stay)``: pair ``p``'s backup ``inflow + Σ e_prob x[e_col]`` of class
-    ``k``, with ``closed`` its fixed point ``(inflow + Σ_{t ≠ k} e_prob x_t) / (1 − stay)``,
-    ``stay`` the probability of its self-loop (0 without ``closed``)."""
-    pair_ptr, e_col = order[4], order[5]
-    e_prob, inflow = problem[1], problem[2]
-    acc, stay = inflow[p], 0.0
-    for e in range(pair_ptr[p], pair_ptr[p + 1]):
-        if closed and e_col[e] == k:
-            stay += e_prob[e]
-        else:
-            acc += e_prob[e] * x[e_col[e]]
-    return acc / (1.0 - stay), stay
+    return best, pick, visits, now
 
 
 @_compiled(error_model="numpy")
@@ -156,15 +150,11 @@ def _dense_component(classes, order, problem, sign, x, local):
         switched, missing = False, False  # a class switches where a pair beats its choice
         for i in range(m):
             k = classes[i]
-            best, pick, _ = _best(k, order, problem, x, sign, False)
+            best, pick, _, now = _best(k, order, problem, x, sign, False, choice[i])
             if pick < 0:
                 missing = True
-            elif choice[i] < 0:
+            elif choice[i] < 0 or sign * best - sign * now > 1e-12 * abs(now):
                 choice[i], switched = pick, True
-            else:
-                now = sign * _value(choice[i], k, order, problem, x, False)[0]
-                if sign * best - now > 1e-12 * abs(now):
-                    choice[i], switched = pick, True
         if missing or not switched:
             settled = not missing
             break
