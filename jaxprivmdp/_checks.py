@@ -95,9 +95,10 @@ def check_numeric_dtype(name: str, dtype) -> None:
         raise ValueError(f"{name} must be numeric, got dtype {dtype}")
 
 
-def float_array(name: str, x, dtype, *, copy: bool = True) -> np.ndarray:
+def float_array(name: str, x, dtype, *, copy: bool = True, normal: bool = False) -> np.ndarray:
     """A finite float NumPy copy of a concrete ``x`` in ``dtype`` (``x`` itself where it is
-    such an array already and not ``copy``), or a ValueError."""
+    such an array already and not ``copy``), or a ValueError. ``normal``: nonzero entries
+    below ``dtype``'s ``tiny`` are refused too (:func:`refuse_subnormal`)."""
     arr = as_numpy(name, x)
     check_numeric_dtype(name, arr.dtype)
     out = arr.astype(dtype, copy=copy)
@@ -107,7 +108,55 @@ def float_array(name: str, x, dtype, *, copy: bool = True) -> np.ndarray:
         if not np.isfinite(arr[idx]):
             raise ValueError(f"{name} has a non-finite entry {arr[idx]} at index {idx}")
         raise ValueError(f"{name} has an entry {arr[idx]} at index {idx} that overflows {dtype}")
+    if normal:
+        refuse_subnormal(name, arr, dtype)
     return out
+
+
+def refuse_subnormal(name: str, given, dtype, *, allowed=None) -> None:
+    """A ValueError for the first entry of a concrete ``given`` that is nonzero but whose
+    magnitude in ``dtype`` is below ``np.finfo(dtype).tiny``: subnormal there, or 0 after
+    the cast.
+
+    XLA flushes subnormal numbers to zero on CPU and GPU, inputs and results alike, so such
+    an entry is not what the device computes with: a probability would leave the support
+    (reachability changes) and bounds computed from it would not hold. Model constructors
+    refuse it rather than change it silently. ``given`` is the user's data (any real
+    dtype; integers are never subnormal), ``dtype`` the model's dtype. ``allowed``: a bool
+    array broadcastable to ``given``'s shape; entries outside it (masked rows, never read)
+    are not checked.
+    """
+    x = np.asarray(given)
+    if x.dtype.kind != "f" or x.size == 0:
+        return
+    dtype = np.dtype(dtype)
+    tiny = np.finfo(dtype).tiny
+    small = np.abs(x) < tiny
+    small &= x != 0
+    if allowed is not None:
+        small &= allowed
+    if not small.any():
+        return
+    found = np.argwhere(small)
+    # A value just below ``tiny`` of a wider input may round up to ``tiny`` in ``dtype``.
+    cast = np.abs(x[small].astype(dtype))
+    found = found[cast < tiny]
+    if not found.size:
+        return
+    idx = tuple(int(i) for i in found[0])
+    value = float(x[idx])
+    short = np.float32(value)  # the shorter text where the value is a float32 number
+    shown = str(short if float(short) == value else np.float64(value))
+    count = f"{len(found)} such entr{'y' if len(found) == 1 else 'ies'}"
+    wider = ""
+    if dtype == np.float32 and abs(value) >= np.finfo(np.float64).tiny:
+        wider = ", or a float64 model (dtype=np.float64, with jax_enable_x64), which holds it"
+    raise ValueError(
+        f"{name} has an entry {shown} at index {idx}, nonzero but below {tiny:.9g}, the "
+        f"smallest normal {dtype} number ({count}): XLA flushes subnormal numbers to zero on "
+        "CPU and GPU, so the model computed with would not be the one given. Use 0 or a "
+        f"number of magnitude at least {tiny:.9g} there{wider}; nothing is changed silently"
+    )
 
 
 def check_range(

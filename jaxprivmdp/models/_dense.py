@@ -19,6 +19,7 @@ from .._checks import (
     check_int,
     check_range,
     float_array,
+    refuse_subnormal,
     working_dtype,
 )
 
@@ -182,7 +183,9 @@ def make_mdp(
     Args:
       transitions: `[S, A, S]` transition probabilities ``P(s' | s, a)``; every allowed row
         must be non-negative and sum to 1 within a dtype-aware tolerance. Nothing is
-        renormalized.
+        renormalized. No nonzero entry of an allowed row, and no nonzero reward, may lie
+        below ``np.finfo(dtype).tiny`` in magnitude (XLA flushes such subnormal numbers to
+        zero): use 0 or a normal number.
       rewards: `[S, A]` rewards ``r(s, a)``.
       terminal_reward: `[S]` terminal reward ``R_T`` (default zeros). Finite horizon only.
       horizon: ``T >= 1`` for a finite horizon, or None for an infinite discounted horizon.
@@ -203,10 +206,12 @@ def make_mdp(
     Raises:
       ValueError: naming the offending argument (shape, NaN/inf, negative entry, a row that
         does not sum to 1, a state with no allowed action, discount or horizon out of range,
-        probability outside ``support``).
+        probability outside ``support``, a nonzero probability or reward below the dtype's
+        smallest normal number).
     """
     dtype = working_dtype(dtype)
     P, mask = validate_transitions(transitions, action_mask)
+    refuse_subnormal("transitions", P, dtype, allowed=mask[:, :, None])
     S, A, _ = P.shape
     fields = validate_model_fields(
         S, A, rewards, terminal_reward, horizon, discount, initial_state, dtype
@@ -244,13 +249,13 @@ def validate_model_fields(
     S, A, rewards, terminal_reward, horizon, discount, initial_state, dtype
 ) -> dict:
     """Checks everything of a model but its transitions; returns the constructor's fields."""
-    R = float_array("rewards", rewards, dtype)
+    R = float_array("rewards", rewards, dtype, normal=True)
     if R.shape != (S, A):
         raise ValueError(f"rewards must have shape [S, A] = {(S, A)}, got {R.shape}")
     if terminal_reward is None:
         RT = np.zeros(S, dtype)
     else:
-        RT = float_array("terminal_reward", terminal_reward, dtype)
+        RT = float_array("terminal_reward", terminal_reward, dtype, normal=True)
         if RT.shape != (S,):
             raise ValueError(f"terminal_reward must have shape [S] = {(S,)}, got {RT.shape}")
     discount = resolve_discount(horizon, discount)

@@ -99,6 +99,9 @@ def make_interval_mdp(
       dtype: float dtype of the arrays (default: JAX's default float, float32 unless x64).
         A bound that ``dtype`` cannot hold exactly is rounded outward (``lower`` down,
         ``upper`` up, staying in ``[0, 1]``), so the stored intervals contain the given ones.
+        So is a positive bound below ``np.finfo(dtype).tiny`` (a subnormal number, which
+        XLA flushes to zero on CPU and GPU): ``lower`` to 0, ``upper`` to ``tiny``. A nonzero
+        reward below ``tiny`` is refused (it cannot be rounded outward).
 
     Returns:
       An :class:`IntervalMDP` holding copies (nothing given is changed or renormalized).
@@ -108,7 +111,7 @@ def make_interval_mdp(
         its numbers: shapes, a NaN or infinite entry, ``l < 0``, ``l > u``, ``u > 1``, a row
         whose bounds hold no distribution (``Σ l > 1`` or ``Σ u < 1``), a successor out of
         range or listed twice, a bound on padding, a state with no allowed action, discount
-        or horizon out of range.
+        or horizon out of range, a nonzero reward below the dtype's smallest normal number.
     """
     dtype = working_dtype(dtype)
     lo, hi, idx, mask = validate_intervals(lower, upper, next_states, action_mask)
@@ -244,12 +247,21 @@ def _check_sums(lo: np.ndarray, hi: np.ndarray, mask: np.ndarray) -> None:
 
 def _rounded(x: np.ndarray, dtype: np.dtype, toward: float) -> np.ndarray:
     """``x`` in ``dtype``, each entry that rounding moved away from ``toward`` moved back
-    one ulp past its value (outward rounding of a bound in ``[0, 1]``)."""
+    one ulp past its value (outward rounding of a bound in ``[0, 1]``), and no entry
+    subnormal: XLA flushes those to zero on CPU and GPU, which would move an upper bound
+    inward. A positive bound below ``tiny`` becomes 0 (lower) or ``tiny`` (upper), outward
+    too."""
+    dtype = np.dtype(dtype)
     out = x.astype(dtype)
-    if dtype == x.dtype:
-        return out
-    moved = out > x if toward == 0.0 else out < x
-    return np.where(moved, np.nextafter(out, dtype.type(toward)), out)
+    if dtype != x.dtype:
+        moved = out > x if toward == 0.0 else out < x
+        out = np.where(moved, np.nextafter(out, dtype.type(toward)), out)
+    tiny = np.finfo(dtype).tiny
+    below = (np.abs(out) < tiny) & (out != 0)
+    if below.any():  # (a negative entry: a masked row's, never read; still outward)
+        low, high = (-tiny, 0.0) if toward == 0.0 else (0.0, tiny)
+        out = np.where(below, np.where(out > 0, high, low).astype(dtype), out)
+    return out
 
 
 def interval_to_dense(mdp: IntervalMDP) -> IntervalMDP:

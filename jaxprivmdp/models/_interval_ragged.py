@@ -177,7 +177,9 @@ def ragged_interval_from_lists(row_ids, next_states, lower, upper, mask, fields:
     """A validated :class:`RaggedIntervalMDP` of transition lists (`[N]` each: the row
     ``s·A + a``, the successor, its bounds; any order, kept within a row), the `[S, A]`
     ``mask`` and the validated ``fields`` of ``validate_model_fields``. Bounds the dtype
-    cannot hold exactly are rounded outward, as by ``make_interval_mdp``.
+    cannot hold exactly are rounded outward, as by ``make_interval_mdp`` (a positive bound
+    below the dtype's ``tiny``, which XLA would flush to zero: ``lower`` to 0, ``upper`` to
+    ``tiny``).
 
     Raises:
       ValueError: naming the first offending row ``(s, a)`` and its numbers.

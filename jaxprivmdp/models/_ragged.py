@@ -46,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
 
-from .._checks import ROW_SUM_TOLERANCE, as_numpy, float_array, working_dtype
+from .._checks import ROW_SUM_TOLERANCE, as_numpy, float_array, refuse_subnormal, working_dtype
 from ._dense import (
     MODEL_DATA_FIELDS,
     MODEL_META_FIELDS,
@@ -284,7 +284,9 @@ def make_ragged_mdp(
       next_states: `[N]` ints, its successor ``s'``.
       probs: `[N]` its probability: non-negative, each allowed row summing to 1 (within
         3.1e-5; nothing is renormalized). Entries 0 are dropped (the support is the
-        positive entries, as for :func:`make_sparse_mdp`).
+        positive entries, as for :func:`make_sparse_mdp`); a nonzero one must be at least
+        ``np.finfo(dtype).tiny`` (XLA flushes smaller, subnormal, numbers to zero; so for
+        the rewards).
       rewards: `[S, A]` rewards (they give ``S`` and ``A``).
       terminal_reward: as for :func:`make_sparse_mdp`, as are ``discount``,
         ``action_mask``, ``horizon``, ``initial_state`` and ``dtype``.
@@ -309,6 +311,7 @@ def ragged_from_lists(row_ids, next_states, probs, mask, fields: dict, support=N
     the entries kept listed (a release's, whose entries may be 0; default: positive ones)."""
     S, A = mask.shape
     rid, nxt, p = _check_lists(row_ids, next_states, probs, S, A)
+    refuse_subnormal("probs", p, fields["rewards"].dtype, allowed=mask.reshape(-1)[rid])
     _check_rows(rid, nxt, p, mask)
     keep = p > 0
     if support is not None:

@@ -19,7 +19,7 @@ import jax
 import numpy as np
 from jax.typing import ArrayLike
 
-from .._checks import ROW_SUM_TOLERANCE, as_numpy, float_array, working_dtype
+from .._checks import ROW_SUM_TOLERANCE, as_numpy, float_array, refuse_subnormal, working_dtype
 from ._dense import (
     MODEL_DATA_FIELDS,
     MODEL_META_FIELDS,
@@ -184,7 +184,9 @@ def make_sparse_mdp(
     Args:
       next_states: `[S, A, K]` ints: the successors of each row, padded to ``K`` with ``-1``.
       probs: `[S, A, K]` their probabilities: non-negative, 0 on padding, each allowed row
-        summing to 1 (within 3.1e-5; nothing is renormalized).
+        summing to 1 (within 3.1e-5; nothing is renormalized), each nonzero one at least
+        ``np.finfo(dtype).tiny`` (XLA flushes smaller, subnormal, numbers to zero; so for
+        the rewards).
       rewards: `[S, A]` rewards ``r(s, a)``.
       terminal_reward: `[S]` terminal reward ``R_T`` (default zeros). Finite horizon only.
       discount: ``γ`` in ``[0, 1]``, ``< 1`` when ``horizon`` is None. Default
@@ -202,7 +204,8 @@ def make_sparse_mdp(
       A :class:`SparseMDP` whose listed successors are exactly the support.
 
     Raises:
-      ValueError: naming the offending argument and row.
+      ValueError: naming the offending argument and row (also for a nonzero probability or
+        reward below the dtype's smallest normal number).
     """
     rest = (terminal_reward, horizon, discount, initial_state)
     return _validated(next_states, probs, rewards, action_mask, rest, support, dtype, owned=False)
@@ -231,6 +234,7 @@ def _validated(next_states, probs, rewards, action_mask, rest, support, dtype, o
     """``rest``: ``(terminal_reward, horizon, discount, initial_state)``."""
     dtype = working_dtype(dtype)
     idx, p, mask = validate_successors(next_states, probs, action_mask)
+    refuse_subnormal("probs", p, dtype, allowed=mask[:, :, None])
     S, A, _ = idx.shape
     if support is None:
         keep = p > 0

@@ -130,8 +130,10 @@ def check(
         default: the model's ``horizon``.
       tol: relative precision of unbounded properties: iterate until every state's interval
         ``[lower, upper]`` has ``upper − lower <= tol · (upper + lower)`` (``precision <=
-        tol``), i.e. ``values`` within ``tol`` (relative) of the exact value. Default 1e-6,
-        PRISM's and Storm's, in float32 and float64 alike (the check runs in float64).
+        tol``), i.e. ``values`` within ``tol`` (relative) of the exact value, or the gap is
+        at most ``tiny / eps`` of the dtype (about 1e-292 in float64: values below the
+        smallest normal number have no relative precision). Default 1e-6, PRISM's and
+        Storm's, in float32 and float64 alike (the check runs in float64).
       max_iterations: a cap on interval iterations (then ``converged`` is False; the bound
         still holds): on each window of states, whose passes are capped at its components
         plus 64, 1,000, 8× more … iterations, up to this; over all states where the

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._graph import Graph, _distinct
+from ._precision import underflow
 from ._solve import PolicySolver, blocks
 from ._sweep_guess import Ordered
 
@@ -328,8 +329,9 @@ def _verified(quo: _Quotient, x, y, sign, tol, margin):
         return quo.best(quo.q(v), sign)
 
     up, lo = x + kappa * y, x - kappa * y
-    up_ok = bool(np.all(backup(up) * (1 + margin) <= up))
-    lo_ok = bool(np.all(lo >= 0) and np.all(backup(lo) * (1 - margin) >= lo))
+    a = underflow(quo.g.degree, np.float64)  # (below tiny, rounding is absolute)
+    up_ok = bool(np.all(backup(up) * (1 + margin) + a <= up))
+    lo_ok = bool(np.all(lo >= 0) and np.all(backup(lo) * (1 - margin) - a >= lo))
     return (full(lo) if lo_ok else None), (full(up) if up_ok else None)
 
 

@@ -30,6 +30,7 @@ from .._checks import is_concrete
 from ..models.core import INTERVAL_MODELS, IntervalMDP, RaggedIntervalMDP
 from ..models.core import nature_choice as _choice
 from . import _interval_graph as graph
+from ._interval_graph import floor_slack
 from ._interval_guess import guess_bounds
 from ._interval_iteration import Problem, backward, q_values, run, widening
 from ._interval_total import total_reward
@@ -191,6 +192,7 @@ def _problem(imdp, rewards, fixed, fixed_value, opts, ceiling, xp) -> Problem:
         rel=xp.asarray(rel, dtype),
         absolute=xp.asarray(absolute, dtype),
         ceiling=xp.asarray(ceiling, dtype),
+        floor=xp.asarray(floor_slack(n, dtype), dtype),
     )
 
 
@@ -231,9 +233,19 @@ def _solve(prop_, imdp, sat, bound, opts, limits, host=False):
         out = _backward(imdp, zeros, fixed, target.astype(dtype), opts, bound, host)
     if negate:
         lower, upper, *rest = out
-        out = (*outward(1 - np.asarray(upper) if host else 1 - upper,
-                        1 - np.asarray(lower) if host else 1 - lower, xp), *rest)  # fmt: skip
+        out = (*_complement(xp.asarray(lower), xp.asarray(upper), xp), *rest)
     return out
+
+
+def _complement(lower, upper, xp):
+    """``[1 − upper, 1 − lower]`` rounded outward: one ulp where the bounds differ
+    (:func:`outward`), and where ``1 − x`` was rounded (a bound below ``eps / 2`` makes the
+    complements equal, 1, though the value is below 1): tested exactly, as ``1 − (1 − x)`` is
+    exact for ``1 − x`` in ``[0.5, 1]`` (Sterbenz) and ``1 − x`` is itself exact below."""
+    lo, up = outward(1 - upper, 1 - lower, xp)
+    lo = xp.where(1 - lo < upper, xp.nextafter(lo, -xp.inf), lo)
+    up = xp.where(1 - up > lower, xp.nextafter(up, xp.inf), up)
+    return lo, up
 
 
 def _backward(imdp, rewards, fixed, init, opts, steps, host, ceiling=1.0):

@@ -15,7 +15,9 @@ qualitative questions are asked of these per-row sums (a plain graph of "entries
   PRISM's Prob1);
 - :func:`staying_components`: sets of states the players can keep the play in forever,
   where an upper bound iterated from above may never come down
-  (:mod:`._interval_iteration` deflates them).
+  (:mod:`._interval_iteration` deflates them);
+- :func:`moving`, :func:`floor_slack`: which rows' backups and tests need an absolute slack
+  below ``tiny``, and how much.
 
 Each side quantifies: ``True`` = it helps ("there is"), ``False`` = it opposes ("for
 every"). A row's bounds are read as the distributions they stand for: ``l / max(1, Σ l)``
@@ -31,11 +33,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ..models.core import RaggedRows
+from ..models.core import RaggedRows, map_blocks
+from ._precision import to_device, underflow
 
 # A difference ``1 − Σ`` of a row's bounds counts as positive above this many ulps per entry
 # of the row (plus 2): the rounding of the float sums, for bounds meant to sum to exactly 1.
@@ -327,3 +332,52 @@ def _keeps_paying(e: Edges, Y, start, paying, escapes, policy_helps, nature_help
 
     ok = np.ones(e.allowed.size, bool)
     return _attractor(e, start & Y, Y, ok, hit, policy_helps)[0]
+
+
+# The rows' absolute slack below ``tiny`` (:mod:`._interval_iteration`'s widening and tests).
+
+
+def floor_slack(n: int, dtype) -> float:
+    """The absolute slack a widened or verified row of ``n`` entries adds beyond
+    :func:`._interval_iteration.widening` (where it computes anything nonzero), so that its
+    bound holds for values below ``finfo(dtype).tiny``, where rounding is absolute
+    (:func:`._precision.underflow`).
+
+    Twice :func:`underflow` ``(n, dtype)``: one for the ``2 n + 4`` operations of the plain
+    backup (the products, their sum, the reward, the widening), one for what the fill and the
+    tests add: the differences ``v − v(s)`` of a verification (``n``), the terms of the
+    error bound and the test's own sums (a few), each of which may lose a result below
+    ``tiny`` whole (XLA flushes it to 0). The fill's masses (the running sums, the slack
+    ``1 − Σ l``, its clip) are at most 1 and lose at most ``tiny`` per operation: a mass
+    error far inside the 1 % margin of the absolute term of that widening (``tiny`` is
+    below ``eps · 1e-290``), which scales with the row's largest value; where that product
+    is itself below ``tiny`` (and flushed), it is one more operation covered here."""
+    return 2 * underflow(n, dtype)
+
+
+def device_upper(values: np.ndarray) -> np.ndarray:
+    """Host upper-bound candidates as the device reads them: subnormal ones raised to
+    ``tiny`` (:func:`._precision.to_device`); the caller verifies and keeps this copy."""
+    return to_device(values, values)[1]
+
+
+def moving(p, values) -> jax.Array:
+    """`[S, A]` bool, for the checker's ``Problem`` ``p``: the rows with a nonzero reward or
+    an entry nature may use (``u > 0``) on a value other than their own state's, the rows
+    whose tested ``r + opt Σ x (v − v(s))`` is not exactly 0 (the others' products and sums
+    are all exact zeros, and their test needs no slack: a set the play may stay in verifies
+    at any level)."""
+    own, ns = values[:, None, None], p.next_states
+    if ns is None:
+        rows = jnp.any((p.upper > 0) & (values[None, None, :] != own), axis=-1)
+    elif isinstance(ns, RaggedRows):
+        A = ns.shape[1]
+
+        def block(succ, up, ids):
+            v = values[jnp.maximum(succ, 0)]
+            return jnp.any((up > 0) & (v != values[ids // A][:, None]), axis=-1)
+
+        rows = map_blocks(block, ns, p.upper, ns.ids, fill=False)
+    else:
+        rows = jnp.any((p.upper > 0) & (values[jnp.maximum(ns, 0)] != own), axis=-1)
+    return rows | (p.rewards != 0)

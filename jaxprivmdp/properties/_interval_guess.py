@@ -40,6 +40,7 @@ from scipy.sparse.linalg import LinearOperator, bicgstab
 from ..models.core import nature_choice, row_entries
 from . import _interval_graph as graph
 from ._interval_iteration import Problem, q_values, verified, verified_below
+from ._precision import gap_floor, to_device
 from ._solve import PolicySolver, one_blas_thread
 
 _ROUNDS = 16
@@ -213,10 +214,16 @@ def guess_bounds(p: Problem, e: graph.Edges, lo, sigma, tol, complement=False):
     size = (1 - v) if complement else v
     if np.any(size[undecided] <= 0) or np.any(y[undecided] < 0):
         return None, None
-    kappa = tol / 2 / float(np.max(y[undecided] / size[undecided]))
+    # κ from the states above gap_floor (below it, the floor's lift meets tol anyway); the
+    # candidates as the device reads them (:func:`to_device`), which is what is verified
+    lift = gap_floor(np.float64) / 4
+    wide = undecided & (size >= gap_floor(np.float64))
+    ratio = float(np.max(y[wide] / size[wide], initial=0.0))
+    kappa = tol / 2 / ratio if ratio > 0 else tol / 2
     fixed = np.asarray(p.fixed_value, np.float64)
-    upper = np.where(undecided, np.minimum(v + kappa * y, 1.0), fixed)
-    lower = np.where(undecided, np.maximum(v - kappa * y, 0.0), fixed)
+    upper = np.where(undecided, np.minimum(v + kappa * y + lift, 1.0), fixed)
+    lower = np.where(undecided, np.maximum(v - kappa * y - lift, 0.0), fixed)
+    lower, upper = to_device(lower, upper)
     upper = upper if bool(np.all(verified(p, jnp.asarray(upper)))) else None
     lower = lower if _below(p, e, lower, sigma, undecided) else None
     return lower, upper

@@ -33,6 +33,8 @@ import numpy as np
 from jax import lax
 
 from ..models.core import fill_margin, interval_excess, interval_expect
+from ._interval_graph import device_upper, floor_slack, moving
+from ._precision import gap_floor, to_device
 
 # Interval iteration runs in chunks of these many backups, growing, between host steps.
 FIRST_CHUNK, CHUNK_GROWTH = 16, 8
@@ -53,6 +55,7 @@ class Problem(NamedTuple):
       policy_sign, nature_sign: ``1`` to maximize, ``-1`` to minimize.
       rel, absolute: the widening of a backup (:func:`widening`); ceiling: a bound on
         every value (1 for probabilities, ``inf`` for rewards).
+      floor: the absolute slack of a row (:func:`._interval_graph.floor_slack`).
     """
 
     lower: jax.Array
@@ -67,6 +70,7 @@ class Problem(NamedTuple):
     rel: jax.Array
     absolute: jax.Array
     ceiling: jax.Array
+    floor: jax.Array
 
 
 def widening(n: int, dtype) -> tuple[float, float]:
@@ -98,8 +102,10 @@ def backup(p: Problem, values, xp=jnp):
     else:
         expect, scale = (xp.concatenate(a) for a in zip(*map(expect_of, values), strict=True))
     sign, usable = p.policy_sign, p.usable
-    low = expect * (1 - p.rel) - p.absolute * scale  # per row, then the policy's optimum
-    high = expect * (1 + p.rel) + p.absolute * scale
+    floor = xp.where((scale > 0) | (p.rewards != 0)[None], p.floor, 0)  # (else exact zeros)
+    slack = p.absolute * scale + floor  # (one sum of non-negative terms: no further rounding)
+    low = expect * (1 - p.rel) - slack  # per row, then the policy's optimum
+    high = expect * (1 + p.rel) + slack
     low = sign * xp.max(xp.where(usable, sign * (p.rewards * (1 - p.rel) + low[0]), -xp.inf), -1)
     high = sign * xp.max(xp.where(usable, sign * (p.rewards * (1 + p.rel) + high[1]), -xp.inf), -1)
     low = xp.maximum(low, 0)
@@ -115,8 +121,8 @@ def _met(lo, up, tol, complement=False):
     if complement:
         lo, up = 1 - up, 1 - lo
     width = up - lo
-    close = jnp.isfinite(up) & (width <= tol * (jnp.abs(up) + jnp.abs(lo)))
-    return jnp.all(close | (lo == up))
+    close = (width <= tol * (jnp.abs(up) + jnp.abs(lo))) | (width <= gap_floor(up.dtype))
+    return jnp.all((jnp.isfinite(up) & close) | (lo == up))
 
 
 @functools.partial(jax.jit, static_argnames=("stop_when_stalled", "complement"))
@@ -145,6 +151,7 @@ def verified(p: Problem, values) -> jax.Array:
     """`[S]` bool: ``B(v)(s) <= v(s)`` holds whatever the rounding (decided states: True),
     tested as ``r + opt Σ x (v − v(s)) <= 0`` (:func:`interval_excess`)."""
     excess, err = interval_excess(p.lower, p.upper, p.next_states, values, values, p.nature_sign)
+    err = err + jnp.where(moving(p, values), p.floor, 0)
     ok = p.rewards + excess + err + p.rel * jnp.abs(p.rewards) <= 0
     every = jnp.all(ok | ~p.usable, axis=-1)
     some = jnp.any(ok & p.usable, axis=-1)
@@ -157,6 +164,7 @@ def verified_below(p: Problem, values) -> jax.Array:
     tested as ``r + opt Σ x (v − v(s)) >= 0``; the policy's optimum over its usable
     actions (a policy held to one action: that action's row)."""
     excess, err = interval_excess(p.lower, p.upper, p.next_states, values, values, p.nature_sign)
+    err = err + jnp.where(moving(p, values), p.floor, 0)
     ok = p.rewards + excess - err - p.rel * jnp.abs(p.rewards) >= 0
     every = jnp.all(ok | ~p.usable, axis=-1)
     some = jnp.any(ok & p.usable, axis=-1)
@@ -169,8 +177,10 @@ def pre_fixpoint(p: Problem, lo, tol, complement=False) -> np.ndarray | None:
     size = (1 - lo) if complement else lo
     finite = size[np.isfinite(size)]
     tiny = 1e-3 * float(np.max(finite, initial=0.0)) + 1e-300
+    # an absolute raise above the verification's floor slack, within gap_floor of the values
+    lift = gap_floor(np.float64) / 4
     for kappa in (tol / 64, tol / 8, tol / 2):
-        cand = np.where(p.fixed, p.fixed_value, lo + kappa * (size + tiny))
+        cand = np.where(p.fixed, p.fixed_value, device_upper(lo + kappa * (size + tiny) + lift))
         if not np.all(np.isfinite(cand) | np.asarray(p.fixed)):
             return None
         if bool(np.all(verified(p, jnp.asarray(cand)))):
@@ -204,7 +214,7 @@ def _deflate_together(p: Problem, lo, up, components) -> np.ndarray:
     live = np.arange(n + 1) < n
 
     def failing(lam):
-        trial = np.where(live[seg], np.minimum(up, lam[seg]), up)
+        trial = device_upper(np.where(live[seg], np.minimum(up, lam[seg]), up))
         bad = ~np.asarray(verified(p, jnp.asarray(trial)))
         return np.bincount(seg, weights=bad, minlength=n + 1) > 0, trial
 
@@ -244,7 +254,7 @@ def _deflate_each(p: Problem, e, lo, up, components) -> np.ndarray:
         high, low = np.where(ok, mid, high), np.where(ok, low, mid)
     live = np.ones(n, bool)
     while True:  # verified together; a set that fails keeps its U, and the rest again
-        trial = np.where((comp >= 0) & live[comp], np.minimum(up, high[comp]), up)
+        trial = device_upper(np.where((comp >= 0) & live[comp], np.minimum(up, high[comp]), up))
         bad = ~np.asarray(verified(p, jnp.asarray(trial))) & (comp >= 0)
         if not np.any(bad & live[comp]):
             return trial
@@ -260,6 +270,7 @@ def _holds(p: Problem, e, mine, own, comp, up, lam) -> np.ndarray:
     shift = np.minimum(up[src], lam[np.maximum(comp[src], 0)])
     excess, err = _excess(p, e, mine, value, shift)
     rewards = np.asarray(p.rewards).reshape(-1)
+    err = err + np.where(rewards != 0, float(p.floor), 0)
     ok_row = rewards + excess + err + float(p.rel) * np.abs(rewards) <= 0
     ok_row = ok_row.reshape(e.allowed.shape) | ~e.allowed
     if float(p.policy_sign) > 0:
@@ -292,13 +303,15 @@ def _excess(p: Problem, e, mine, value, shift):
     slack = np.maximum(1 - e.sum_lo[row], 0)
     x = lo + np.clip(slack - before, 0, cap)
     terms = np.where(x > 0, x * w, 0)
-    rel, absolute = fill_margin(int(np.max(np.bincount(row), initial=1)), np.float64)
+    n = int(np.max(np.bincount(row), initial=1))
+    rel, absolute = fill_margin(n, np.float64)
     size = e.allowed.size
     excess = np.bincount(row, weights=terms, minlength=size)
     err = rel * np.bincount(row, weights=np.abs(terms), minlength=size)
     big = np.zeros(size)
     np.maximum.at(big, row, np.where(np.isfinite(w), np.abs(w), 0))
-    return excess, err + absolute * big
+    busy = np.bincount(row, weights=w != 0, minlength=size) > 0  # (as :func:`moving`)
+    return excess, err + absolute * big + np.where(busy, floor_slack(n, np.float64), 0)
 
 
 def run(
@@ -323,7 +336,7 @@ def run(
     A chunk stops where the upper bound stalls (probabilities), so that the host can lower
     it; when the host cannot, the next chunk iterates on until nothing moves."""
     total, chunk, met, stop_stall = 0, FIRST_CHUNK, False, probability
-    lo, up = jnp.asarray(lo), jnp.asarray(up)
+    lo, up = (jnp.asarray(x) for x in to_device(np.asarray(lo), np.asarray(up)))
     guesses = GUESSES if guess is not None else 0
     after = GUESS_AFTER if p.rewards.size >= SMALL_ROWS else GUESS_AFTER_SMALL
     while total < max_iterations:
@@ -336,7 +349,7 @@ def run(
             chunk *= CHUNK_GROWTH
         if guesses and total >= after:
             guesses -= 1
-            lower, upper = guess(np.asarray(lo))
+            lower, upper = guess(np.asarray(lo))  # (verified as the device reads them)
             if lower is not None or upper is not None:
                 lo = lo if lower is None else jnp.maximum(lo, jnp.asarray(lower))
                 up = up if upper is None else jnp.minimum(up, jnp.asarray(upper))
@@ -365,7 +378,8 @@ def _lowered(p: Problem, e, lo, up, tol, components, complement):
             best = np.minimum(best, c)  # the least of two pre-fixpoints is one
     with np.errstate(invalid="ignore"):  # inf − inf where both are infinite
         size = np.abs(1 - best) if complement else np.abs(best)
-        gain = (up - best > 0.25 * tol * size) & np.isfinite(best)
+        drop = up - best  # (a drop within gap_floor meets tol already: no gain)
+        gain = (drop > 0.25 * tol * size) & (drop > gap_floor(np.float64)) & np.isfinite(best)
     return best if np.any(gain) else None
 
 

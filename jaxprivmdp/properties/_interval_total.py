@@ -43,7 +43,9 @@ from jax import lax
 
 from ..models.core import interval_excess
 from . import _interval_graph as graph
+from ._interval_graph import device_upper, moving
 from ._interval_iteration import deflate, q_values, run
+from ._precision import gap_floor
 
 # The padding of the climb: each row's reward raised by this share of the tolerance (of the
 # row's reward plus its state's lower bound), so that a climbed bound verifies with a margin
@@ -211,7 +213,8 @@ def first_upper(p, e: graph.Edges, lo, structure, eta, max_iterations):
     rewards = np.asarray(p.rewards)
     fixed, fixed_value = np.asarray(p.fixed), np.asarray(p.fixed_value)
     base = np.where(np.isfinite(lo), lo, 0.0)
-    tiny = 1e-3 * max(float(base.max(initial=0.0)), float(rewards.max(initial=0.0))) + 1e-300
+    top = max(float(base.max(initial=0.0)), float(rewards.max(initial=0.0)))
+    tiny = 1e-3 * top + gap_floor(np.float64)  # (a pad above the tests' floor slack)
     pad = np.where(stay, 0.0, eta * (rewards + base[:, None] + tiny))
     u = np.where(fixed, fixed_value, lo)
     steps, cap = 0, max(int(max_iterations), 1)
@@ -227,7 +230,7 @@ def first_upper(p, e: graph.Edges, lo, structure, eta, max_iterations):
         bad = [C for C in bad if not np.all(ok[C])]
         if bad:
             u = deflate(p, e, lo, _raised(e, u, bad, eta, tiny), bad)
-    return _closed(p, e, u), steps
+    return _closed(p, e, device_upper(u)), steps
 
 
 def lowered_components(p, e: graph.Edges, up, comps):
@@ -270,6 +273,7 @@ def _accepted(p, e: graph.Edges, u, cand, comps) -> np.ndarray:
         for i, C in enumerate(comps):
             if live[i]:
                 trial[C] = cand[C]
+        trial = device_upper(trial)  # (verified as the device reads it, and kept so)
         ok = _verified(p, e, trial)
         bad = np.array([live[i] and not np.all(ok[C]) for i, C in enumerate(comps)])
         if not np.any(bad):
@@ -296,6 +300,7 @@ def _rows_verified(p, u):
     """`[S, A]` bool: ``r + opt Σ x (u − u(s)) <= 0`` whatever the rounding (as
     :func:`._interval_iteration.verified`, row by row)."""
     excess, err = interval_excess(p.lower, p.upper, p.next_states, u, u, p.nature_sign)
+    err = err + jnp.where(moving(p, u), p.floor, 0)
     return p.rewards + excess + err + p.rel * jnp.abs(p.rewards) <= 0
 
 

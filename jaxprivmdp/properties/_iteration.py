@@ -18,7 +18,10 @@ few dozen, ``n`` is replaced by ``16 + 2⌈log₂ S⌉``, a heuristic for XLA's 
 as :mod:`jaxprivmdp.planning._bellman` does). The price is a floor on the reachable precision of
 about ``2 m`` times the expected number of steps: about 1e-6 per step in float32, which is why
 :func:`jaxprivmdp.check` runs these cores in float64 on a concrete model (only a traced one,
-under ``jax.jit``, keeps its float32).
+under ``jax.jit``, keeps its float32). The relative bound holds for results of at least the
+dtype's ``tiny`` only (XLA flushes smaller ones to zero), so every widened backup also adds
+an absolute :func:`~jaxprivmdp.properties._precision.underflow`, and a gap within
+:func:`~jaxprivmdp.properties._precision.gap_floor` counts as met.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from jax import lax
 
 from ..models.core import Model, RaggedRows, Rows, expect, row_length, row_sums, transition_rows
 from ._graph import Graph
+from ._precision import gap_floor, underflow
 
 
 def model_rows(mdp: Model) -> Rows:
@@ -55,6 +59,13 @@ def rounding_margin(mdp: Model) -> float:
     n = row_length(mdp)
     ulps = min(n + 5, 2 * (16 + 2 * math.ceil(math.log2(max(n, 2)))))  # units of eps/2
     return ulps * float(np.finfo(mdp.rewards.dtype).eps) / 2
+
+
+def widening_pair(mdp: Model, relative: float) -> jax.Array:
+    """`[2]` in the model's dtype: ``relative`` and the absolute :func:`underflow` of one
+    backup, the ``margin`` the cores take."""
+    absolute = underflow(row_length(mdp), mdp.rewards.dtype)
+    return jnp.asarray([relative, absolute], mdp.rewards.dtype)
 
 
 def host_widening(mdp: Model, g: Graph) -> float:
@@ -118,9 +129,11 @@ def interval_iteration(
       rows: the model's rows; problem: the rewards, usable pairs, fixed states and starting
         bounds (:class:`Unfixed`).
       sign: ``1`` to maximize, ``-1`` to minimize (traced: one compilation for both).
-      margin: ``m``, a bound on the relative error of a computed backup (its rounding and
-        the rows' distance from sums of 1: :func:`host_widening`); tol: relative precision;
-        max_iterations: a cap on iterations.
+      margin: `[2]` ``(m, a)``: ``m`` a bound on the relative error of a computed backup
+        (its rounding and the rows' distance from sums of 1: :func:`host_widening`), ``a``
+        the absolute one below ``tiny`` (:func:`widening_pair`); tol: relative precision
+        (a gap within :func:`gap_floor` is met whatever it); max_iterations: a cap on
+        iterations.
 
     Returns:
       ``(lower, upper, iterations, converged)``.
@@ -137,7 +150,9 @@ def interval_iteration(
         w = jnp.max(q_values(v), axis=-1)
         return sign * jax.ops.segment_max(w, group, num_segments=S)[group]
 
-    widen = jnp.stack([1 - margin, 1 + margin])[:, None]
+    widen = jnp.stack([1 - margin[0], 1 + margin[0]])[:, None]
+    shift = jnp.stack([-margin[1], margin[1]])[:, None]
+    floor = gap_floor(dtype)
     bounds0 = jnp.stack(
         [
             jnp.where(fixed, fixed_value, lower0),
@@ -146,7 +161,7 @@ def interval_iteration(
     )
 
     def met(b):
-        return has_upper & jnp.all(b[1] - b[0] <= tol * (b[1] + b[0]))
+        return has_upper & jnp.all(b[1] - b[0] <= tol * (b[1] + b[0]) + floor)
 
     def cond(carry):
         _, it, done = carry
@@ -154,7 +169,7 @@ def interval_iteration(
 
     def body(carry):
         b, it, _ = carry
-        new = jnp.stack([backup(b[0]), backup(b[1])]) * widen  # (vmap: a slower gather)
+        new = jnp.stack([backup(b[0]), backup(b[1])]) * widen + shift  # (vmap: slower)
         new = jnp.stack([jnp.maximum(b[0], new[0]), jnp.minimum(b[1], new[1])])
         new = jnp.where(fixed, fixed_value, new)
         new = new.at[1].set(jnp.where(has_upper, new[1], b[1]))
@@ -187,18 +202,24 @@ def bounded_iteration(
     first. Without ``step_policy`` the scan carries one `[S]` rule and stacks nothing, so
     memory is ``O(S A)`` whatever ``steps``. The error of a state is the largest over its
     pairs of the successors' errors propagated through the row plus the backup's own
-    rounding ``m (|r| + Σ p |v|)`` (``|max_a x_a − max_a y_a| <= max_a |x_a − y_a|``): 0
-    where every term is 0, so a value decided exactly stays exact.
+    rounding ``m (|r| + Σ p |v|) + a`` (``|max_a x_a − max_a y_a| <= max_a |x_a − y_a|``;
+    ``margin`` `[2]` ``(m, a)``, :func:`widening_pair`), ``a`` only where a term may be
+    nonzero (``r``, or a successor with a value or an error: the indicator's sum of
+    probabilities, each at least ``tiny``, does not underflow): 0 where every term is 0, so
+    a value decided exactly stays exact.
     """
     dtype = rewards.dtype
     low = jnp.asarray(-jnp.inf, dtype)
     r_abs = jnp.abs(rewards)
-    margin = _widening(rows, usable, margin)
+    absolute = margin[1]
+    margin = _widening(rows, usable, margin[0])
 
     def backup(v, e):
         q = jnp.where(usable, sign * (rewards + expect(rows, v)), low)
         v_new = jnp.where(fixed, fixed_value, sign * jnp.max(q, axis=-1))
+        some = (r_abs > 0) | (expect(rows, ((v != 0) | (e != 0)).astype(dtype)) > 0)
         own = expect(rows, e) + margin * (r_abs + expect(rows, jnp.abs(v)))
+        own = own + jnp.where(some, absolute, 0)
         e_new = jnp.where(fixed, 0, jnp.max(jnp.where(usable, own, 0), axis=-1))
         return v_new, e_new, jnp.argmax(q, axis=-1).astype(jnp.int32)
 
@@ -234,7 +255,7 @@ def solve_bounded(mdp: Model, rewards, fixed, fixed_value, init, steps, minimize
         fixed_value,
         init,
         opt_sign(minimize, mdp.rewards.dtype),
-        jnp.asarray(rounding_margin(mdp), mdp.rewards.dtype),
+        widening_pair(mdp, rounding_margin(mdp)),
         steps=steps,
         step_policy=step_policy,
     )

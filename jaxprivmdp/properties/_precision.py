@@ -30,6 +30,35 @@ def tracing() -> bool:
     return isinstance(jnp.zeros(()), jax.core.Tracer)
 
 
+def underflow(n: int, dtype) -> float:
+    """The absolute error a computed backup ``r + Σ p v`` of ``n`` terms may carry beyond its
+    relative rounding (which holds only for results of at least ``finfo(dtype).tiny``, the
+    smallest normal number): each of its ``2 n + 4`` operations (``n`` products, ``n``
+    sums, the reward's addition, the widening's product and a division) may lose a result
+    below ``tiny`` whole, since XLA flushes subnormal numbers to zero on CPU (and float32 on
+    GPU); IEEE arithmetic (NumPy, Numba) loses at most ``tiny · eps / 2`` each. Every
+    widened bound adds it, so a value in the subnormal range stays inside its interval."""
+    return (2 * n + 8) * float(np.finfo(dtype).tiny)
+
+
+def gap_floor(dtype) -> float:
+    """A gap ``upper − lower`` at most this counts as met whatever the relative ``tol``:
+    ``tiny / eps``, below which one ``tiny`` of :func:`underflow` is more than the dtype's
+    relative precision (about 1e-292 in float64, 1e-31 in float32), so the bounds of a value
+    that small cannot be made relatively tight."""
+    info = np.finfo(dtype)
+    return float(info.tiny) / float(info.eps)
+
+
+def to_device(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Host float64 bounds made safe for the device, which reads subnormal numbers as zero:
+    each subnormal bound moves outward to 0 or ``± tiny``."""
+    tiny = float(np.finfo(np.float64).tiny)
+    lower = np.where((lower != 0) & (np.abs(lower) < tiny), np.where(lower > 0, 0.0, -tiny), lower)
+    upper = np.where((upper != 0) & (np.abs(upper) < tiny), np.where(upper > 0, tiny, 0.0), upper)
+    return lower, upper
+
+
 def working_tol(tol: float, dtype) -> float:
     """The precision the float64 iteration aims at, so that ``tol`` still holds after the
     outward rounding to ``dtype`` (up to one ulp of ``dtype`` on each side)."""
@@ -86,13 +115,16 @@ def _narrow(lower: np.ndarray, upper: np.ndarray, dtype) -> tuple[np.ndarray, np
     return lo, up
 
 
-def relative_width(lower, upper, xp):
+def relative_width(lower, upper, xp, dtype=None):
     """``precision``: ``max_s (upper − lower) / (|upper| + |lower|)``, the relative
     half-width of the tol test ``upper − lower <= tol · (upper + lower)``; 0 where the
-    bounds are equal (infinities included), inf where only ``upper`` is infinite."""
+    bounds are equal (infinities included) or within :func:`gap_floor` (which meets any
+    ``tol``; of ``dtype``, by default the bounds'), inf where only ``upper`` is infinite."""
+    floor = gap_floor(upper.dtype if dtype is None else dtype)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         rel = (upper - lower) / (xp.abs(upper) + xp.abs(lower))
-        rel = xp.where(lower == upper, 0, xp.where(xp.isfinite(upper - lower), rel, xp.inf))
+        rel = xp.where(xp.isfinite(upper - lower), rel, xp.inf)
+        rel = xp.where((lower == upper) | (upper - lower <= floor), 0, rel)
     return xp.max(rel) if rel.size else xp.zeros((), rel.dtype)
 
 
@@ -122,7 +154,7 @@ def host_answer(lower, upper, dtype, converged: bool, tol: float | None):
     dtype = np.dtype(dtype)
     lo, up = _narrow(np.asarray(lower, np.float64), np.asarray(upper, np.float64), dtype)
     lo64, up64 = lo.astype(np.float64, copy=False), up.astype(np.float64, copy=False)
-    precision = float(relative_width(lo64, up64, np))
+    precision = float(relative_width(lo64, up64, np, dtype))
     if tol is not None:
         converged = converged and precision <= tol
     values64, _ = summarize(lo64, up64, np.asarray(converged), np)

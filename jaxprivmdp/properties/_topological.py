@@ -48,6 +48,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ._graph import Graph
+from ._precision import gap_floor, to_device, underflow
 
 # States per window: small enough that a window of a chain costs little per iteration, large
 # enough that a model of many tiny components needs few windows (each a few loop steps).
@@ -243,7 +244,9 @@ def sweep(rows: Rows, bounds, widest, windows, n, stop, sign, margin, eps, *, wi
     of ``windows`` (:class:`Windows`, device arrays), from ``bounds`` `[m, 2, S + 1]` (lower,
     upper of ``m`` models of one support, whose probabilities ``rows.prob`` `[S, A, D, m]`
     holds; index ``S`` is 0) and ``widest`` `[m]` (the widest relative width solved so far);
-    ``stop``: the pass's cap (iterations of a window beyond its components). The models
+    ``stop``: the pass's cap (iterations of a window beyond its components); ``margin``
+    `[2]`: the relative and absolute widening of a backup (as
+    :func:`~jaxprivmdp.properties._iteration.interval_iteration`'s). The models
     share every loop: a window iterates until each model met its width or stopped moving
     (more backups of a model that did are harmless: its bounds only tighten).
 
@@ -252,7 +255,8 @@ def sweep(rows: Rows, bounds, widest, windows, n, stop, sign, margin, eps, *, wi
     stopped at its cap for that model."""
     total = rows.state.shape[0]
     low = jnp.asarray(-jnp.inf, rows.prob.dtype)
-    widen = (1 - margin, 1 + margin)
+    widen = (1 - margin[0], 1 + margin[0])
+    floor = gap_floor(rows.prob.dtype)
     local = jnp.arange(width)
 
     def visit(w, c: _Carry):
@@ -274,9 +278,11 @@ def sweep(rows: Rows, bounds, widest, windows, n, stop, sign, margin, eps, *, wi
         def body(inner):
             lo, up, it, _, _ = inner
             old_lo, old_up = lo[state], up[state]
-            new_lo = jnp.where(valid, jnp.maximum(old_lo, backup(lo) * widen[0]), old_lo)
-            new_up = jnp.where(valid, jnp.minimum(old_up, backup(up) * widen[1]), old_up)
-            met = jnp.all(new_up - new_lo <= loose * (new_up + new_lo), axis=0)
+            new_lo = backup(lo) * widen[0] - margin[1]
+            new_up = backup(up) * widen[1] + margin[1]
+            new_lo = jnp.where(valid, jnp.maximum(old_lo, new_lo), old_lo)
+            new_up = jnp.where(valid, jnp.minimum(old_up, new_up), old_up)
+            met = jnp.all(new_up - new_lo <= loose * (new_up + new_lo) + floor, axis=0)
             still = jnp.all((new_lo == old_lo) & (new_up == old_up), axis=0)
             return lo.at[state].set(new_lo), up.at[state].set(new_up), it + 1, met, still
 
@@ -288,7 +294,7 @@ def sweep(rows: Rows, bounds, widest, windows, n, stop, sign, margin, eps, *, wi
         lower, upper, it, met, still = lax.while_loop(cond, body, start_inner)
         lo, up = lower[state], upper[state]
         ratio = (up - lo) / jnp.where(up > 0, up + lo, 1)
-        gap = jnp.max(jnp.where(valid & (up > 0), ratio, 0), axis=0)
+        gap = jnp.max(jnp.where(valid & (up - lo > floor), ratio, 0), axis=0)
         widest = jnp.maximum(c.widest, gap)
         return _Carry(lower, upper, widest, c.iterations + it, c.capped | ~(met | still))
 
@@ -326,7 +332,7 @@ class Topological:
                     self.parts.append((int(plan.widths[part[0]]), part.size, table))
             self.scalars = (
                 jnp.asarray(-1.0 if minimize else 1.0),
-                jnp.asarray(margin, jnp.float64),
+                jnp.asarray([margin, underflow(plan.rows.prob.shape[2], np.float64)]),
                 jnp.asarray(tol / (2 * (self.loops + 1)), jnp.float64),
             )
 
@@ -335,7 +341,7 @@ class Topological:
         ``(lower, upper, iterations, capped)`` on the host (``capped`` `[n]`)."""
         n = lower.shape[0]
         b = np.zeros((n, 2, self.S + 1))
-        b[:, 0, : self.S], b[:, 1, : self.S] = lower, upper
+        b[:, 0, : self.S], b[:, 1, : self.S] = to_device(lower, upper)
         iterations, capped = 0, np.zeros(n, bool)
         stop = min(stop, 2**30)  # a window's cap (its components + stop) stays an int32
         with jax.enable_x64(True):

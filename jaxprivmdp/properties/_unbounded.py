@@ -24,8 +24,16 @@ import numpy as np
 from ..models.core import Model
 from ._graph import Graph
 from ._guess import guess_bounds
-from ._iteration import Unfixed, host_widening, interval_iteration, model_rows, opt_sign
+from ._iteration import (
+    Unfixed,
+    host_widening,
+    interval_iteration,
+    model_rows,
+    opt_sign,
+    widening_pair,
+)
 from ._policy import extract_policy
+from ._precision import gap_floor, to_device
 from ._topological import Topological, fits
 
 
@@ -190,8 +198,9 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
 
 def _met(lo, up, tol) -> np.ndarray:
     """`[n]` :func:`interval_iteration`'s test, per model: every interval finite and within
-    ``tol`` (relative)."""
-    return np.all(np.isfinite(up) & (up - lo <= tol * (up + lo)), axis=1)
+    ``tol`` (relative) or :func:`gap_floor`."""
+    floor = gap_floor(np.float64)
+    return np.all(np.isfinite(up) & (up - lo <= tol * (up + lo) + floor), axis=1)
 
 
 def _jacobi(g, mdp, pre: Precomputed, minimize, tol, max_iterations, widths):
@@ -235,6 +244,7 @@ def _device_iteration(
     upper0]``: ``(lower, upper, iterations, converged)`` on the host. One compilation per
     model shape."""
     S = mdp.num_states
+    lower0, upper0 = to_device(lower0, upper0)
     with jax.enable_x64(True):
         problem = Unfixed(
             jnp.asarray(pre.rewards, jnp.float64),
@@ -250,7 +260,7 @@ def _device_iteration(
             model_rows(mdp),
             problem,
             opt_sign(minimize, jnp.float64),
-            jnp.asarray(margin, jnp.float64),
+            widening_pair(mdp, margin),
             jnp.asarray(tol, jnp.float64),
             jnp.asarray(max_iterations, jnp.int32),
         )

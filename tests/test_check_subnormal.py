@@ -1,0 +1,186 @@
+"""``check``'s bounds hold where values fall below the smallest normal number ``tiny``.
+
+Relative widening ``(1 ± m) · backup`` covers rounding only above ``tiny``: below it IEEE
+rounding is absolute, and XLA on CPU flushes subnormal results to zero. The oracle is exact
+rational arithmetic (:class:`fractions.Fraction`) on the stored numbers, each row divided by
+its exact sum (the distribution a row stands for), sharing no code with the library.
+"""
+
+from fractions import Fraction
+
+import jax
+import numpy as np
+import pytest
+from test_check_batch import shared  # noqa: F401 (a fixture)
+from test_check_precision import build as build_model
+
+import jaxprivmdp.properties._unbounded as unbounded
+from jaxprivmdp.models import make_mdp
+from jaxprivmdp.properties import check
+
+GOAL = {"goal": np.array([False, False, True, False])}
+
+
+def exact_row(row):
+    """The stored row as the distribution it stands for: each entry over the exact sum."""
+    row = [Fraction(float(x)) for x in row]
+    total = sum(row)
+    return [x / total for x in row]
+
+
+def build(P, R, dtype, sparse):
+    return build_model(P, R, sparse=sparse, x64=dtype == np.float64)
+
+
+def chain(p, q):
+    """0 -(a0: p)-> 1 -(q)-> 2 (goal); the rest of each row, and action 1, to 3 (a sink)."""
+    P = np.zeros((4, 2, 4))
+    P[0, 0, 1], P[0, 0, 3], P[0, 1, 3] = p, 1 - p, 1
+    P[1, :, 2], P[1, :, 3] = q, 1 - q
+    P[2, :, 2] = P[3, :, 3] = 1
+    return P
+
+
+def chain_value(P, dtype):
+    """``Pmax`` from state 0 of :func:`chain`'s model, exactly, of the rows as stored."""
+    stored = np.asarray(P, dtype)
+    return exact_row(stored[0, 0])[1] * exact_row(stored[1, 0])[2]
+
+
+def loop(p, r):
+    """0 -(a0: p)-> 1, else the goal 2; 1 earns ``r`` a step, stays w.p. 1/3, else the goal."""
+    P = np.zeros((4, 2, 4))
+    P[0, 0, 1], P[0, 0, 2], P[0, 1, 2] = p, 1 - p, 1
+    P[1, :, 1], P[1, :, 2] = 1 / 3, 2 / 3
+    P[2, :, 2] = P[3, :, 3] = 1
+    R = np.zeros((4, 2))
+    R[1] = r
+    return P, R
+
+
+def loop_value(P, R, dtype):
+    """``Rmax [F goal]`` from state 0 of :func:`loop`'s model, exactly."""
+    stored = np.asarray(P, dtype)
+    stay = exact_row(stored[1, 0])[1]
+    v1 = Fraction(float(np.asarray(R, dtype)[1, 0])) / (1 - stay)
+    return exact_row(stored[0, 0])[1] * v1
+
+
+def holds(res, exact, state=0):
+    lo, up = float(res.lower[state]), float(res.upper[state])
+    assert Fraction(lo) <= exact <= Fraction(up), (lo, up, float(exact))
+    assert bool(res.converged)
+
+
+def paths():
+    """The checker's routes through an unbounded property: as chosen, with no verified
+    guess (the components' device passes), over all states (no components' order)."""
+    return [
+        pytest.param({}, id="default"),
+        pytest.param({"guess_bounds": lambda *a, **k: (None, None)}, id="no-guess"),
+        pytest.param(
+            {"guess_bounds": lambda *a, **k: (None, None), "fits": lambda g: False},
+            id="all-states",
+        ),
+    ]
+
+
+@pytest.mark.parametrize("patch", paths())
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("p", [1e-200, 1e-160])
+def test_a_probability_below_tiny(monkeypatch, patch, sparse, p):
+    """``Pmax`` = p · q, below float64's ``tiny`` (1e-400 rounds to 0): never ``[0, 0]``."""
+    for name, fn in patch.items():
+        monkeypatch.setattr(unbounded, name, fn)
+    P = chain(p, p)
+    with jax.enable_x64(True):
+        mdp = build(P, np.zeros((4, 2)), np.float64, sparse)
+        res = check(mdp, 'Pmax=? [F "goal"]', labels=GOAL)
+    exact = chain_value(P, np.float64)
+    holds(res, exact)
+    assert float(res.upper[0]) > 0
+    assert float(res.upper[0]) <= 1e-290  # the gap floor, not a useless bound
+
+
+@pytest.mark.parametrize("patch", paths())
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("p", [1e-30, 1e-40])
+def test_a_reward_in_the_subnormal_range(monkeypatch, patch, sparse, p):
+    """``Rmax`` = p · r / (1 − 1/3) about 1.5e-310 or 1.5e-320 (subnormal: 3 digits)."""
+    for name, fn in patch.items():
+        monkeypatch.setattr(unbounded, name, fn)
+    P, R = loop(p, 1e-280)
+    with jax.enable_x64(True):
+        mdp = build(P, R, np.float64, sparse)
+        res = check(mdp, 'Rmax=? [F "goal"]', labels=GOAL)
+        low = check(mdp, 'Rmin=? [F "goal"]', labels=GOAL)
+    holds(res, loop_value(P, R, np.float64))
+    holds(low, Fraction(0))
+    # state 1 (1.5e-280) is above the gap floor (1e-292): still relatively tight
+    v1 = Fraction(1e-280) / (1 - exact_row(P[1, 0])[1])
+    holds(res, v1, state=1)
+    assert float(res.upper[1] - res.lower[1]) <= 2e-6 * float(v1)
+
+
+def test_float32_values_below_float32_tiny():
+    """A float32 model whose value (1e-40) is below float32's ``tiny``: checked in float64,
+    narrowed outward (the float32 bounds may be subnormal: they are not computed with)."""
+    P = chain(1e-20, 1e-20)
+    mdp = make_mdp(P, np.zeros((4, 2)), dtype=np.float32)
+    res = check(mdp, 'Pmax=? [F "goal"]', labels=GOAL)
+    holds(res, chain_value(P, np.float32))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_bounded_probability_below_tiny(sparse):
+    P = chain(1e-200, 1e-200)
+    with jax.enable_x64(True):
+        mdp = build(P, np.zeros((4, 2)), np.float64, sparse)
+        res = check(mdp, 'Pmax=? [F<=2 "goal"]', labels=GOAL)
+    holds(res, chain_value(P, np.float64))
+    assert float(res.upper[0]) > 0
+
+
+def test_a_bounded_probability_below_tiny_under_jit():
+    """Traced, the check runs in the model's dtype (float32), where 1e-20 · 1e-20 flushes."""
+    P = chain(1e-20, 1e-20)
+    mdp = make_mdp(P, np.zeros((4, 2)), dtype=np.float32)
+
+    @jax.jit
+    def run(m):
+        res = check(m, 'Pmax=? [F<=2 "goal"]', labels=GOAL)
+        return res.lower, res.upper
+
+    lo, up = run(mdp)
+    exact = chain_value(P, np.float32)
+    assert Fraction(float(lo[0])) <= exact <= Fraction(float(up[0]))
+    assert float(up[0]) > 0
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_zeros_of_a_bounded_property_stay_exact(x64):
+    """A state whose every term is an exact 0 (the sink) gets no error at all: the absolute
+    term is added only where a term is not known to be 0."""
+    P = chain(1e-20, 0.5)
+    with jax.enable_x64(x64):
+        mdp = make_mdp(P, np.zeros((4, 2)), dtype=np.float64 if x64 else np.float32)
+        res = check(mdp, 'Pmax=? [F<=3 "goal"]', labels=GOAL)
+    assert float(res.lower[3]) == float(res.upper[3]) == 0
+    assert float(res.error_bound[3]) == 0
+    holds(res, chain_value(P, np.float64 if x64 else np.float32))
+
+
+@pytest.mark.parametrize("patch", paths()[:2])
+def test_a_batch_below_tiny(monkeypatch, patch, shared):  # noqa: F811 (the fixture)
+    """A batch (one precomputation, every loop shared) of models of one support."""
+    for name, fn in patch.items():
+        monkeypatch.setattr(unbounded, name, fn)
+    Ps = [chain(p, p) for p in (1e-200, 1e-160, 0.5)]
+    with jax.enable_x64(True):
+        models = [build(P, np.zeros((4, 2)), np.float64, True) for P in Ps]
+        batch = jax.tree_util.tree_map(lambda *x: jax.numpy.stack(x), *models)
+        res = check(batch, 'Pmax=? [F "goal"]', labels=GOAL)
+    assert shared  # the shared path ran
+    for i, P in enumerate(Ps):
+        one = jax.tree_util.tree_map(lambda x, i=i: x[i], res)
+        holds(one, chain_value(P, np.float64))
