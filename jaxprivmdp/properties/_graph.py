@@ -17,11 +17,9 @@ property, while the iteration runs jit-compiled on the device
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from ..models.core import Model, RaggedMDP, transition_lists, transition_rows
-from ._kernels import attractor, backward_search
+from ._kernels import attractor, backward_search, strong_components
 
 
 def _distinct(x: np.ndarray) -> np.ndarray:
@@ -169,8 +167,7 @@ class Graph:
         while True:
             e = pairs[self.pair]
             src, dst = self.src[e], self.succ[e]
-            graph = csr_matrix((np.ones(src.size, np.int8), (src, dst)), shape=(S, S))
-            _, comp = connected_components(graph, directed=True, connection="strong")
+            comp = strong_components(S, src, dst)[1]
             leaving = np.zeros(S * A, bool)
             leaving[self.pair[e][comp[src] != comp[dst]]] = True
             new_pairs = pairs & ~leaving
@@ -208,10 +205,7 @@ class Graph:
         src = self.src
         use = pairs[src_pair] & maybe[src]
         inside = use & maybe[self.succ]
-        graph = csr_matrix(
-            (np.ones(int(inside.sum()), np.int8), (src[inside], self.succ[inside])), shape=(S, S)
-        )
-        _, comp = connected_components(graph, directed=True, connection="strong")
+        comp = strong_components(S, src[inside], self.succ[inside])[1]
         same = inside & (comp[src] == comp[self.succ])
         acc = np.zeros(S * A)
         out = use & ~same

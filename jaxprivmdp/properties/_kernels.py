@@ -293,3 +293,62 @@ def attractor(succ_ptr, by_succ, pair, A, pair_ok, base, cand):  # fmt: skip
                 queue[tail] = s
                 tail += 1
     return reached
+
+
+@_compiled()
+def strong_components(n, src, dst):
+    """``(count, label)``: the strongly connected components of the graph on ``n`` nodes
+    with the edges ``src[e] -> dst[e]``, by Tarjan's algorithm (iterative), each labelled
+    by the order in which it was completed: a component is completed after every one it
+    reaches, so every edge goes to the same or a lower label (successors first). One pass
+    over the edges, where ``scipy.sparse.csgraph`` needs a CSR matrix built and validated
+    first (some 0.1 ms a call on a 10³-state model; a check makes several)."""
+    ptr = np.zeros(n + 1, np.int64)
+    for e in range(src.size):
+        ptr[src[e] + 1] += 1
+    for v in range(n):
+        ptr[v + 1] += ptr[v]
+    adj = np.empty(src.size, np.int64)
+    fill = ptr[:-1].copy()
+    for e in range(src.size):
+        adj[fill[src[e]]] = dst[e]
+        fill[src[e]] += 1
+    index = np.full(n, -1, np.int64)
+    low = np.zeros(n, np.int64)
+    label = np.full(n, -1, np.int64)
+    stack = np.empty(n, np.int64)  # Tarjan's: visited, no component yet
+    call = np.empty(n, np.int64)  # the depth-first path, and each node's next edge
+    nxt = np.empty(n, np.int64)
+    top, depth, visited, count = 0, 0, 0, 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        index[root] = low[root] = visited
+        visited += 1
+        stack[top], call[0], nxt[0] = root, root, ptr[root]
+        top, depth = top + 1, 1
+        while depth > 0:
+            v = call[depth - 1]
+            if nxt[depth - 1] < ptr[v + 1]:
+                w = adj[nxt[depth - 1]]
+                nxt[depth - 1] += 1
+                if index[w] < 0:
+                    index[w] = low[w] = visited
+                    visited += 1
+                    stack[top], call[depth], nxt[depth] = w, w, ptr[w]
+                    top, depth = top + 1, depth + 1
+                elif label[w] < 0:  # on the stack: in v's component or an open one
+                    low[v] = min(low[v], index[w])
+                continue
+            depth -= 1
+            if low[v] == index[v]:  # v roots a component: pop it
+                while True:
+                    top -= 1
+                    label[stack[top]] = count
+                    if stack[top] == v:
+                        break
+                count += 1
+            if depth > 0:
+                u = call[depth - 1]
+                low[u] = min(low[u], low[v])
+    return count, label

@@ -34,11 +34,11 @@ import functools
 
 import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
-from scipy.sparse.csgraph import connected_components, reverse_cuthill_mckee
+from scipy.sparse.csgraph import reverse_cuthill_mckee
 from scipy.sparse.linalg import gmres, splu
 from threadpoolctl import threadpool_limits
 
-from ._topological import successors_first
+from ._kernels import strong_components
 
 # Entries of a factor (12 bytes each in SuperLU: value and index): 1e8 is 1.2 GB, a bound
 # (not an estimate) that consensus N = 5 needs (its bound: 5.5e7; its real factor: 7.5e5).
@@ -67,16 +67,8 @@ MAX_CAPACITANCE_CONDITION = 1e8
 
 def blocks(n: int, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
     """`[n]` each unknown's SCC as its rank in an order where every edge ``row -> col``
-    goes to the same or an earlier rank (successors first)."""
-    graph = csr_matrix((np.ones(rows.size, np.int8), (rows, cols)), shape=(n, n))
-    count, label = connected_components(graph, directed=True, connection="strong")
-    la, lb = label[rows], label[cols]
-    across = la != lb
-    if np.all(la[across] > lb[across]):  # Pearce's numbering already is such an order
-        return label.astype(np.int64)
-    rank = np.empty(count, np.int64)
-    rank[successors_first(count, la[across], lb[across])] = np.arange(count)
-    return rank[label]
+    goes to the same or an earlier rank (successors first): Tarjan's completion order."""
+    return strong_components(n, rows, cols)[1]
 
 
 def _bound(n: int, rows, cols, block, hubs: int):

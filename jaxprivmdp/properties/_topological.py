@@ -8,7 +8,7 @@ slow chain converges component by component. This module does the same on the de
 
 - :func:`schedule` (host): the SCCs of the unfixed states under every allowed pair (a
   collapsed end component lies inside one), in an order where each component's successors
-  come first (``scipy.sparse.csgraph``'s labels are such an order; checked, with a fallback).
+  come first (Tarjan's completion order: :func:`~jaxprivmdp.properties._kernels.strong_components`).
   Consecutive components are packed into windows of ``WIDTH`` states; a larger component is
   alone in a window of the next width ``WIDTH · 4^j`` (at most ``S``: one slowly mixing
   component is iterated as a whole, as interval iteration over all states would; splitting
@@ -44,10 +44,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 
 from ._graph import Graph
+from ._kernels import strong_components
 from ._precision import gap_floor, to_device, underflow
 
 # States per window: small enough that a window of a chain costs little per iteration, large
@@ -123,39 +122,14 @@ class Schedule(NamedTuple):
 
 
 def _components(g: Graph, maybe: np.ndarray):
-    """The SCCs of ``maybe`` under the allowed pairs: ``(labels, order, (a, b))``, ``order``
-    the labels with every component after its successors, ``a → b`` the edges inside
-    ``maybe``. ``connected_components`` numbers
-    components so that edges between them go from higher to lower labels (Pearce's
-    algorithm finishes a component after those it reaches); checked, else sorted here."""
+    """The SCCs of ``maybe`` under the allowed pairs: ``(count, labels, (a, b))``, every
+    component labelled after its successors (:func:`strong_components`), ``a → b`` the edges
+    inside ``maybe``."""
     src = g.pair // g.A
     e = g.allowed[g.pair] & maybe[src] & maybe[g.succ]
     a, b = src[e], g.succ[e]
-    graph = csr_matrix((np.ones(a.size, np.int8), (a, b)), shape=(g.S, g.S))
-    n, label = connected_components(graph, directed=True, connection="strong")
-    across = label[a] != label[b]
-    la, lb = label[a][across], label[b][across]
-    if np.all(la > lb):
-        return label, np.arange(n), (a, b)
-    return label, successors_first(n, la, lb), (a, b)
-
-
-def successors_first(n: int, la: np.ndarray, lb: np.ndarray) -> np.ndarray:
-    """Components with successors first, by rounds of Kahn's algorithm (the fallback)."""
-    out_deg = np.bincount(la, minlength=n)
-    order_e = np.argsort(lb, kind="stable")
-    ptr = np.searchsorted(lb[order_e], np.arange(n + 1))
-    ready = np.flatnonzero(out_deg == 0)
-    done = []
-    while ready.size:
-        done.append(ready)
-        counts = ptr[ready + 1] - ptr[ready]
-        shift = np.repeat(ptr[ready] - (np.cumsum(counts) - counts), counts)
-        preds = la[order_e[shift + np.arange(int(counts.sum()))]]
-        np.subtract.at(out_deg, preds, 1)
-        cand = np.unique(preds)
-        ready = cand[out_deg[cand] == 0]
-    return np.concatenate(done) if done else np.zeros(0, np.int64)
+    count, label = strong_components(g.S, a, b)
+    return count, label, (a, b)
 
 
 def _windows(sizes, cyclic, width: int, total: int) -> tuple:
@@ -187,18 +161,16 @@ def schedule(g: Graph, pre, width: int = WIDTH, raw=None) -> Schedule:
     ``n`` models of ``g``'s support (default: ``g.raw``, one model): `[S, A, D, n]` rows."""
     S, A = g.S, g.A
     maybe = pre.maybe
-    label, comp_order, (a, b) = _components(g, maybe)
-    rank = np.empty(comp_order.size, np.int64)
-    rank[comp_order] = np.arange(comp_order.size)
+    count, label, (a, b) = _components(g, maybe)
     src = g.pair // A
     states = np.flatnonzero(maybe)
-    states = states[np.argsort(rank[label[states]], kind="stable")]
+    states = states[np.argsort(label[states], kind="stable")]
     n = states.size
-    comp = rank[label[states]]
-    sizes = np.bincount(comp, minlength=comp_order.size)
+    comp = label[states]
+    sizes = np.bincount(comp, minlength=count)
     self_loop = np.zeros(S, bool)
     self_loop[a[a == b]] = True
-    loops = np.zeros(comp_order.size, bool)
+    loops = np.zeros(count, bool)
     loops[comp] = self_loop[states]
     windows, widths = _windows(sizes, (sizes > 1) | loops, width, S)
 
