@@ -118,10 +118,10 @@ def refuse_subnormal(name: str, given, dtype, *, allowed=None) -> None:
     magnitude in ``dtype`` is below ``np.finfo(dtype).tiny``: subnormal there, or 0 after
     the cast.
 
-    XLA flushes subnormal numbers to zero on CPU and GPU, inputs and results alike, so such
-    an entry is not what the device computes with: a probability would leave the support
-    (reachability changes) and bounds computed from it would not hold. Model constructors
-    refuse it rather than change it silently. ``given`` is the user's data (any real
+    XLA flushes subnormal numbers to zero on CPU (and float32 on GPU), inputs and results
+    alike, so such an entry is not what the device computes with: a probability would leave
+    the support (reachability changes) and bounds computed from it would not hold. Model
+    constructors refuse it rather than change it silently. ``given`` is the user's data (any real
     dtype; integers are never subnormal), ``dtype`` the model's dtype. ``allowed``: a bool
     array broadcastable to ``given``'s shape; entries outside it (masked rows, never read)
     are not checked.
@@ -154,8 +154,9 @@ def refuse_subnormal(name: str, given, dtype, *, allowed=None) -> None:
     raise ValueError(
         f"{name} has an entry {shown} at index {idx}, nonzero but below {tiny:.9g}, the "
         f"smallest normal {dtype} number ({count}): XLA flushes subnormal numbers to zero on "
-        "CPU and GPU, so the model computed with would not be the one given. Use 0 or a "
-        f"number of magnitude at least {tiny:.9g} there{wider}; nothing is changed silently"
+        "CPU (and float32 on GPU), so the model computed with would not be the one given. "
+        f"Use 0 or a number of magnitude at least {tiny:.9g} there{wider}; nothing is "
+        "changed silently"
     )
 
 

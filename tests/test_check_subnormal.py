@@ -184,3 +184,75 @@ def test_a_batch_below_tiny(monkeypatch, patch, shared):  # noqa: F811 (the fixt
     for i, P in enumerate(Ps):
         one = jax.tree_util.tree_map(lambda x, i=i: x[i], res)
         holds(one, chain_value(P, np.float64))
+
+
+def bad_once(p):
+    """0 reaches ``bad`` (1) w.p. ``p``, else the sink 2; both absorbing: ``P [G !bad]``
+    from 0 is ``1 − p``, below 1."""
+    P = np.zeros((3, 1, 3))
+    P[0, 0, 1], P[0, 0, 2] = p, 1 - p
+    P[1, 0, 1] = P[2, 0, 2] = 1
+    return P, {"bad": np.array([False, True, False])}
+
+
+@pytest.mark.parametrize("prop", ['P=? [G<=3 !"bad"]', 'P=? [G !"bad"]'])
+@pytest.mark.parametrize("x64", [False, True])
+def test_a_complement_below_one_is_never_exactly_one(prop, x64):
+    """``G`` is ``1 − F``: with ``F`` below ``eps / 2`` both complements round to 1, which
+    must not read as an exact 1."""
+    P, labels = bad_once(1e-20)
+    dtype = np.float64 if x64 else np.float32
+    with jax.enable_x64(x64):
+        res = check(make_mdp(P, np.zeros((3, 1)), dtype=dtype), prop, labels=labels)
+    exact = 1 - exact_row(np.asarray(P, dtype)[0, 0])[1]
+    holds(res, exact)
+    assert float(res.lower[0]) < 1 and float(res.error_bound[0]) > 0
+
+
+def test_a_complement_under_jit():
+    P, labels = bad_once(2e-8)  # float32: 1 − 2e-8 rounds to 1
+    mdp = make_mdp(P, np.zeros((3, 1)), dtype=np.float32)
+    lo, up = jax.jit(lambda m: check(m, 'P=? [G<=3 !"bad"]', labels=labels)[6:8])(mdp)
+    exact = 1 - exact_row(np.asarray(P, np.float32)[0, 0])[1]
+    assert Fraction(float(lo[0])) <= exact <= Fraction(float(up[0])) and float(lo[0]) < 1
+
+
+def test_a_probability_that_normalizes_below_tiny_is_refused():
+    """A row summing to just above 1 divides an entry of ``tiny`` below ``tiny``."""
+    P = chain(0.5, 0.5)
+    tiny = np.finfo(np.float64).tiny
+    P[0, 0, 1:4] = [tiny, 0.5, 0.5 + 2**-52]
+    P[0, 0, 0] = 0
+    with jax.enable_x64(True):
+        mdp = make_mdp(P, np.zeros((4, 2)))
+        with pytest.raises(ValueError, match="divided by its row's sum"):
+            check(mdp, 'Pmax=? [F<=2 "goal"]', labels=GOAL)
+
+
+def test_a_visiting_bound_of_subnormal_return_probabilities():
+    """The visiting-time bound divides by probabilities of never returning: 1e-20 · 1e-300
+    lies in the subnormal range, whose rounding is absolute (the bound must stay above)."""
+    P = np.zeros((4, 1, 4))
+    P[0, 0, 1], P[0, 0, 0] = 1e-20, 1 - 1e-20  # 0 -> 1 rarely, else stays
+    P[1, 0, 2], P[1, 0, 0] = 1.02e-300, 1 - 1.02e-300  # 1 -> goal rarely, else back to 0
+    P[2, 0, 2] = P[3, 0, 3] = 1
+    R = np.zeros((4, 1))
+    R[0] = 1e-300
+    with jax.enable_x64(True):
+        res = check(make_mdp(P, R), 'R=? [F "goal"]', labels=GOAL)
+    stay, leave = (exact_row(P[0, 0])[i] for i in (0, 1))
+    back, on = (exact_row(P[1, 0])[i] for i in (0, 2))
+    # v0 = r + stay v0 + leave v1, v1 = back v0: v0 = r / (1 - stay - leave back)
+    v0 = Fraction(1e-300) / (1 - stay - leave * back)
+    assert Fraction(float(res.lower[0])) <= v0 <= Fraction(float(res.upper[0]))
+    assert on > 0
+
+
+def test_float32_bounds_stay_normal_for_jax():
+    """A float32 answer below float32's ``tiny``: its bounds are rounded outward to normal
+    numbers (JAX reads subnormal ones as 0)."""
+    P = chain(1e-20, 1e-20)
+    res = check(make_mdp(P, np.zeros((4, 2)), dtype=np.float32), 'Pmax=? [F "goal"]', labels=GOAL)
+    tiny = np.finfo(np.float32).tiny
+    assert float(res.lower[0]) == 0 and float(res.upper[0]) >= tiny
+    assert bool(res.upper[0] > 0) and bool(res.error_bound[0] > 0)  # (in JAX)

@@ -218,3 +218,13 @@ EXPECTED_ORDINARY = {
     ("pair", "Rmaxmin=? [C]"): (4.79999999999993, 4.800000075087429, 55, True),
     ("pair", 'Pmaxmin=? [G !"goal"]'): (0.5714280820167734, 0.57142903270824, 29, True),
 }
+
+
+@pytest.mark.parametrize("prop", ["Rmaxmax=? [C<=1]", "Rminmin=? [C<=2]"])
+def test_negative_rewards_are_refused_for_every_reward_property(prop):
+    """The interval checker's backups are widened for non-negative rewards only (a negative
+    reward of ``R [C<=k]`` was reported with ``lower > upper``)."""
+    P = np.ones((1, 1, 1))
+    m = jp.make_interval_mdp(P, P, -np.ones((1, 1)))
+    with pytest.raises(ValueError, match="non-negative rewards"):
+        jp.check(m, prop)

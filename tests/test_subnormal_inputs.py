@@ -1,7 +1,7 @@
 """Model inputs below the smallest normal number ``tiny`` of the model's dtype.
 
-XLA flushes subnormal numbers to zero on CPU and GPU, so a nonzero probability or reward
-below ``tiny`` (or one the cast to the model's dtype turns into 0) is not what the device
+XLA flushes subnormal numbers to zero on CPU (and float32 on GPU), so a nonzero probability
+or reward below ``tiny`` (or one the cast to the model's dtype turns into 0) is not what the device
 computes with: every constructor refuses it, naming the argument, the index and the value.
 Interval bounds are rounded outward instead (``lower`` to 0, ``upper`` to ``tiny``).
 """

@@ -100,8 +100,8 @@ def make_interval_mdp(
         A bound that ``dtype`` cannot hold exactly is rounded outward (``lower`` down,
         ``upper`` up, staying in ``[0, 1]``), so the stored intervals contain the given ones.
         So is a positive bound below ``np.finfo(dtype).tiny`` (a subnormal number, which
-        XLA flushes to zero on CPU and GPU): ``lower`` to 0, ``upper`` to ``tiny``. A nonzero
-        reward below ``tiny`` is refused (it cannot be rounded outward).
+        XLA flushes to zero on CPU, and float32 on GPU): ``lower`` to 0, ``upper`` to
+        ``tiny``. A nonzero reward below ``tiny`` is refused (it cannot be rounded outward).
 
     Returns:
       An :class:`IntervalMDP` holding copies (nothing given is changed or renormalized).
@@ -248,9 +248,9 @@ def _check_sums(lo: np.ndarray, hi: np.ndarray, mask: np.ndarray) -> None:
 def _rounded(x: np.ndarray, dtype: np.dtype, toward: float) -> np.ndarray:
     """``x`` in ``dtype``, each entry that rounding moved away from ``toward`` moved back
     one ulp past its value (outward rounding of a bound in ``[0, 1]``), and no entry
-    subnormal: XLA flushes those to zero on CPU and GPU, which would move an upper bound
-    inward. A positive bound below ``tiny`` becomes 0 (lower) or ``tiny`` (upper), outward
-    too."""
+    subnormal: XLA flushes those to zero on CPU (and float32 on GPU), which would move an
+    upper bound inward. A positive bound below ``tiny`` becomes 0 (lower) or ``tiny``
+    (upper), outward too."""
     dtype = np.dtype(dtype)
     out = x.astype(dtype)
     if dtype != x.dtype:

@@ -78,6 +78,7 @@ from ._parse import Property, parse_property, property_error
 from ._precision import (
     DEFAULT_TOL,
     as_float64,
+    complement,
     outward,
     tracing,
     working_tol,
@@ -208,8 +209,9 @@ def _check_interval_model(mdp, prop: str, labels, variables, reward_name, horizo
     check_reward_structure(prop_, reward_name)
     bound = step_bound(prop_, mdp, horizon)
     total = prop_.path == "C" and bound is None
-    if prop_.kind == "R" and (prop_.path == "F" or total) and is_concrete(mdp.rewards):
-        _check_nonnegative_rewards(prop_, mdp)
+    if prop_.kind == "R" and is_concrete(mdp.rewards):  # (the widening assumes r >= 0)
+        why = "PRISM's rule" if prop_.path == "F" or total else "interval models"
+        _check_nonnegative_rewards(prop_, mdp, why)
     return check_interval(mdp, prop_, labels, variables, bound, limits)
 
 
@@ -337,8 +339,9 @@ def check_dtmc(prop_: Property, mdp: Model) -> None:
             )
 
 
-def _check_nonnegative_rewards(prop_: Property, mdp: Model) -> None:
-    """``R [F ...]`` needs non-negative rewards on the allowed pairs (PRISM's rule)."""
+def _check_nonnegative_rewards(prop_: Property, mdp: Model, why: str = "PRISM's rule") -> None:
+    """``R [F ...]`` needs non-negative rewards on the allowed pairs (``why``: PRISM's rule;
+    any ``R`` of an interval model, whose backups are widened for ``r >= 0`` only)."""
     R = np.asarray(mdp.rewards)
     neg = np.argwhere((R < 0) & np.asarray(mdp.action_mask))
     if neg.size:
@@ -347,7 +350,7 @@ def _check_nonnegative_rewards(prop_: Property, mdp: Model) -> None:
             prop_.text,
             prop_.positions["operator"],
             f"{'R [F ...]' if prop_.path == 'F' else 'R [C]'} needs non-negative rewards "
-            f"(PRISM's rule); reward {R[s, a]:.9g} at "
+            f"({why}); reward {R[s, a]:.9g} at "
             f"(state {s}, action {a})",
         )
 
@@ -383,5 +386,5 @@ def _probability(mdp: Model, path, left, right, bound, minimize, limits, xp):
         out = _bounded_interval(out, xp)
     if negate:
         lower, upper, *rest = out
-        out = (*outward(1 - upper, 1 - lower, xp), *rest)
+        out = (*complement(lower, upper, xp), *rest)
     return out

@@ -21,6 +21,8 @@ import numpy as np
 from ..models.core import Model, RaggedMDP, transition_lists, transition_rows
 from ._kernels import attractor, backward_search, strong_components
 
+_SMALLEST = float(np.finfo(np.float64).smallest_subnormal)
+
 
 def _distinct(x: np.ndarray) -> np.ndarray:
     """The distinct values of an int array, sorted (a sort: faster here than ``np.unique``)."""
@@ -223,7 +225,8 @@ class Graph:
         new = np.flatnonzero(maybe & (valid == n_pairs))
         while new.size:
             vals = np.where(pairs2[new], acc.reshape(S, A)[new], np.inf).min(axis=1)
-            d[new] = vals * shrink
+            # (below tiny a product's rounding is absolute: up to half the smallest number)
+            d[new] = np.maximum(vals * shrink - (self.degree + 3) * _SMALLEST, 0)
             done[new] = True
             counts = ptr[new + 1] - ptr[new]
             total = int(counts.sum())

@@ -36,7 +36,7 @@ from ._interval_iteration import Problem, backward, q_values, run, widening
 from ._interval_total import total_reward
 from ._labels import check_labels, satisfying
 from ._parse import Property, property_error
-from ._precision import outward, tracing, working_tol
+from ._precision import complement, tracing, working_tol
 from ._result import host_result, traced_result
 
 
@@ -233,19 +233,8 @@ def _solve(prop_, imdp, sat, bound, opts, limits, host=False):
         out = _backward(imdp, zeros, fixed, target.astype(dtype), opts, bound, host)
     if negate:
         lower, upper, *rest = out
-        out = (*_complement(xp.asarray(lower), xp.asarray(upper), xp), *rest)
+        out = (*complement(xp.asarray(lower), xp.asarray(upper), xp), *rest)
     return out
-
-
-def _complement(lower, upper, xp):
-    """``[1 − upper, 1 − lower]`` rounded outward: one ulp where the bounds differ
-    (:func:`outward`), and where ``1 − x`` was rounded (a bound below ``eps / 2`` makes the
-    complements equal, 1, though the value is below 1): tested exactly, as ``1 − (1 − x)`` is
-    exact for ``1 − x`` in ``[0.5, 1]`` (Sterbenz) and ``1 − x`` is itself exact below."""
-    lo, up = outward(1 - upper, 1 - lower, xp)
-    lo = xp.where(1 - lo < upper, xp.nextafter(lo, -xp.inf), lo)
-    up = xp.where(1 - up > lower, xp.nextafter(up, xp.inf), up)
-    return lo, up
 
 
 def _backward(imdp, rewards, fixed, init, opts, steps, host, ceiling=1.0):

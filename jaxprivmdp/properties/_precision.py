@@ -50,10 +50,10 @@ def gap_floor(dtype) -> float:
     return float(info.tiny) / float(info.eps)
 
 
-def to_device(lower: np.ndarray, upper: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Host float64 bounds made safe for the device, which reads subnormal numbers as zero:
-    each subnormal bound moves outward to 0 or ``± tiny``."""
-    tiny = float(np.finfo(np.float64).tiny)
+def to_device(lower: np.ndarray, upper: np.ndarray, dtype=np.float64):
+    """Host bounds in ``dtype`` made safe for the device, which reads subnormal numbers as
+    zero: each subnormal bound moves outward to 0 or ``± tiny``."""
+    tiny = np.finfo(dtype).tiny
     lower = np.where((lower != 0) & (np.abs(lower) < tiny), np.where(lower > 0, 0.0, -tiny), lower)
     upper = np.where((upper != 0) & (np.abs(upper) < tiny), np.where(upper > 0, tiny, 0.0), upper)
     return lower, upper
@@ -81,7 +81,14 @@ def as_float64(mdp: Model) -> Model:
 
     def normalize(p):
         sums = p.sum(axis=-1, keepdims=True)
-        return p / np.where(sums > 0, sums, 1)  # (a row summing to 0 is all zeros)
+        out = p / np.where(sums > 0, sums, 1)  # (a row summing to 0 is all zeros)
+        if np.any((out > 0) & (out < np.finfo(np.float64).tiny)):  # (the device reads 0)
+            raise ValueError(
+                "a transition probability divided by its row's sum falls below the smallest "
+                "normal float64 number (2.2e-308), which XLA flushes to zero: give it as 0 "
+                "or as at least 2.2e-308 in a row that sums to at most 1"
+            )
+        return out
 
     wide = jax.tree_util.tree_map(widen, mdp)
     rows = transition_rows(wide)
@@ -102,6 +109,17 @@ def outward(lower, upper, xp):
         xp.where(equal, lower, xp.nextafter(lower, -xp.inf)),
         xp.where(equal, upper, xp.nextafter(upper, xp.inf)),
     )
+
+
+def complement(lower, upper, xp):
+    """``[1 − upper, 1 − lower]`` rounded outward: one ulp where the bounds differ
+    (:func:`outward`), and where ``1 − x`` was rounded (a bound below ``eps / 2`` makes the
+    complements equal, 1, though the value is below 1): tested exactly, as ``1 − (1 − x)`` is
+    exact for ``1 − x`` in ``[0.5, 1]`` (Sterbenz) and ``1 − x`` is itself exact below."""
+    lo, up = outward(1 - upper, 1 - lower, xp)
+    lo = xp.where(1 - lo < upper, xp.nextafter(lo, -xp.inf), lo)
+    up = xp.where(1 - up > lower, xp.nextafter(up, xp.inf), up)
+    return lo, up
 
 
 def _narrow(lower: np.ndarray, upper: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
@@ -153,6 +171,7 @@ def host_answer(lower, upper, dtype, converged: bool, tol: float | None):
     False where the narrowed bounds miss ``tol``."""
     dtype = np.dtype(dtype)
     lo, up = _narrow(np.asarray(lower, np.float64), np.asarray(upper, np.float64), dtype)
+    lo, up = to_device(lo, up, dtype)  # (a subnormal bound would read as 0 in JAX)
     lo64, up64 = lo.astype(np.float64, copy=False), up.astype(np.float64, copy=False)
     precision = float(relative_width(lo64, up64, np, dtype))
     if tol is not None:
@@ -162,5 +181,5 @@ def host_answer(lower, upper, dtype, converged: bool, tol: float | None):
     v64 = values.astype(np.float64, copy=False)
     with np.errstate(invalid="ignore"):
         error = np.where(lo == up, 0, np.maximum(v64 - lo64, up64 - v64))
-    error = _narrow(error, error, dtype)[1]
+    error = to_device(error, _narrow(error, error, dtype)[1], dtype)[1]
     return lo, up, values, error, np.asarray(precision, dtype), converged
