@@ -304,13 +304,15 @@ def sparse_kernel(jp, quick: bool) -> dict[str, Any]:
     return calls
 
 
-def _check_calls(jp, cases) -> dict[str, Any]:
+def _check_calls(jp, cases, releases: int = 0) -> dict[str, Any]:
     """``jp.check`` (float64, its second call: compiled) on ``bench_check.py``'s cases, the
-    models built by stormpy from ``check_models.py``'s sources."""
+    models built by stormpy from ``check_models.py``'s sources; with ``releases``, on a
+    batch of that many Dirichlet(1000) releases of each (``bench_check_batch.py``'s)."""
     import os
     import sys
     import tempfile
 
+    import jax
     import numpy as np
 
     _x64()
@@ -328,7 +330,15 @@ def _check_calls(jp, cases) -> dict[str, Any]:
             path, constants=constants or None, reward_structure=case.reward, dtype=np.float64
         )
 
-        def call(m=built.model, labels=built.labels, case=case):
+        model = built.model
+        if releases:
+            keys = jax.random.split(jax.random.key(0), releases)
+            privatize = lambda k, m=model: jp.privatize(  # noqa: E731
+                k, m, jp.Dirichlet(1000.0), support="nonzero"
+            )
+            model = jax.vmap(privatize)(keys)
+
+        def call(m=model, labels=built.labels, case=case):
             return jp.check(m, case.prop, labels=labels, reward_name=case.reward).values
 
         calls[f"{case.family}[{case.constants}] {case.prop}"] = call
@@ -342,3 +352,13 @@ def check(jp, quick: bool) -> dict[str, Any]:
     from bench_check import MEDIUM, QUICK
 
     return _check_calls(jp, QUICK if quick else QUICK + MEDIUM)
+
+
+@workload
+def check_batch(jp, quick: bool) -> dict[str, Any]:
+    """``jp.check`` on 32 releases of ``bench_check_batch.py``'s models (with ``quick``: its
+    two of 10³ states only), one call for the batch (times ÷ 32: per model)."""
+    from bench_check_batch import CASES
+
+    cases = CASES[:2] if quick else CASES
+    return _check_calls(jp, cases, releases=32)

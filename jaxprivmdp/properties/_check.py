@@ -165,7 +165,7 @@ def check(
         _check_flag("step_policy", step_policy)
         limits = _iteration_limits(tol, max_iterations)
         return _check_interval_model(mdp, prop, labels, variables, reward_name, horizon, limits)
-    batch = _batch_models(mdp)
+    batch, whole = _batch_models(mdp), mdp
     mdp = check_model(batch[0] if batch else mdp)
     step_policy = _check_flag("step_policy", step_policy)
     prop_ = parse_property(prop)
@@ -200,7 +200,7 @@ def check(
     limits = (tol, max_iterations, step_policy)
     if not (concrete and is_concrete(mdp)) or tracing():  # traced: the model's dtype
         return traced_result(mdp, _solve(prop_, mdp, sat, bound, limits, jnp))
-    return _host_check(prop_, mdp, batch, sat, bound, limits, unbounded)
+    return _host_check(prop_, mdp, whole if batch else None, sat, bound, limits, unbounded)
 
 
 def _check_interval_model(mdp, prop: str, labels, variables, reward_name, horizon, limits):
@@ -216,22 +216,19 @@ def _check_interval_model(mdp, prop: str, labels, variables, reward_name, horizo
 
 
 def _host_check(prop_: Property, mdp: Model, batch, sat, bound, limits, unbounded: bool):
-    """:func:`check` of a concrete model (or ``batch``, its models) on the host in float64,
-    the answer narrowed to the model's dtype (``limits``: ``(tol, max_iterations,
-    step_policy)``)."""
+    """:func:`check` of a concrete model (or ``batch``, the batched model whose first model
+    is ``mdp``) on the host in float64, the answer narrowed to the model's dtype
+    (``limits``: ``(tol, max_iterations, step_policy)``)."""
     tol, max_iterations, step_policy = limits
     dtype = np.dtype(mdp.rewards.dtype)
     with jax.enable_x64(True):
-        wides = [as_float64(m) for m in batch] if batch else None
-        wide = wides[0] if batch else host_model(mdp)
+        wides = None if batch is None else unstack(as_float64(batch))  # (one pass for all)
+        wide = host_model(mdp) if batch is None else wides[0]
         wide_limits = (working_tol(tol, dtype), max_iterations, step_policy)
         out = _solve(prop_, wide, sat, bound, wide_limits, np, wides)
         lower, upper = (np.asarray(x) for x in out[:2])
         policy = jnp.asarray(out[2], jnp.int32)  # no host round trip: it may be `[k, S]`
-    answer_tol = tol if unbounded else None
-    if batch:
-        parts = zip(lower, upper, policy, out[3], out[4], strict=True)
-        return stacked([host_result(mdp, part, dtype, answer_tol) for part in parts])
+    answer_tol = tol if unbounded else None  # (a batch: one answer, a leading axis on each)
     return host_result(mdp, (lower, upper, policy, out[3], out[4]), dtype, answer_tol)
 
 

@@ -134,7 +134,8 @@ def _narrow(lower: np.ndarray, upper: np.ndarray, dtype) -> tuple[np.ndarray, np
 
 
 def relative_width(lower, upper, xp, dtype=None):
-    """``precision``: ``max_s (upper − lower) / (|upper| + |lower|)``, the relative
+    """``precision`` (per model: the maximum over the last axis, the states):
+    ``max_s (upper − lower) / (|upper| + |lower|)``, the relative
     half-width of the tol test ``upper − lower <= tol · (upper + lower)``; 0 where the
     bounds are equal (infinities included) or within :func:`gap_floor` (which meets any
     ``tol``; of ``dtype``, by default the bounds'), inf where only ``upper`` is infinite."""
@@ -143,7 +144,7 @@ def relative_width(lower, upper, xp, dtype=None):
         rel = (upper - lower) / (xp.abs(upper) + xp.abs(lower))
         rel = xp.where(xp.isfinite(upper - lower), rel, xp.inf)
         rel = xp.where((lower == upper) | (upper - lower <= floor), 0, rel)
-    return xp.max(rel) if rel.size else xp.zeros((), rel.dtype)
+    return xp.max(rel, axis=-1, initial=0)
 
 
 def summarize(lower, upper, converged, xp):
@@ -164,22 +165,24 @@ def summarize(lower, upper, converged, xp):
     return values, error
 
 
-def host_answer(lower, upper, dtype, converged: bool, tol: float | None):
-    """The host's float64 bounds narrowed to ``dtype`` and summarized: ``(lower, upper,
-    values, error_bound, precision, converged)``, NumPy, ``precision`` and ``error_bound``
-    from the narrowed bounds. ``converged`` (unbounded properties, ``tol`` given) is also
-    False where the narrowed bounds miss ``tol``."""
+def host_answer(lower, upper, dtype, converged, tol: float | None):
+    """The host's float64 bounds (`[S]`, or `[n, S]` for a batch, ``converged`` then `[n]`)
+    narrowed to ``dtype`` and summarized: ``(lower, upper, values, error_bound, precision,
+    converged)``, NumPy, ``precision`` and ``error_bound`` from the narrowed bounds.
+    ``converged`` (unbounded properties, ``tol`` given) is also False where the narrowed
+    bounds miss ``tol``."""
     dtype = np.dtype(dtype)
     lo, up = _narrow(np.asarray(lower, np.float64), np.asarray(upper, np.float64), dtype)
     lo, up = to_device(lo, up, dtype)  # (a subnormal bound would read as 0 in JAX)
     lo64, up64 = lo.astype(np.float64, copy=False), up.astype(np.float64, copy=False)
-    precision = float(relative_width(lo64, up64, np, dtype))
+    precision = relative_width(lo64, up64, np, dtype)
+    converged = np.asarray(converged, bool)
     if tol is not None:
-        converged = converged and precision <= tol
-    values64, _ = summarize(lo64, up64, np.asarray(converged), np)
+        converged = converged & (precision <= tol)
+    values64, _ = summarize(lo64, up64, converged[..., None], np)
     values = values64.astype(dtype, copy=False)  # monotone rounding: still within [lo, up]
     v64 = values.astype(np.float64, copy=False)
     with np.errstate(invalid="ignore"):
         error = np.where(lo == up, 0, np.maximum(v64 - lo64, up64 - v64))
     error = to_device(error, _narrow(error, error, dtype)[1], dtype)[1]
-    return lo, up, values, error, np.asarray(precision, dtype), converged
+    return lo, up, values, error, precision.astype(dtype), converged

@@ -91,12 +91,14 @@ def traced_result(mdp: Model, out) -> CheckResult:
 
 
 def host_result(mdp: Model, out, dtype, tol) -> CheckResult:
-    """The host's float64 ``(lower, upper, policy, iterations, converged)`` narrowed to
-    ``dtype`` (:func:`host_answer`; ``tol``: see there) as a CheckResult, transferred in
-    one ``jax.device_put`` (``jnp.asarray`` compiles a conversion for every new shape:
-    some 12 ms each, most of a small model's first check)."""
+    """The host's float64 ``(lower, upper, policy, iterations, converged)`` (of one model,
+    or of a batch: a leading axis on each) narrowed to ``dtype`` (:func:`host_answer`;
+    ``tol``: see there) as a CheckResult, transferred in one ``jax.device_put``
+    (``jnp.asarray`` compiles a conversion for every new shape: some 12 ms each, most of a
+    small model's first check)."""
     lower, upper, policy, it, conv = out
-    lower, upper, values, error, precision, conv = host_answer(lower, upper, dtype, bool(conv), tol)
-    initial = values[mdp.initial_state]
-    fields = (values, policy, error, initial, np.bool_(conv), np.int32(it), lower, upper, precision)
+    lower, upper, values, error, precision, conv = host_answer(lower, upper, dtype, conv, tol)
+    initial = values[..., mdp.initial_state]
+    it = np.asarray(it, np.int32)
+    fields = (values, policy, error, initial, conv, it, lower, upper, precision)
     return CheckResult(*jax.device_put(fields))
