@@ -239,15 +239,18 @@ def _greedy(quo: _Quotient, estimate, sign):
     return choice
 
 
-def _policy_iteration(quo: _Quotient, sign: float, estimate):
-    """Policy iteration from the greedy policy of ``estimate`` (if it is evaluated well:
-    proper, not too slow) or the attractor: ``(x, w, choice)`` of the last policy evaluated
-    well, or None."""
+def _policy_iteration(quo: _Quotient, sign: float, estimate, start=None):
+    """Policy iteration from ``start`` (a policy of the quotient: another model's of one
+    support) or else the greedy policy of ``estimate``, whichever is evaluated well (proper,
+    not too slow), else the attractor: ``(x, w, choice)`` of the last policy evaluated well,
+    or None."""
     if quo.only is not None:
         out = quo.evaluate(quo.only)
         return None if out is None else (*out, quo.only)
     choice = None
-    if estimate is not None:
+    if start is not None and quo.evaluate(start) is not None:
+        choice = start
+    elif estimate is not None:
         choice = _greedy(quo, estimate, sign)
         if np.any(choice < 0) or quo.evaluate(choice) is None:
             choice = None
@@ -363,10 +366,15 @@ def guess_bounds(
     first = (None, None) if swept is None else _verified(quo, *swept, sign, tol, margin)
     if swept_only or (first[0] is not None and first[1] is not None):
         return first
-    out = _policy_iteration(quo, sign, estimate)
+    # The releases of a batch are near one another: the last one's optimal policy is a
+    # better start than the attractor (a guess again on one model starts from its estimate).
+    last = (None, None) if solvers is None else solvers.get("choice", (None, None))
+    out = _policy_iteration(quo, sign, estimate, last[1] if last[0] != id(g) else None)
     if out is None or np.any(out[0] <= 0):
         return first
     x, _, choice = out
+    if solvers is not None:
+        solvers["choice"] = (id(g), choice)  # (not ``g``: the dict outlives its model)
     y = _tied_weight(quo, x, choice, sign, tol)
     if y is None:
         return first
