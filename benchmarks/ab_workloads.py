@@ -357,7 +357,8 @@ def check(jp, quick: bool) -> dict[str, Any]:
 @workload
 def check_batch(jp, quick: bool) -> dict[str, Any]:
     """``jp.check`` on 32 releases of ``bench_check_batch.py``'s models (with ``quick``: its
-    two of 10³ states only), one call for the batch (times ÷ 32: per model)."""
+    two of 10³ states only), one call for the batch (the times are the batch's: ÷ 32 for a
+    model's)."""
     from bench_check_batch import CASES
 
     cases = CASES[:2] if quick else CASES

@@ -188,3 +188,35 @@ def test_a_batch_too_large_for_one_pass_is_split(monkeypatch, shared):
     assert len(shared) == 2
     np.testing.assert_array_equal(split.lower, whole.lower)
     np.testing.assert_array_equal(split.upper, whole.upper)
+
+
+def test_policy_iteration_starts_from_the_last_releases_policy(monkeypatch, shared):
+    """With the compiled pass off, each release after the first starts policy iteration
+    from the policy found for the one before it; every bound still holds (NumPy oracle)."""
+    import jaxprivmdp.properties._guess as guess
+
+    monkeypatch.setattr(guess, "SWEEP", False)
+    starts = []
+    real = guess._policy_iteration
+
+    def spy(quo, sign, estimate, start=None):
+        starts.append(start)
+        return real(quo, sign, estimate, start)
+
+    monkeypatch.setattr(guess, "_policy_iteration", spy)
+    rng = np.random.default_rng(5)
+    P, mask = layered(rng, S=30, back=0.3)
+    S = P.shape[0]
+    goal = np.arange(S) == S - 2
+    with in_mode(True):
+        batch = releases(build(P, np.zeros(mask.shape), sparse=True, x64=True, action_mask=mask), 4)
+        res = jp.check(batch, 'Pmax=? [F "goal"]', labels={"goal": goal})
+    assert len(shared) == 1 and len(starts) >= 4
+    assert starts[0] is None and all(s is not None for s in starts[1:4])
+    for i in range(4):
+        Pi = dense_rows(one(batch, i))
+        Pi = Pi / np.where(Pi.sum(-1, keepdims=True) > 0, Pi.sum(-1, keepdims=True), 1)
+        exact = reach_oracle(Pi, mask, goal, True)
+        assert np.all(np.asarray(res.lower[i]) <= exact + 1e-12)
+        assert np.all(exact - 1e-12 <= np.asarray(res.upper[i]))
+    assert np.all(np.asarray(res.converged))

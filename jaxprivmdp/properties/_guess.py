@@ -248,7 +248,7 @@ def _policy_iteration(quo: _Quotient, sign: float, estimate, start=None):
         out = quo.evaluate(quo.only)
         return None if out is None else (*out, quo.only)
     choice = None
-    if start is not None and quo.evaluate(start) is not None:
+    if start is not None and start.shape == (quo.n,) and quo.evaluate(start) is not None:
         choice = start
     elif estimate is not None:
         choice = _greedy(quo, estimate, sign)
@@ -374,7 +374,7 @@ def guess_bounds(
         return first
     x, _, choice = out
     if solvers is not None:
-        solvers["choice"] = (id(g), choice)  # (not ``g``: the dict outlives its model)
+        solvers["choice"] = (id(g), choice)
     y = _tied_weight(quo, x, choice, sign, tol)
     if y is None:
         return first
