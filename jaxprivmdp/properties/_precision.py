@@ -33,11 +33,12 @@ def tracing() -> bool:
 def underflow(n: int, dtype) -> float:
     """The absolute error a computed backup ``r + Σ p v`` of ``n`` terms may carry beyond its
     relative rounding (which holds only for results of at least ``finfo(dtype).tiny``, the
-    smallest normal number): each of its ``2 n + 4`` operations (``n`` products, ``n``
-    sums, the reward's addition, the widening's product and a division) may lose a result
-    below ``tiny`` whole, since XLA flushes subnormal numbers to zero on CPU (and float32 on
-    GPU); IEEE arithmetic (NumPy, Numba) loses at most ``tiny · eps / 2`` each. Every
-    widened bound adds it, so a value in the subnormal range stays inside its interval."""
+    smallest normal number), ``(2 n + 8) · tiny``: each of its at most ``2 n + 4``
+    operations (``n`` products, ``n`` sums, the reward's addition, the widening's product, a
+    division; four more to spare) may lose a result below ``tiny`` whole, since XLA flushes
+    subnormal numbers to zero on CPU (and float32 on GPU); IEEE arithmetic (NumPy, Numba)
+    loses at most ``tiny · eps / 2`` each. Every widened bound adds it, so a value in the
+    subnormal range stays inside its interval."""
     return (2 * n + 8) * float(np.finfo(dtype).tiny)
 
 
