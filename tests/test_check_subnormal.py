@@ -72,26 +72,23 @@ def holds(res, exact, state=0):
     assert bool(res.converged)
 
 
-def paths():
-    """The checker's routes through an unbounded property: as chosen, with no verified
-    guess (the components' device passes), over all states (no components' order)."""
-    return [
-        pytest.param({}, id="default"),
-        pytest.param({"guess_bounds": lambda *a, **k: (None, None)}, id="no-guess"),
-        pytest.param(
-            {"guess_bounds": lambda *a, **k: (None, None), "fits": lambda g: False},
-            id="all-states",
-        ),
-    ]
+NO_GUESS = {"guess_bounds": lambda *a, **k: (None, None)}
+# The checker's routes through an unbounded property: as chosen, with no verified guess (the
+# components' device passes), over all states (no components' order).
+ROUTES = {"default": {}, "no-guess": NO_GUESS, "all-states": {**NO_GUESS, "fits": lambda g: False}}
 
 
-@pytest.mark.parametrize("patch", paths())
+@pytest.fixture(params=list(ROUTES))
+def route(request, monkeypatch):
+    """Each of :data:`ROUTES` (a test narrows them with ``indirect`` parametrization)."""
+    for name, fn in ROUTES[request.param].items():
+        monkeypatch.setattr(unbounded, name, fn)
+
+
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("p", [1e-200, 1e-160])
-def test_a_probability_below_tiny(monkeypatch, patch, sparse, p):
+def test_a_probability_below_tiny(route, sparse, p):
     """``Pmax`` = p · q, below float64's ``tiny`` (1e-400 rounds to 0): never ``[0, 0]``."""
-    for name, fn in patch.items():
-        monkeypatch.setattr(unbounded, name, fn)
     P = chain(p, p)
     with jax.enable_x64(True):
         mdp = build(P, np.zeros((4, 2)), np.float64, sparse)
@@ -102,13 +99,10 @@ def test_a_probability_below_tiny(monkeypatch, patch, sparse, p):
     assert float(res.upper[0]) <= 1e-290  # the gap floor, not a useless bound
 
 
-@pytest.mark.parametrize("patch", paths())
 @pytest.mark.parametrize("sparse", [False, True])
 @pytest.mark.parametrize("p", [1e-30, 1e-40])
-def test_a_reward_in_the_subnormal_range(monkeypatch, patch, sparse, p):
+def test_a_reward_in_the_subnormal_range(route, sparse, p):
     """``Rmax`` = p · r / (1 − 1/3) about 1.5e-310 or 1.5e-320 (subnormal: 3 digits)."""
-    for name, fn in patch.items():
-        monkeypatch.setattr(unbounded, name, fn)
     P, R = loop(p, 1e-280)
     with jax.enable_x64(True):
         mdp = build(P, R, np.float64, sparse)
@@ -124,7 +118,7 @@ def test_a_reward_in_the_subnormal_range(monkeypatch, patch, sparse, p):
 
 def test_float32_values_below_float32_tiny():
     """A float32 model whose value (1e-40) is below float32's ``tiny``: checked in float64,
-    narrowed outward (the float32 bounds may be subnormal: they are not computed with)."""
+    narrowed outward (to normal float32 numbers: see the last test)."""
     P = chain(1e-20, 1e-20)
     mdp = make_mdp(P, np.zeros((4, 2)), dtype=np.float32)
     res = check(mdp, 'Pmax=? [F "goal"]', labels=GOAL)
@@ -170,11 +164,9 @@ def test_zeros_of_a_bounded_property_stay_exact(x64):
     holds(res, chain_value(P, np.float64 if x64 else np.float32))
 
 
-@pytest.mark.parametrize("patch", paths()[:2])
-def test_a_batch_below_tiny(monkeypatch, patch, shared):  # noqa: F811 (the fixture)
+@pytest.mark.parametrize("route", ["default", "no-guess"], indirect=True)
+def test_a_batch_below_tiny(route, shared):  # noqa: F811 (the fixture)
     """A batch (one precomputation, every loop shared) of models of one support."""
-    for name, fn in patch.items():
-        monkeypatch.setattr(unbounded, name, fn)
     Ps = [chain(p, p) for p in (1e-200, 1e-160, 0.5)]
     with jax.enable_x64(True):
         models = [build(P, np.zeros((4, 2)), np.float64, True) for P in Ps]
