@@ -53,6 +53,7 @@ class _Quotient:
         is_rep[rep[maybe]] = True  # (a mask, not np.unique: no sort)
         col = np.cumsum(is_rep) - 1
         self.col = np.where(maybe, col[rep], -1)
+        self.pair_class = self.col[np.arange(S * A) // A]  # `[S*A]` each pair's class (-1)
         self.n = int(is_rep.sum())
         self.maybe = maybe
         self.fixed_value = np.where(maybe, 0, np.asarray(fixed_value, np.float64))
@@ -247,22 +248,21 @@ def _policy_iteration(quo: _Quotient, sign: float, estimate, start=None):
     if quo.only is not None:
         out = quo.evaluate(quo.only)
         return None if out is None else (*out, quo.only)
-    choice = None
-    if start is not None and start.shape == (quo.n,) and quo.evaluate(start) is not None:
-        choice = start
-    elif estimate is not None:
+    choice, out = None, None  # (``out``: the first policy's evaluation, when already made)
+    if start is not None and start.shape == (quo.n,):
+        choice, out = start, quo.evaluate(start)
+    if out is None and estimate is not None:
         choice = _greedy(quo, estimate, sign)
-        if np.any(choice < 0) or quo.evaluate(choice) is None:
-            choice = None
-    if choice is None:
+        out = None if np.any(choice < 0) else quo.evaluate(choice)
+    if out is None:
         choice = quo.attractor()
     best = None
     for _ in range(_MAX_POLICY_ROUNDS if choice is not None else 0):
-        out = quo.evaluate(choice)
+        out = quo.evaluate(choice) if out is None else out
         if out is None:
             break
         best = (*out, choice)
-        choice = _improve(quo, choice, quo.q(out[0]), sign, quo.pairs)
+        choice, out = _improve(quo, choice, quo.q(out[0]), sign, quo.pairs), None
         if choice is None:
             break
     return best
@@ -298,7 +298,7 @@ def _ties(quo: _Quotient, x, sign, tol):
     """``(tied, reward)``: `[S*A]` the usable pairs within ``tol / 4`` (relative) of the
     optimum for the values ``x``, and each pair's class's value (the reward of ``y``)."""
     q = quo.q(x)
-    cls = quo.col[np.arange(quo.S * quo.A) // quo.A]
+    cls = quo.pair_class
     reward = np.where(cls >= 0, x[np.maximum(cls, 0)], 0)
     tied = quo.pairs & (sign * (reward - q) <= tol / 4 * np.abs(q))
     return tied, reward

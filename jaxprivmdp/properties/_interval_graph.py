@@ -40,7 +40,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from ..models.core import RaggedRows, map_blocks
-from ._precision import to_device, underflow
+from ._precision import underflow
 
 # A difference ``1 − Σ`` of a row's bounds counts as positive above this many ulps per entry
 # of the row (plus 2): the rounding of the float sums, for bounds meant to sum to exactly 1.
@@ -353,12 +353,6 @@ def floor_slack(n: int, dtype) -> float:
     below ``eps · 1e-290``), which scales with the row's largest value; where that product
     is itself below ``tiny`` (and flushed), it is one more operation covered here."""
     return 2 * underflow(n, dtype)
-
-
-def device_upper(values: np.ndarray) -> np.ndarray:
-    """Host upper-bound candidates as the device reads them: subnormal ones raised to
-    ``tiny`` (:func:`._precision.to_device`); the caller verifies and keeps this copy."""
-    return to_device(values, values)[1]
 
 
 def moving(p, values) -> jax.Array:

@@ -33,8 +33,8 @@ import numpy as np
 from jax import lax
 
 from ..models.core import fill_margin, interval_excess, interval_expect
-from ._interval_graph import device_upper, floor_slack, moving
-from ._precision import gap_floor, to_device
+from ._interval_graph import floor_slack, moving
+from ._precision import gap_floor, normal_upper, to_device
 
 # Interval iteration runs in chunks of these many backups, growing, between host steps.
 FIRST_CHUNK, CHUNK_GROWTH = 16, 8
@@ -180,7 +180,7 @@ def pre_fixpoint(p: Problem, lo, tol, complement=False) -> np.ndarray | None:
     # an absolute raise above the verification's floor slack, within gap_floor of the values
     lift = gap_floor(np.float64) / 4
     for kappa in (tol / 64, tol / 8, tol / 2):
-        cand = np.where(p.fixed, p.fixed_value, device_upper(lo + kappa * (size + tiny) + lift))
+        cand = np.where(p.fixed, p.fixed_value, normal_upper(lo + kappa * (size + tiny) + lift))
         if not np.all(np.isfinite(cand) | np.asarray(p.fixed)):
             return None
         if bool(np.all(verified(p, jnp.asarray(cand)))):
@@ -214,7 +214,7 @@ def _deflate_together(p: Problem, lo, up, components) -> np.ndarray:
     live = np.arange(n + 1) < n
 
     def failing(lam):
-        trial = device_upper(np.where(live[seg], np.minimum(up, lam[seg]), up))
+        trial = normal_upper(np.where(live[seg], np.minimum(up, lam[seg]), up))
         bad = ~np.asarray(verified(p, jnp.asarray(trial)))
         return np.bincount(seg, weights=bad, minlength=n + 1) > 0, trial
 
@@ -254,7 +254,7 @@ def _deflate_each(p: Problem, e, lo, up, components) -> np.ndarray:
         high, low = np.where(ok, mid, high), np.where(ok, low, mid)
     live = np.ones(n, bool)
     while True:  # verified together; a set that fails keeps its U, and the rest again
-        trial = device_upper(np.where((comp >= 0) & live[comp], np.minimum(up, high[comp]), up))
+        trial = normal_upper(np.where((comp >= 0) & live[comp], np.minimum(up, high[comp]), up))
         bad = ~np.asarray(verified(p, jnp.asarray(trial))) & (comp >= 0)
         if not np.any(bad & live[comp]):
             return trial

@@ -43,9 +43,9 @@ from jax import lax
 
 from ..models.core import interval_excess
 from . import _interval_graph as graph
-from ._interval_graph import device_upper, moving
+from ._interval_graph import moving
 from ._interval_iteration import deflate, q_values, run
-from ._precision import gap_floor
+from ._precision import gap_floor, normal_upper
 
 # The padding of the climb: each row's reward raised by this share of the tolerance (of the
 # row's reward plus its state's lower bound), so that a climbed bound verifies with a margin
@@ -230,7 +230,7 @@ def first_upper(p, e: graph.Edges, lo, structure, eta, max_iterations):
         bad = [C for C in bad if not np.all(ok[C])]
         if bad:
             u = deflate(p, e, lo, _raised(e, u, bad, eta, tiny), bad)
-    return _closed(p, e, device_upper(u)), steps
+    return _closed(p, e, normal_upper(u)), steps
 
 
 def lowered_components(p, e: graph.Edges, up, comps):
@@ -273,7 +273,7 @@ def _accepted(p, e: graph.Edges, u, cand, comps) -> np.ndarray:
         for i, C in enumerate(comps):
             if live[i]:
                 trial[C] = cand[C]
-        trial = device_upper(trial)  # (verified as the device reads it, and kept so)
+        trial = normal_upper(trial)  # (verified as the device reads it, and kept so)
         ok = _verified(p, e, trial)
         bad = np.array([live[i] and not np.all(ok[C]) for i, C in enumerate(comps)])
         if not np.any(bad):

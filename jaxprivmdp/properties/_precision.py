@@ -56,8 +56,14 @@ def to_device(lower: np.ndarray, upper: np.ndarray, dtype=np.float64):
     zero: each subnormal bound moves outward to 0 or ``± tiny``."""
     tiny = np.finfo(dtype).tiny
     lower = np.where((lower != 0) & (np.abs(lower) < tiny), np.where(lower > 0, 0.0, -tiny), lower)
-    upper = np.where((upper != 0) & (np.abs(upper) < tiny), np.where(upper > 0, tiny, 0.0), upper)
-    return lower, upper
+    return lower, normal_upper(upper, dtype)
+
+
+def normal_upper(upper: np.ndarray, dtype=np.float64) -> np.ndarray:
+    """Upper bounds in ``dtype`` as the device reads them: a subnormal one raised to ``tiny``
+    (a positive one) or to 0 (a negative one)."""
+    tiny = np.finfo(dtype).tiny
+    return np.where((upper != 0) & (np.abs(upper) < tiny), np.where(upper > 0, tiny, 0.0), upper)
 
 
 def working_tol(tol: float, dtype) -> float:
@@ -185,5 +191,5 @@ def host_answer(lower, upper, dtype, converged, tol: float | None):
     v64 = values.astype(np.float64, copy=False)
     with np.errstate(invalid="ignore"):
         error = np.where(lo == up, 0, np.maximum(v64 - lo64, up64 - v64))
-    error = to_device(error, _narrow(error, error, dtype)[1], dtype)[1]
+    error = normal_upper(_narrow(error, error, dtype)[1], dtype)
     return lo, up, values, error, precision.astype(dtype), converged
