@@ -248,3 +248,16 @@ def test_float32_bounds_stay_normal_for_jax():
     tiny = np.finfo(np.float32).tiny
     assert float(res.lower[0]) == 0 and float(res.upper[0]) >= tiny
     assert bool(res.upper[0] > 0) and bool(res.error_bound[0] > 0)  # (in JAX)
+
+
+def test_one_convergence_rule():
+    """The iteration's test and ``precision <= tol`` agree near the gap floor (a gap met by
+    ``tol · s + floor`` but by neither test alone stopped the iteration unconverged)."""
+    from jaxprivmdp.properties._precision import gap_floor, relative_width
+
+    floor, tol = gap_floor(np.float64), 1e-6
+    for mid in (5e-287, 1e-280, 1e-300, 1.0):
+        for gap in (0.5 * floor, 1.5 * floor, 2 * tol * mid, 0.5 * tol * mid):
+            lo, up = np.array([mid - gap / 2]), np.array([mid + gap / 2])
+            met = bool(unbounded._met(lo[None], up[None], tol)[0])
+            assert met == bool(relative_width(lo, up, np) <= tol), (mid, gap)

@@ -161,7 +161,8 @@ def interval_iteration(
     )
 
     def met(b):
-        return has_upper & jnp.all(b[1] - b[0] <= tol * (b[1] + b[0]) + floor)
+        gap = b[1] - b[0]
+        return has_upper & jnp.all((gap <= tol * (b[1] + b[0])) | (gap <= floor))
 
     def cond(carry):
         _, it, done = carry

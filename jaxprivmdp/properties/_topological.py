@@ -254,7 +254,8 @@ def sweep(rows: Rows, bounds, widest, windows, n, stop, sign, margin, eps, *, wi
             new_up = backup(up) * widen[1] + margin[1]
             new_lo = jnp.where(valid, jnp.maximum(old_lo, new_lo), old_lo)
             new_up = jnp.where(valid, jnp.minimum(old_up, new_up), old_up)
-            met = jnp.all(new_up - new_lo <= loose * (new_up + new_lo) + floor, axis=0)
+            gap = new_up - new_lo
+            met = jnp.all((gap <= loose * (new_up + new_lo)) | (gap <= floor), axis=0)
             still = jnp.all((new_lo == old_lo) & (new_up == old_up), axis=0)
             return lo.at[state].set(new_lo), up.at[state].set(new_up), it + 1, met, still
 

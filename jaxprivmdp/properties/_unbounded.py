@@ -199,8 +199,8 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
 def _met(lo, up, tol) -> np.ndarray:
     """`[n]` :func:`interval_iteration`'s test, per model: every interval finite and within
     ``tol`` (relative) or :func:`gap_floor`."""
-    floor = gap_floor(np.float64)
-    return np.all(np.isfinite(up) & (up - lo <= tol * (up + lo) + floor), axis=1)
+    gap, floor = up - lo, gap_floor(np.float64)  # (the rule of ``precision``: either test)
+    return np.all(np.isfinite(up) & ((gap <= tol * (up + lo)) | (gap <= floor)), axis=1)
 
 
 def _jacobi(g, mdp, pre: Precomputed, minimize, tol, max_iterations, widths):
