@@ -412,6 +412,31 @@ def test_bounded_properties_against_numpy_and_under_jit(sparse):
         jax.jit(lambda m: check(m, 'Pmax=? [F "target"]', labels=labels).values)(mdp)
 
 
+def test_fields_are_where_the_answer_was_computed():
+    """A concrete model's answer stays on the host (NumPy); under jax.jit it is traced, and
+    inside jax.vmap of a closed-over concrete model it is still a host answer."""
+    P, R, mask, target, avoid = random_model(7)
+    mdp = jp.make_mdp(P, R, action_mask=mask, discount=0.5)
+    labels = {"target": target, "avoid": avoid}
+    for prop in ('Pmax=? [F "target"]', 'Pmax=? [F<=3 "target"]', "Rmin=? [C<=2]"):
+        res = check(mdp, prop, labels=labels, step_policy=True)
+        assert all(isinstance(f, np.ndarray) for f in res), prop
+        assert res.policy.dtype == np.int32 and res.iterations.dtype == np.int32
+        assert res.value_at_initial.shape == () and res.converged.dtype == bool
+    batch = jax.tree.map(lambda x: np.stack([x, x]), mdp)
+    for prop in ('Pmax=? [F "target"]', 'Pmax=? [F<=3 "target"]'):
+        res = check(batch, prop, labels=labels)
+        assert all(isinstance(f, np.ndarray) and f.shape[0] == 2 for f in res), prop
+    jitted = jax.jit(lambda m: check(m, 'Pmax=? [F<=3 "target"]', labels=labels))(mdp)
+    assert all(isinstance(f, jax.Array) for f in jitted)
+    host = check(mdp, 'Pmax=? [F<=3 "target"]', labels=labels)
+    np.testing.assert_allclose(np.asarray(jitted.values), host.values, rtol=1e-6)
+    inside = jax.vmap(lambda x: check(mdp, 'Pmax=? [F "target"]', labels=labels).values + x)
+    np.testing.assert_array_equal(
+        inside(np.zeros(2))[1], check(mdp, 'Pmax=? [F "target"]', labels=labels).values
+    )
+
+
 # --------------------------------------------------------------------------- errors
 
 ERRORS = [

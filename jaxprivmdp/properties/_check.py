@@ -227,7 +227,7 @@ def _host_check(prop_: Property, mdp: Model, batch, sat, bound, limits, unbounde
         wide_limits = (working_tol(tol, dtype), max_iterations, step_policy)
         out = _solve(prop_, wide, sat, bound, wide_limits, np, wides)
         lower, upper = (np.asarray(x) for x in out[:2])
-        policy = jnp.asarray(out[2], jnp.int32)  # no host round trip: it may be `[k, S]`
+        policy = out[2]
     answer_tol = tol if unbounded else None  # (a batch: one answer, a leading axis on each)
     return host_result(mdp, (lower, upper, policy, out[3], out[4]), dtype, answer_tol)
 

@@ -97,7 +97,6 @@ def check_interval(imdp: IntervalMDP, prop_: Property, labels, variables, bound,
     lower, upper = np.asarray(lower), np.asarray(upper)
     if prop_.kind == "P":  # a probability: rounding never takes a bound outside [0, 1]
         lower, upper = np.clip(lower, 0, 1), np.clip(upper, 0, 1)
-    policy = jnp.asarray(policy, jnp.int32)
     out = (lower, upper, policy, it, conv)
     return host_result(imdp, out, dtype, tol if unbounded else None)
 

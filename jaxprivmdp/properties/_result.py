@@ -11,13 +11,17 @@ import numpy as np
 from ..models.core import Model
 from ._precision import host_answer, relative_width, summarize
 
+Array = jax.Array | np.ndarray  # (see CheckResult: where the answer was computed)
+
 
 class CheckResult(NamedTuple):
     """The answer to a property, per state.
 
     All numbers are in the model's dtype; they were computed in float64 for a concrete model
     (see :mod:`jaxprivmdp.properties._check`) and in the model's dtype under ``jax.jit``.
-    For a batch of models every field has a leading batch axis.
+    The fields are where they were computed: NumPy arrays for a concrete model (checked on
+    the host, like Storm's and PRISM's results; ``jnp.asarray`` moves one to the device),
+    ``jax.Array`` under ``jax.jit``. For a batch of models every field has a leading batch axis.
 
     Attributes:
       values: `[S]` the value of the property in each state (probabilities; expected rewards,
@@ -48,20 +52,20 @@ class CheckResult(NamedTuple):
         exact (equal bounds, infinities included), ``inf`` where some upper bound is.
     """
 
-    values: jax.Array
-    policy: jax.Array
-    error_bound: jax.Array
-    value_at_initial: jax.Array
-    converged: jax.Array
-    iterations: jax.Array
-    lower: jax.Array
-    upper: jax.Array
-    precision: jax.Array
+    values: Array
+    policy: Array
+    error_bound: Array
+    value_at_initial: Array
+    converged: Array
+    iterations: Array
+    lower: Array
+    upper: Array
+    precision: Array
 
 
 def result(mdp: Model, out) -> CheckResult:
-    """``(values, error, policy, iterations, converged, lower, upper, precision)`` as a
-    CheckResult (host arrays are transferred, no eager device ops)."""
+    """``(values, error, policy, iterations, converged, lower, upper, precision)``, traced
+    under ``jax.jit``, as a CheckResult."""
     values, error, policy, it, conv, lower, upper, precision = out
     return CheckResult(
         values=jnp.asarray(values),
@@ -77,8 +81,8 @@ def result(mdp: Model, out) -> CheckResult:
 
 
 def stacked(results: list[CheckResult]) -> CheckResult:
-    """Results of one property on a batch, stacked along a leading axis."""
-    return CheckResult(*(jnp.stack(field) for field in zip(*results, strict=True)))
+    """Host results of one property on a batch, stacked along a leading axis."""
+    return CheckResult(*(np.stack(field) for field in zip(*results, strict=True)))
 
 
 def traced_result(mdp: Model, out) -> CheckResult:
@@ -93,12 +97,12 @@ def traced_result(mdp: Model, out) -> CheckResult:
 def host_result(mdp: Model, out, dtype, tol) -> CheckResult:
     """The host's float64 ``(lower, upper, policy, iterations, converged)`` (of one model,
     or of a batch: a leading axis on each) narrowed to ``dtype`` (:func:`host_answer`;
-    ``tol``: see there) as a CheckResult, transferred in one ``jax.device_put``
-    (``jnp.asarray`` compiles a conversion for every new shape: some 12 ms each, most of a
-    small model's first check)."""
+    ``tol``: see there) as a CheckResult of NumPy arrays: the answer stays on the host where
+    it was computed (handing nine arrays to JAX would cost ~0.3 ms, a third of a small
+    model's check, and a transfer on a GPU nobody asked for)."""
     lower, upper, policy, it, conv = out
     lower, upper, values, error, precision, conv = host_answer(lower, upper, dtype, conv, tol)
-    initial = values[..., mdp.initial_state]
-    it = np.asarray(it, np.int32)
-    fields = (values, policy, error, initial, conv, it, lower, upper, precision)
-    return CheckResult(*jax.device_put(fields))
+    initial = np.asarray(values[..., mdp.initial_state])
+    it, conv, precision = np.asarray(it, np.int32), np.asarray(conv), np.asarray(precision)
+    policy = np.asarray(policy, np.int32)  # (a bounded property's may be on the device)
+    return CheckResult(values, policy, error, initial, conv, it, lower, upper, precision)
