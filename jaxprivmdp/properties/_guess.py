@@ -27,7 +27,7 @@ import numpy as np
 
 from ._graph import Graph, _distinct
 from ._precision import underflow
-from ._solve import PolicySolver, blocks
+from ._solve import LOW_RANK, PolicySolver, blocks
 from ._sweep_guess import Ordered
 
 _MAX_POLICY_ROUNDS = 32
@@ -166,10 +166,15 @@ class _Quotient:
         keep = row >= 0
         entries = (row[keep], self.e_col[keep], self.e_prob[keep])
         last = None if self._last is None else self._last[1]
+        base = getattr(last, "factored", last)  # (the factor an update would start from)
         direct = getattr(last, "columns", False)  # (an LU's solve, not a Krylov one)
-        solve = self.solver.updated(last, *entries) if direct else None
+        # (more classes switched than an update takes: no need to build its matrices)
+        near = direct and np.count_nonzero(choice != base.choice) <= LOW_RANK
+        solve = self.solver.updated(last, *entries) if near else None
         if solve is None:
             solve = self.solver.factor(*entries)
+            if solve is not None:
+                solve.choice = choice
         self._last = (key, solve)
         return solve
 
