@@ -46,3 +46,57 @@ def test_strong_components_agree_with_scipy(seed):
     assert count == expected and sorted(set(label.tolist())) == list(range(count))
     assert len(set(zip(label.tolist(), theirs.tolist(), strict=True))) == count
     assert np.all(label[dst] <= label[src])
+
+
+def _numpy_backups(order, problem, sign, v):
+    """Each class's optimum (``sign``) over its pairs in ``ok`` of ``inflow + Σ p v``,
+    ``−sign · inf`` where it has none: plain NumPy over the kernel's arrays."""
+    _, _, cls_ptr, cls_pairs, pair_ptr, e_col = order
+    ok, e_prob, inflow = problem
+    out = np.full(cls_ptr.size - 1, -sign * np.inf)
+    for k in range(out.size):
+        vals = [
+            inflow[p]
+            + np.dot(e_prob[pair_ptr[p] : pair_ptr[p + 1]], v[e_col[pair_ptr[p] : pair_ptr[p + 1]]])
+            for p in cls_pairs[cls_ptr[k] : cls_ptr[k + 1]]
+            if ok[p]
+        ]
+        if vals:
+            out[k] = sign * max(sign * x for x in vals)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_verify_pass_agrees_with_numpy_backups(seed):
+    """``verify_pass`` accepts a candidate exactly where NumPy's widened backups do (far
+    from the boundary: candidates moved by 1e-3 of a value either side of the fixed point,
+    one class at a time), for max and min, with classes lacking a usable pair."""
+    rng = np.random.default_rng(seed)
+    n, A = int(rng.integers(1, 12)), int(rng.integers(1, 4))
+    cls_ptr = np.arange(n + 1, dtype=np.int64) * A
+    cls_pairs = np.arange(n * A, dtype=np.int64)
+    counts = rng.integers(0, 4, n * A)
+    pair_ptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
+    e_col = rng.integers(0, n, pair_ptr[-1]).astype(np.int64)
+    e_prob = rng.random(pair_ptr[-1]) * 0.2
+    inflow = rng.random(n * A)
+    ok = rng.random(n * A) < 0.8
+    order = (np.zeros(1, np.int64), np.zeros(0, np.int64), cls_ptr, cls_pairs, pair_ptr, e_col)
+    problem = (ok, e_prob, inflow)
+    for sign in (1.0, -1.0):
+        v = rng.random(n)
+        for _ in range(30):  # near the fixed point (a contraction: every row sums below 0.8)
+            v = np.where(np.isfinite(w := _numpy_backups(order, problem, sign, v)), w, 0.0)
+        for eps, k in [(0.0, None)] + [(d, int(rng.integers(n))) for d in (1e-3, -1e-3) * 3]:
+            upper = v * (1 + 1e-3)
+            lower = v * (1 - 1e-3)
+            if k is not None:
+                upper[k] -= 2 * eps * v[k] + 3e-3 * abs(v[k]) * (eps > 0)
+                lower[k] += 2 * eps * v[k] - 3e-3 * abs(v[k]) * (eps < 0)
+            m, a = 1e-12, 1e-300
+            b_up = _numpy_backups(order, problem, sign, upper)
+            b_lo = _numpy_backups(order, problem, sign, lower)
+            want_up = bool(np.all(b_up * (1 + m) + a <= upper))
+            want_lo = bool(np.all(lower >= 0) and np.all(b_lo * (1 - m) - a >= lower))
+            got = kernels.verify_pass(order, problem, sign, m, a, lower, upper)
+            assert got == (want_lo, want_up), (seed, sign, eps, k)

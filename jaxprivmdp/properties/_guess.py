@@ -333,13 +333,9 @@ def _verified(quo: _Quotient, x, y, sign, tol, margin):
     def full(v):
         return np.where(quo.maybe, v[np.maximum(quo.col, 0)], quo.fixed_value)
 
-    def backup(v):
-        return quo.best(quo.q(v), sign)
-
     up, lo = x + kappa * y, x - kappa * y
     a = underflow(quo.g.degree, np.float64)  # (below tiny, rounding is absolute)
-    up_ok = bool(np.all(backup(up) * (1 + margin) + a <= up))
-    lo_ok = bool(np.all(lo >= 0) and np.all(backup(lo) * (1 - margin) - a >= lo))
+    lo_ok, up_ok = quo.ordered.verify(quo.e_prob, quo.inflow, quo.pairs, sign, (margin, a), lo, up)
     return (full(lo) if lo_ok else None), (full(up) if up_ok else None)
 
 

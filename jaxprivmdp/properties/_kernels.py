@@ -133,6 +133,32 @@ def _best(k, order, problem, x, sign, closed, current):
 
 
 @_compiled(error_model="numpy")
+def verify_pass(order, problem, sign, margin, floor, lower, upper):
+    """``(lower_ok, upper_ok)``: whether every class's backup (:func:`_best`, no closed
+    form: the optimum (``sign``) over its pairs in ``ok`` of ``inflow + Σ e_prob v``, each
+    summed in order) widened by ``margin`` (relative) and ``floor`` (absolute) stays within
+    the candidate: ``B(u) (1 + margin) + floor <= u`` for ``upper``, ``B(l) (1 − margin) −
+    floor >= l >= 0`` for ``lower`` (a class without such a pair backs up to ``−sign · inf``;
+    a NaN anywhere fails)."""
+    lower_ok, upper_ok = True, True
+    for k in range(upper.size):
+        for side in range(2):
+            v = upper if side else lower
+            if not (upper_ok if side else lower_ok):
+                continue
+            best, pick, _, _ = _best(k, order, problem, v, sign, False, -1)
+            if pick < 0:
+                best = -sign * np.inf
+            if side:
+                upper_ok = best * (1.0 + margin) + floor <= v[k]
+            else:
+                lower_ok = v[k] >= 0.0 and best * (1.0 - margin) - floor >= v[k]
+        if not (lower_ok or upper_ok):
+            break
+    return lower_ok, upper_ok
+
+
+@_compiled(error_model="numpy")
 def _dense_component(classes, order, problem, sign, x, local):
     """Policy iteration on one component (``classes``; its successors' values in ``x``)
     from the greedy policy of the current ``x``, each policy's values by a dense solve

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kernels import backward_search, sweep_pass
+from ._kernels import backward_search, sweep_pass, verify_pass
 
 # The pass gives up (no candidate) after this many times the quotient's edges of work, plus
 # FLOOR edge visits (some 0.2 ms: a small model's component may take a few hundred sweeps).
@@ -69,6 +69,18 @@ class Ordered:
         )
         done = sweep_pass(self.order, problem, float(sign), self.budget, x)
         return x if done else None
+
+    def verify(self, prob, inflow, ok, sign: float, widening, lower, upper) -> tuple[bool, bool]:
+        """``(lower_ok, upper_ok)``: whether the backups over the pairs where ``ok``, widened
+        by ``widening`` (``(relative, absolute)``), keep ``lower`` (`[n]`) below and
+        ``upper`` above themselves (:func:`~jaxprivmdp.properties._kernels.verify_pass`)."""
+        problem = (
+            ok,
+            np.ascontiguousarray(prob, np.float64),
+            np.ascontiguousarray(inflow, np.float64),
+        )
+        margin, floor = (float(w) for w in widening)
+        return verify_pass(self.order, problem, float(sign), margin, floor, lower, upper)
 
 
 def _to_exits(quo, rank: np.ndarray) -> np.ndarray:
