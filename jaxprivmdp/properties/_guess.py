@@ -23,6 +23,8 @@ where the values span many orders of magnitude (brp: 1e-14 to 0.03).
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ._graph import Graph, _distinct
@@ -45,8 +47,9 @@ SWEEP = True
 class _Quotient:
     """The unfixed states modulo the collapsed end components, and their usable pairs."""
 
-    def __init__(self, g: Graph, rewards, usable, group, maybe, fixed_value, solvers=None):
-        S, A = g.S, g.A
+    def __init__(self, g: Graph, pre, solvers: dict):
+        """``pre``: the precomputation; ``solvers``: see :func:`guess_bounds`."""
+        S, A, maybe, group, fixed_value = g.S, g.A, pre.maybe, pre.group, pre.fixed_value
         self.g, self.S, self.A = g, S, A
         rep = np.where(group >= 0, group, np.arange(S))
         is_rep = np.zeros(S, bool)
@@ -57,18 +60,20 @@ class _Quotient:
         self.n = int(is_rep.sum())
         self.maybe = maybe
         self.fixed_value = np.where(maybe, 0, np.asarray(fixed_value, np.float64))
-        self.pairs = (np.asarray(usable, bool) & maybe[:, None]).reshape(-1)
-        pair, succ, prob, src = _kept(self.pairs[g.pair], g.pair, g.succ, g.prob, g.src)
-        inner = maybe[succ]
-        # The part of each pair's backup that does not depend on the unknowns.
-        self.inflow = np.asarray(rewards, np.float64).reshape(-1) + np.bincount(
-            pair[~inner], weights=prob[~inner] * self.fixed_value[succ[~inner]], minlength=S * A
-        )
+        self.pairs = (np.asarray(pre.usable, bool) & maybe[:, None]).reshape(-1)
+        kept = self.pairs[g.pair]
+        self._kept = None if kept.all() else np.flatnonzero(kept)  # (g's edges kept)
+        pair, succ, src = _kept(kept, g.pair, g.succ, g.src)
+        self._inner = inner = maybe[succ]
+        # The edges that leave the unknowns: their pairs and the values they lead to.
+        self._outer = (pair[~inner], self.fixed_value[succ[~inner]])
+        self._rewards = np.asarray(pre.rewards, np.float64).reshape(-1)
         # The classes with a pair that leaves the unknowns (where their values come from).
         self.leaves = np.zeros(self.n, bool)
         self.leaves[self.col[src[~inner]]] = True
-        self.e_pair, succ, self.e_prob, src = _kept(inner, pair, succ, prob, src)
+        self.e_pair, succ, src = _kept(inner, pair, succ, src)
         self.e_col, self.e_row = self.col[succ], self.col[src]
+        self._weigh(g)
         self.pair_ids = np.flatnonzero(self.pairs)
         self.pair_col = self.col[self.pair_ids // A]
         # One usable pair per class (a DTMC): its one policy, nothing to improve or tie.
@@ -77,8 +82,25 @@ class _Quotient:
         if self.pair_ids.size == self.n and np.all(only):
             self.only = np.empty(self.n, np.int64)
             self.only[self.pair_col] = self.pair_ids
-        self._solvers = {} if solvers is None else solvers
-        self._last = None
+        self._solvers, self._last = solvers, None
+
+    def _weigh(self, g: Graph) -> None:
+        """What reads ``g``'s probabilities: ``inflow`` (`[S*A]` the part of each pair's
+        backup that does not depend on the unknowns) and ``e_prob``."""
+        prob = g.prob if self._kept is None else g.prob[self._kept]
+        (pair, value), out = self._outer, ~self._inner
+        self.inflow = self._rewards + np.bincount(
+            pair, weights=prob[out] * value, minlength=self.S * self.A
+        )
+        (self.e_prob,) = _kept(self._inner, prob)
+
+    def reweighted(self, g: Graph) -> _Quotient:
+        """This quotient with the probabilities of ``g``, a graph of the same support (a
+        release of a batch: the same edges in the same order), its own policy solves."""
+        out = copy.copy(self)
+        out.g, out._last = g, None
+        out._weigh(g)
+        return out
 
     @property
     def blocks(self) -> np.ndarray:
@@ -349,17 +371,13 @@ def guess_bounds(
     ``pre``: the precomputation (``rewards``, ``usable``, ``group``, ``maybe``,
     ``fixed_value``); ``estimate``: `[S]` values to start policy iteration from (greedy), or
     None (the attractor); ``solvers``: a dict shared by the calls for models of one support
-    and precomputation (the releases of a batch), which keeps their linear solver's order and
-    the compiled pass's; ``swept_only``: the compiled pass's candidate alone (no policy
-    iteration: where iterations are cheaper than its factors)."""
-    rewards, usable, group, maybe, fixed_value = (
-        pre.rewards,
-        pre.usable,
-        pre.group,
-        pre.maybe,
-        pre.fixed_value,
-    )
-    quo = _Quotient(g, rewards, usable, group, maybe, fixed_value, solvers)
+    and precomputation (the releases of a batch), which keeps their quotient's structure,
+    linear solver's order and the compiled pass's; ``swept_only``: the compiled pass's
+    candidate alone (no policy iteration: where iterations are cheaper than its factors)."""
+    solvers = {} if solvers is None else solvers
+    quo = solvers.get("quotient")  # (one support and precomputation: reweighted)
+    quo = _Quotient(g, pre, solvers) if quo is None else quo.reweighted(g)
+    solvers.setdefault("quotient", quo)
     sign = -1.0 if minimize else 1.0
     if quo.n == 0 or quo.pair_ids.size == 0:
         return None, None
@@ -369,13 +387,12 @@ def guess_bounds(
         return first
     # The releases of a batch are near one another: the last one's optimal policy is a
     # better start than the attractor (a guess again on one model starts from its estimate).
-    last = (None, None) if solvers is None else solvers.get("choice", (None, None))
+    last = solvers.get("choice", (None, None))
     out = _policy_iteration(quo, sign, estimate, last[1] if last[0] != id(g) else None)
     if out is None or np.any(out[0] <= 0):
         return first
     x, _, choice = out
-    if solvers is not None:
-        solvers["choice"] = (id(g), choice)
+    solvers["choice"] = (id(g), choice)
     y = _tied_weight(quo, x, choice, sign, tol)
     if y is None:
         return first
