@@ -20,7 +20,7 @@ def test_a_kernel_compiles_without_a_writable_cache(monkeypatch):
 
     monkeypatch.setattr(kernels.numba, "njit", njit)
 
-    @kernels._compiled()
+    @kernels.compiled()
     def total(x):
         out = 0.0
         for v in x:

@@ -18,7 +18,7 @@ import numba
 import numpy as np
 
 
-def _compiled(**options):
+def compiled(**options):
     """``numba.njit`` (``nogil``) with Numba's on-disk cache where it can write one, without
     it elsewhere (a read-only install with no writable home: Numba refuses ``cache=True``
     there, and each process compiles again instead)."""
@@ -51,7 +51,7 @@ DENSE_ROUNDS = 32
 # than raising from inside the kernel.)
 
 
-@_compiled(error_model="numpy")
+@compiled(error_model="numpy")
 def sweep_pass(order, problem, sign, budget, x):
     """The pass of :class:`~jaxprivmdp.properties._sweep_guess.Ordered`: fills ``x``
     (`[n]`) component by component, successors first, with each class's optimum (``sign``)
@@ -101,7 +101,7 @@ def sweep_pass(order, problem, sign, budget, x):
     return True
 
 
-@_compiled(error_model="numpy")
+@compiled(error_model="numpy")
 def _best(k, order, problem, x, sign, closed, current):
     """``(value, pair, visits, now)``: the optimum (``sign``) over class ``k``'s pairs in
     ``ok`` of their backups ``inflow + Σ e_prob x[e_col]`` (with ``closed``, each pair's
@@ -132,7 +132,7 @@ def _best(k, order, problem, x, sign, closed, current):
     return best, pick, visits, now
 
 
-@_compiled(error_model="numpy")
+@compiled(error_model="numpy")
 def verify_pass(order, problem, sign, margin, floor, lower, upper):
     """``(lower_ok, upper_ok)``: whether every class's backup (:func:`_best`, no closed
     form: the optimum (``sign``) over its pairs in ``ok`` of ``inflow + Σ e_prob v``, each
@@ -158,7 +158,7 @@ def verify_pass(order, problem, sign, margin, floor, lower, upper):
     return lower_ok, upper_ok
 
 
-@_compiled(error_model="numpy")
+@compiled(error_model="numpy")
 def _dense_component(classes, order, problem, sign, x, local):
     """Policy iteration on one component (``classes``; its successors' values in ``x``)
     from the greedy policy of the current ``x``, each policy's values by a dense solve
@@ -213,7 +213,7 @@ def _dense_component(classes, order, problem, sign, x, local):
     return settled
 
 
-@_compiled(error_model="numpy")
+@compiled(error_model="numpy")
 def _solved(mat, b) -> bool:
     """Solves ``mat v = b`` in place (``b`` becomes ``v``) by Gaussian elimination with
     partial pivoting; False where a pivot is below 1e-13 (``I − P`` of a proper policy is a
@@ -246,7 +246,7 @@ def _solved(mat, b) -> bool:
     return finite
 
 
-@_compiled()
+@compiled()
 def backward_search(succ_ptr, by_succ, src, pair, pair_ok, through, target):  # fmt: skip
     """Breadth first, backward from ``target`` (`[S]` bool) along the edges of pairs in
     ``pair_ok`` (`[S*A]`) from states in ``through`` and not in ``target`` (``by_succ``:
@@ -282,7 +282,7 @@ def backward_search(succ_ptr, by_succ, src, pair, pair_ok, through, target):  # 
     return dist, lowest
 
 
-@_compiled()
+@compiled()
 def attractor(succ_ptr, by_succ, pair, A, pair_ok, base, cand):  # fmt: skip
     """`[S]` bool: the least ``R ⊇ base`` with every state of ``cand`` all of whose pairs
     in ``pair_ok`` (`[S*A]`) have an edge into ``R`` (``pair``: each edge's pair): each
@@ -321,7 +321,7 @@ def attractor(succ_ptr, by_succ, pair, A, pair_ok, base, cand):  # fmt: skip
     return reached
 
 
-@_compiled()
+@compiled()
 def strong_components(n, src, dst):
     """``(count, label)``: the strongly connected components of the graph on ``n`` nodes
     with the edges ``src[e] -> dst[e]``, by Tarjan's algorithm (iterative), each labelled

@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..models.core import Model, RaggedRows, transition_rows, with_probs
+from ._kernels import compiled
 
 # Relative precision asked of unbounded properties by default: PRISM's and Storm's.
 DEFAULT_TOL = 1e-6
@@ -188,21 +189,64 @@ def summarize(lower, upper, converged, xp):
 def host_answer(lower, upper, dtype, converged, tol: float | None):
     """The host's float64 bounds (`[S]`, or `[n, S]` for a batch, ``converged`` then `[n]`)
     narrowed to ``dtype`` and summarized: ``(lower, upper, values, error_bound, precision,
-    converged)``, NumPy, ``precision`` and ``error_bound`` from the narrowed bounds.
-    ``converged`` (unbounded properties, ``tol`` given) is also False where the narrowed
-    bounds miss ``tol``."""
+    converged)``, NumPy, ``precision`` and ``error_bound`` from the narrowed bounds, as
+    :func:`to_device`, :func:`relative_width` and :func:`summarize` define them (one
+    compiled pass, :func:`_answer_rows`). ``converged`` (unbounded properties, ``tol``
+    given) is also False where the narrowed bounds miss ``tol``."""
     dtype = np.dtype(dtype)
     lo, up = _narrow(np.asarray(lower, np.float64), np.asarray(upper, np.float64), dtype)
-    lo, up = to_device(lo, up, dtype)  # (a subnormal bound would read as 0 in JAX)
-    lo64, up64 = lo.astype(np.float64, copy=False), up.astype(np.float64, copy=False)
-    precision = relative_width(lo64, up64, np, dtype)
-    converged = np.asarray(converged, bool)
-    if tol is not None:
-        converged = converged & (precision <= tol)
-    values64, _ = summarize(lo64, up64, converged[..., None], np)
-    values = values64.astype(dtype, copy=False)  # monotone rounding: still within [lo, up]
-    v64 = values.astype(np.float64, copy=False)
-    with np.errstate(invalid="ignore"):
-        error = np.where(lo == up, 0, np.maximum(v64 - lo64, up64 - v64))
-    error = normal_upper(_narrow(error, error, dtype)[1], dtype)
-    return lo, up, values, error, precision.astype(dtype), converged
+    shape = lo.shape
+    lo, up = (np.array(x, dtype, ndmin=2) for x in (lo, up))  # (copies: written in place)
+    conv = np.array(converged, bool, ndmin=1)
+    values, error, precision = np.empty_like(lo), np.empty_like(lo), np.empty(len(lo))
+    tiny, floor = float(np.finfo(dtype).tiny), gap_floor(dtype)
+    check = -1.0 if tol is None else float(tol)
+    top = dtype.type(np.inf)  # (the dtype's own, for its nextafter)
+    _answer_rows(lo, up, conv, (check, tiny, floor, top), values, error, precision)
+    lo, up, values, error = (x.reshape(shape) for x in (lo, up, values, error))
+    conv, precision = conv.reshape(np.shape(converged)), precision.reshape(shape[:-1])
+    return lo, up, values, error, precision.astype(dtype), conv
+
+
+@compiled(error_model="numpy")
+def _answer_rows(lo, up, conv, limits, values, error, precision):
+    """:func:`host_answer`'s pass over each row (a model) of ``lo``, ``up`` (`[n, S]`, the
+    model's dtype, made normal in place as :func:`to_device` does), computed in float64 and
+    stored rounded to the dtype: ``precision`` (:func:`relative_width`), ``conv`` (and
+    ``precision <= tol`` where ``tol >= 0``), ``values`` and ``error`` (:func:`summarize`'s,
+    the error rounded up from float64 to the dtype and to a normal number: ``v − l`` and
+    ``u − v`` round to nearest, so each is raised one ulp before it is narrowed).
+    ``limits``: ``(tol, tiny, floor, top)``, ``top`` the dtype's infinity."""
+    tol, tiny, floor, top = limits
+    n, S = lo.shape
+    for i in range(n):
+        worst = 0.0
+        for s in range(S):
+            if lo[i, s] != 0 and abs(lo[i, s]) < tiny:  # (the device reads them as 0)
+                lo[i, s] = 0.0 if lo[i, s] > 0 else -tiny
+            if up[i, s] != 0 and abs(up[i, s]) < tiny:
+                up[i, s] = tiny if up[i, s] > 0 else 0.0
+            a, b = np.float64(lo[i, s]), np.float64(up[i, s])
+            gap, rel = b - a, np.inf
+            if a == b or gap <= floor:
+                rel = 0.0
+            elif np.isfinite(gap):
+                rel = gap / (abs(b) + abs(a))
+            if worst == worst and not rel <= worst:  # (a NaN kept, as NumPy's max)
+                worst = rel
+        precision[i] = worst
+        conv[i] = conv[i] and (tol < 0 or worst <= tol)
+        for s in range(S):
+            a, b = np.float64(lo[i, s]), np.float64(up[i, s])
+            if a == b:
+                values[i, s], error[i, s] = a, 0.0
+                continue
+            mid = min(max(a + (b - a) / 2, a), b)
+            values[i, s] = mid if conv[i] and np.isfinite(mid) else a  # (monotone rounding)
+            v = np.float64(values[i, s])
+            e = np.nextafter(max(v - a, b - v), np.inf)
+            error[i, s] = e
+            if np.float64(error[i, s]) < e:
+                error[i, s] = np.nextafter(error[i, s], top)
+            if error[i, s] < tiny:
+                error[i, s] = tiny
