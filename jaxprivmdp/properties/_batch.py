@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from ..models.core import Model, RaggedMDP, transition_rows
-from ._graph import Graph, entries
+from ._graph import Graph
 from ._topological import batch_size
 from ._unbounded import (
     Precomputed,
@@ -72,9 +72,9 @@ def same_support(models: list[Model]) -> bool:
 
 
 def _reweighted(g: Graph, mdp: Model) -> Graph:
-    """``g`` with the probabilities of ``mdp`` (a model of ``g``'s support): the same edges
-    in the same order (``Graph`` lists the positive entries row by row)."""
-    _, _, p = entries(mdp, g.mask)
+    """``g`` with the probabilities of ``mdp`` (a dense or sparse model of ``g``'s support):
+    the same edges in the same order, read at ``g.at`` (their positions in the rows)."""
+    p = np.asarray(transition_rows(mdp).probs, np.float64).reshape(-1)[g.at]
     out = copy.copy(g)
     out.row_sums = np.bincount(g.pair, weights=p, minlength=g.S * g.A)
     out.prob = p / out.row_sums[g.pair]

@@ -40,13 +40,14 @@ def _flags(x) -> np.ndarray:
 
 
 def entries(mdp: Model, mask: np.ndarray):
-    """``(pair, successor, probability)`` of the positive entries of the allowed pairs
+    """``(pair, successor, probability, at)`` of the positive entries of the allowed pairs
     (``mask`` `[S, A]`), row by row (pairs numbered ``s * A + a``), probabilities in
-    float64."""
+    float64; ``at``: their positions in the flattened ``transition_rows(mdp).probs`` (None
+    for a ragged model), where a model of the same support has its probabilities."""
     if isinstance(mdp, RaggedMDP):
         rid, t, p = transition_lists(mdp)
         keep = (p > 0) & mask.reshape(-1)[rid]
-        return rid[keep], t[keep], p[keep].astype(np.float64)
+        return rid[keep], t[keep], p[keep].astype(np.float64), None
     # Flat indices into `[S*A, K]` (fancy indexing by three arrays costs more).
     rows = transition_rows(mdp)
     probs = np.asarray(rows.probs, np.float64).reshape(mask.size, -1)
@@ -57,7 +58,7 @@ def entries(mdp: Model, mask: np.ndarray):
     flat = np.flatnonzero(keep)
     pair, k = np.divmod(flat, probs.shape[1])
     t = k if rows.next_states is None else nxt.reshape(-1)[flat]
-    return pair, t, probs.reshape(-1)[flat]
+    return pair, t, probs.reshape(-1)[flat], flat
 
 
 class Graph:
@@ -73,7 +74,7 @@ class Graph:
     def __init__(self, mdp: Model):
         mask = np.array(mdp.action_mask, bool)  # (writable: the kernels take it as is)
         S, A = mask.shape
-        pair, t, p = entries(mdp, mask)
+        pair, t, p, self.at = entries(mdp, mask)
         self.S, self.A = S, A
         self.mask = mask
         self.allowed = mask.reshape(-1)

@@ -101,15 +101,18 @@ def as_float64(mdp: Model) -> Model:
         return np.asarray(x, np.float64 if jnp.issubdtype(x.dtype, jnp.floating) else None)
 
     def normalize(p):
-        sums = p.sum(axis=-1, keepdims=True)
-        out = p / np.where(sums > 0, sums, 1)  # (a row summing to 0 is all zeros)
-        if np.any((out > 0) & (out < np.finfo(np.float64).tiny)):  # (the device reads 0)
+        if p.size == 0:
+            return p.copy()
+        rows = np.ascontiguousarray(p).reshape(-1, p.shape[-1])
+        sums = rows.sum(axis=-1)  # (NumPy's own summation: the bits of every earlier check)
+        out, low = _divided(rows, sums, float(np.finfo(np.float64).tiny))
+        if low:  # (the device would read it as 0)
             raise ValueError(
                 "a transition probability divided by its row's sum falls below the smallest "
                 "normal float64 number (2.2e-308), which XLA flushes to zero: give it as 0 "
                 "or as at least 2.2e-308 in a row that sums to at most 1"
             )
-        return out
+        return out.reshape(p.shape)
 
     wide = jax.tree_util.tree_map(widen, mdp)
     rows = transition_rows(wide)
@@ -120,6 +123,22 @@ def as_float64(mdp: Model) -> Model:
     # Host arrays: the graph precomputation and the guess read them on the host (a device
     # copy would come straight back); a device loop transfers what it uses once per call.
     return with_probs(wide, probs)
+
+
+@compiled()
+def _divided(rows, sums, tiny):
+    """``(rows / sums, low)``: each row (`[R, K]`) divided by its sum (`[R]`; a row summing
+    to 0 is all zeros, left so), and whether a positive quotient fell below ``tiny``. One
+    pass: NumPy's division and test wrote and read three arrays of the padded rows (200 ms
+    for 32 releases of a 49,504-state model)."""
+    out = np.empty_like(rows)
+    low = False
+    for r in range(rows.shape[0]):
+        d = sums[r] if sums[r] > 0 else 1.0
+        for k in range(rows.shape[1]):
+            out[r, k] = rows[r, k] / d
+            low |= 0 < out[r, k] < tiny
+    return out, low
 
 
 def outward(lower, upper, xp):
