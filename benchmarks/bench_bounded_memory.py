@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 import time
 
+import jax
 import numpy as np
 
 import jaxprivmdp as jp
@@ -51,7 +52,7 @@ def main(argv: list[str]) -> None:
         res = jp.check(
             mdp, f'Pmax=? [F<={k} "goal"]', labels={"goal": goal}, step_policy=mode == "step"
         )
-        res.values.block_until_ready()
+        jax.block_until_ready(res)  # (NumPy on the host: nothing to wait for)
         print(f"{mode}: policy {res.policy.shape}, value {float(res.values[S - 700]):.6g}")
     print(f"{mode}: {time.perf_counter() - t:.1f} s")
 
