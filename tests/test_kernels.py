@@ -100,3 +100,33 @@ def test_verify_pass_agrees_with_numpy_backups(seed):
             want_lo = bool(np.all(lower >= 0) and np.all(b_lo * (1 - m) - a >= lower))
             got = kernels.verify_pass(order, problem, sign, m, a, lower, upper)
             assert got == (want_lo, want_up), (seed, sign, eps, k)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_ties_pass_matches_numpy_bit_for_bit(seed):
+    """The compiled tie test sums each pair's backup as ``np.bincount`` does (the same bits
+    as NumPy's whole-array form it replaced), pairs of no class untouched."""
+    from jaxprivmdp.properties._sweep_guess import _ties_pass
+
+    rng = np.random.default_rng(seed)
+    n, pairs = int(rng.integers(1, 20)), int(rng.integers(1, 60))
+    counts = rng.integers(0, 5, pairs)
+    pair_ptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
+    e_pair = np.repeat(np.arange(pairs), counts)
+    e_col = rng.integers(0, n, e_pair.size).astype(np.int64)
+    e_prob, inflow = rng.random(e_pair.size) / 5, rng.random(pairs) * 10.0 ** rng.integers(-3, 3)
+    pair_class = np.where(rng.random(pairs) < 0.8, rng.integers(0, n, pairs), -1)
+    ok = (rng.random(pairs) < 0.8) & (pair_class >= 0)
+    for sign in (1.0, -1.0):
+        x = rng.random(n) * 3
+        q = inflow + np.bincount(e_pair, weights=e_prob * x[e_col], minlength=pairs)
+        want_reward = np.where(pair_class >= 0, x[np.maximum(pair_class, 0)], 0)
+        slack = float(rng.choice([1e-6, 0.3, 2.0])) / 4
+        want_tied = ok & (sign * (want_reward - q) <= slack * np.abs(q))
+        tied, reward = np.zeros(pairs, bool), np.zeros(pairs)
+        _ties_pass(
+            (pair_ptr, e_col), (ok, e_prob, inflow), pair_class, x, (sign, slack), tied, reward
+        )
+        np.testing.assert_array_equal(tied, want_tied)
+        assert reward.tobytes() == want_reward.tobytes()
+        assert 0 < want_tied.sum() < pairs or slack < 1e-3  # (both outcomes occur)

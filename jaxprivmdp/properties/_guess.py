@@ -324,11 +324,7 @@ def _tied_weight(quo: _Quotient, x, choice, sign, tol):
 def _ties(quo: _Quotient, x, sign, tol):
     """``(tied, reward)``: `[S*A]` the usable pairs within ``tol / 4`` (relative) of the
     optimum for the values ``x``, and each pair's class's value (the reward of ``y``)."""
-    q = quo.q(x)
-    cls = quo.pair_class
-    reward = np.where(cls >= 0, x[np.maximum(cls, 0)], 0)
-    tied = quo.pairs & (sign * (reward - q) <= tol / 4 * np.abs(q))
-    return tied, reward
+    return quo.ordered.ties(quo.e_prob, quo.inflow, quo.pairs, quo.pair_class, x, sign, tol)
 
 
 def _swept(quo: _Quotient, sign, tol):
