@@ -97,3 +97,11 @@ def test_the_float64_error_bound_is_rounded_up():
         < max(Fraction(values[i]) - Fraction(lo[i]), Fraction(up[i]) - Fraction(values[i]))
     ]
     assert not short, f"{len(short)} error bounds below the exact distance"
+
+
+def test_one_flag_for_a_batch_is_every_model_s():
+    lower = np.array([[0.1, 0.2], [0.3, 0.4]])
+    *_, conv = host_answer(lower, lower * (1 + 1e-9), np.float64, True, 1e-6)
+    assert conv.shape == (2,) and conv.all()
+    *_, conv = host_answer(lower, lower + 0.1, np.float32, np.array([True, True]), 1e-6)
+    assert conv.shape == (2,) and not conv.any()

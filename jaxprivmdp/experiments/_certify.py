@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from ..mechanisms.core import Mechanism
 from ..planning import interval_model
@@ -38,7 +39,8 @@ class CertifiedProperty(NamedTuple):
     With probability at least ``confidence`` over the mechanism's noise (not given the
     release), ``lower ≤ true value ≤ upper`` in every state at once, and ``policy``'s true
     value is at least ``robust.lower`` for a maximum (at most ``robust.upper`` for a
-    minimum).
+    minimum). Its arrays are NumPy where the checks ran on the host (a concrete release; see
+    :class:`~jaxprivmdp.CheckResult`), ``jax.Array`` under ``jax.jit``.
 
     Attributes:
       lower: `[S]` the certified lower bound of the true model's value in each state.
@@ -58,10 +60,10 @@ class CertifiedProperty(NamedTuple):
         interval model.
     """
 
-    lower: jax.Array
-    upper: jax.Array
-    value_at_initial: jax.Array
-    policy: jax.Array
+    lower: jax.Array | np.ndarray
+    upper: jax.Array | np.ndarray
+    value_at_initial: jax.Array | np.ndarray
+    policy: jax.Array | np.ndarray
     robust: CheckResult
     optimistic: CheckResult
     confidence: jax.Array | float
@@ -186,7 +188,9 @@ def certify_property(
     return CertifiedProperty(
         lower=lower,
         upper=upper,
-        value_at_initial=jnp.stack([lower[s0], upper[s0]]),
+        value_at_initial=(np if isinstance(lower, np.ndarray) else jnp).stack(
+            [lower[s0], upper[s0]]
+        ),
         policy=robust.policy,
         robust=robust,
         optimistic=optimistic,

@@ -74,6 +74,7 @@ def same_support(models: list[Model]) -> bool:
 def _reweighted(g: Graph, mdp: Model) -> Graph:
     """``g`` with the probabilities of ``mdp`` (a dense or sparse model of ``g``'s support):
     the same edges in the same order, read at ``g.at`` (their positions in the rows)."""
+    assert g.at is not None  # (same_support refuses ragged models: their rows vary)
     p = np.asarray(transition_rows(mdp).probs, np.float64).reshape(-1)[g.at]
     out = copy.copy(g)
     out.row_sums = np.bincount(g.pair, weights=p, minlength=g.S * g.A)

@@ -140,7 +140,8 @@ def check(
         plus 64, 1,000, 8× more … iterations, up to this; over all states where the
         components' order cannot run. ``iterations`` sums the windows', so it may exceed it.
       step_policy: for a bounded property, also keep the decision rule of every step:
-        ``policy`` `[k, S]` (``k S`` int32s: 5 GB for ``k = 1300``, ``S = 10⁶``). Default
+        ``policy`` `[k, S]` (``k S`` int32s: 5 GB for ``k = 1300``, ``S = 10⁶``; on the host
+        for a concrete model, as every field: a copy from a GPU). Default
         False: ``policy`` is the `[S]` rule of the first step, and memory does not grow
         with ``k`` (``O(S A)``, the model's size). A Python bool (static under
         ``jax.jit``); unbounded properties ignore it (their policy is stationary).

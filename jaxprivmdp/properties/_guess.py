@@ -96,7 +96,10 @@ class _Quotient:
 
     def reweighted(self, g: Graph) -> _Quotient:
         """This quotient with the probabilities of ``g``, a graph of the same support (a
-        release of a batch: the same edges in the same order), its own policy solves."""
+        release of a batch: the same edges in the same order), its own policy solves; itself
+        for its own graph (a model guessed again keeps its last factor)."""
+        if g is self.g:
+            return self
         out = copy.copy(self)
         out.g, out._last = g, None
         out._weigh(g)

@@ -139,7 +139,8 @@ def verify_pass(order, problem, sign, margin, floor, lower, upper):
     summed in order) widened by ``margin`` (relative) and ``floor`` (absolute) stays within
     the candidate: ``B(u) (1 + margin) + floor <= u`` for ``upper``, ``B(l) (1 − margin) −
     floor >= l >= 0`` for ``lower`` (a class without such a pair backs up to ``−sign · inf``;
-    a NaN anywhere fails)."""
+    a NaN candidate fails; a NaN backup is as :func:`_best` takes it, which the model's
+    finite numbers and a finite candidate never give)."""
     lower_ok, upper_ok = True, True
     for k in range(upper.size):
         for side in range(2):

@@ -216,14 +216,14 @@ def host_answer(lower, upper, dtype, converged, tol: float | None):
     lo, up = _narrow(np.asarray(lower, np.float64), np.asarray(upper, np.float64), dtype)
     shape = lo.shape
     lo, up = (np.array(x, dtype, ndmin=2) for x in (lo, up))  # (copies: written in place)
-    conv = np.array(converged, bool, ndmin=1)
+    conv = np.broadcast_to(np.asarray(converged, bool), (len(lo),)).copy()  # (one a model)
     values, error, precision = np.empty_like(lo), np.empty_like(lo), np.empty(len(lo))
     tiny, floor = float(np.finfo(dtype).tiny), gap_floor(dtype)
     check = -1.0 if tol is None else float(tol)
     top = dtype.type(np.inf)  # (the dtype's own, for its nextafter)
     _answer_rows(lo, up, conv, (check, tiny, floor, top), values, error, precision)
     lo, up, values, error = (x.reshape(shape) for x in (lo, up, values, error))
-    conv, precision = conv.reshape(np.shape(converged)), precision.reshape(shape[:-1])
+    conv, precision = conv.reshape(shape[:-1]), precision.reshape(shape[:-1])
     return lo, up, values, error, precision.astype(dtype), conv
 
 

@@ -103,6 +103,6 @@ def host_result(mdp: Model, out, dtype, tol) -> CheckResult:
     lower, upper, policy, it, conv = out
     lower, upper, values, error, precision, conv = host_answer(lower, upper, dtype, conv, tol)
     initial = np.asarray(values[..., mdp.initial_state])
-    it, conv, precision = np.asarray(it, np.int32), np.asarray(conv), np.asarray(precision)
+    it = np.asarray(it, np.int32)
     policy = np.asarray(policy, np.int32)  # (a bounded property's may be on the device)
     return CheckResult(values, policy, error, initial, conv, it, lower, upper, precision)

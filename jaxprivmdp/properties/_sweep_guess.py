@@ -62,12 +62,7 @@ class Ordered:
         ``ok``, component by component, or None where the pass gives up (``prob``: the
         quotient's edge probabilities; ``inflow``, ``ok``: `[S*A]`)."""
         x = np.zeros(self.n)
-        problem = (
-            ok,
-            np.ascontiguousarray(prob, np.float64),
-            np.ascontiguousarray(inflow, np.float64),
-        )
-        done = sweep_pass(self.order, problem, float(sign), self.budget, x)
+        done = sweep_pass(self.order, _problem(ok, prob, inflow), float(sign), self.budget, x)
         return x if done else None
 
     def ties(self, prob, inflow, ok, pair_class, x, sign: float, tol: float):
@@ -76,7 +71,7 @@ class Ordered:
         (0 for a pair of no class): :func:`_ties_pass`."""
         tied = np.zeros(pair_class.size, bool)
         reward = np.zeros(pair_class.size)
-        problem = (ok, np.ascontiguousarray(prob, np.float64), np.ascontiguousarray(inflow))
+        problem = _problem(ok, prob, inflow)
         _ties_pass(self.order[4:], problem, pair_class, x, (float(sign), tol / 4), tied, reward)
         return tied, reward
 
@@ -84,13 +79,14 @@ class Ordered:
         """``(lower_ok, upper_ok)``: whether the backups over the pairs where ``ok``, widened
         by ``widening`` (``(relative, absolute)``), keep ``lower`` (`[n]`) below and
         ``upper`` above themselves (:func:`~jaxprivmdp.properties._kernels.verify_pass`)."""
-        problem = (
-            ok,
-            np.ascontiguousarray(prob, np.float64),
-            np.ascontiguousarray(inflow, np.float64),
-        )
         margin, floor = (float(w) for w in widening)
+        problem = _problem(ok, prob, inflow)
         return verify_pass(self.order, problem, float(sign), margin, floor, lower, upper)
+
+
+def _problem(ok, prob, inflow) -> tuple:
+    """The kernels' ``problem``: ``(ok, e_prob, inflow)`` as contiguous float64 arrays."""
+    return ok, np.ascontiguousarray(prob, np.float64), np.ascontiguousarray(inflow, np.float64)
 
 
 @compiled()
