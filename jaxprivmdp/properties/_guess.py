@@ -94,15 +94,16 @@ class _Quotient:
         )
         (self.e_prob,) = _kept(self._inner, prob)
 
-    def reweighted(self, g: Graph) -> _Quotient:
+    def reweighted(self, g: Graph, solvers: dict | None) -> _Quotient:
         """This quotient with the probabilities of ``g``, a graph of the same support (a
-        release of a batch: the same edges in the same order), its own policy solves; itself
-        for its own graph (a model guessed again keeps its last factor)."""
-        if g is self.g:
-            return self
+        release of a batch: the same edges in the same order), ``solvers`` shared, its own
+        policy solves. (``solvers=None``: the template ``solvers`` keeps, which must not
+        refer back to that dict: a cycle would hold the quotient's arrays until a full
+        garbage collection, and a large model's checks slowed 2x as memory grew.)"""
         out = copy.copy(self)
-        out.g, out._last = g, None
-        out._weigh(g)
+        out.g, out._last, out._solvers = g, None, solvers
+        if g is not self.g:
+            out._weigh(g)
         return out
 
     @property
@@ -375,8 +376,8 @@ def guess_bounds(
     candidate alone (no policy iteration: where iterations are cheaper than its factors)."""
     solvers = {} if solvers is None else solvers
     quo = solvers.get("quotient")  # (one support and precomputation: reweighted)
-    quo = _Quotient(g, pre, solvers) if quo is None else quo.reweighted(g)
-    solvers.setdefault("quotient", quo)
+    quo = _Quotient(g, pre, solvers) if quo is None else quo.reweighted(g, solvers)
+    solvers.setdefault("quotient", quo.reweighted(quo.g, None))
     sign = -1.0 if minimize else 1.0
     if quo.n == 0 or quo.pair_ids.size == 0:
         return None, None
