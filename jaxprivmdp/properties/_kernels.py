@@ -134,26 +134,33 @@ def _best(k, order, problem, x, sign, closed, current):
 
 @compiled(error_model="numpy")
 def verify_pass(order, problem, sign, margin, floor, lower, upper):
-    """``(lower_ok, upper_ok)``: whether every class's backup (:func:`_best`, no closed
-    form: the optimum (``sign``) over its pairs in ``ok`` of ``inflow + Σ e_prob v``, each
-    summed in order) widened by ``margin`` (relative) and ``floor`` (absolute) stays within
-    the candidate: ``B(u) (1 + margin) + floor <= u`` for ``upper``, ``B(l) (1 − margin) −
-    floor >= l >= 0`` for ``lower`` (a class without such a pair backs up to ``−sign · inf``;
-    a NaN candidate fails; a NaN backup is as :func:`_best` takes it, which the model's
-    finite numbers and a finite candidate never give)."""
+    """``(lower_ok, upper_ok)``: whether every class's backup (the optimum (``sign``) over
+    its pairs in ``ok`` of ``inflow + Σ e_prob v``, summed in order, the first optimal pair
+    kept as :func:`_best` keeps it; ``−sign · inf`` for a class without such a pair) widened
+    by ``margin`` (relative) and ``floor`` (absolute) stays within the candidate: ``B(u) (1
+    + margin) + floor <= u`` for ``upper``, ``B(l) (1 − margin) − floor >= l >= 0`` for
+    ``lower``. A NaN candidate fails (the model's numbers are finite). Both candidates in
+    one pass over the edges."""
+    cls_ptr, cls_pairs, pair_ptr, e_col = order[2], order[3], order[4], order[5]
+    ok, e_prob, inflow = problem
     lower_ok, upper_ok = True, True
     for k in range(upper.size):
-        for side in range(2):
-            v = upper if side else lower
-            if not (upper_ok if side else lower_ok):
+        low, up, seen = -sign * np.inf, -sign * np.inf, False
+        for j in range(cls_ptr[k], cls_ptr[k + 1]):
+            p = cls_pairs[j]
+            if not ok[p]:
                 continue
-            best, pick, _, _ = _best(k, order, problem, v, sign, False, -1)
-            if pick < 0:
-                best = -sign * np.inf
-            if side:
-                upper_ok = best * (1.0 + margin) + floor <= v[k]
-            else:
-                lower_ok = v[k] >= 0.0 and best * (1.0 - margin) - floor >= v[k]
+            low_acc, up_acc = inflow[p], inflow[p]
+            for e in range(pair_ptr[p], pair_ptr[p + 1]):
+                low_acc += e_prob[e] * lower[e_col[e]]
+                up_acc += e_prob[e] * upper[e_col[e]]
+            if not seen or sign * low_acc > sign * low:
+                low = low_acc
+            if not seen or sign * up_acc > sign * up:
+                up = up_acc
+            seen = True
+        upper_ok = upper_ok and up * (1.0 + margin) + floor <= upper[k]
+        lower_ok = lower_ok and lower[k] >= 0.0 and low * (1.0 - margin) - floor >= lower[k]
         if not (lower_ok or upper_ok):
             break
     return lower_ok, upper_ok
