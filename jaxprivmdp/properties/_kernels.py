@@ -1,5 +1,5 @@
-"""The host's compiled loops (Numba): the searches of :class:`~jaxprivmdp.properties._graph.Graph`
-and the pass of :mod:`jaxprivmdp.properties._sweep_guess`.
+"""The host's compiled loops (Numba): the searches of :class:`~jaxprivmdp.properties._graph.Graph`,
+the pass of :mod:`jaxprivmdp.properties._sweep_guess` and the verification of a guess.
 
 Why Numba: each is a worklist or a sequential pass, state by state, whose next step depends on
 the last (a breadth-first search's frontier, an attractor's counters, a component's values
@@ -7,9 +7,11 @@ read by the next component). NumPy can only run them a layer at a time, a few wh
 calls per layer (a chain of wlan or brp is thousands of layers deep), and ``scipy.sparse.csgraph``'s
 searches need a CSR graph built for each (some 65 µs on a 10³-state model, a pass over
 every edge on a large one) and do not count (no attractor) or optimize (no pass). Compiled,
-each is one pass over the edges it touches. The functions compile on their first call in a
-fresh environment (some 4 s for all of them here) into Numba's on-disk cache (``cache=True``), which
-later processes load.
+each is one pass over the edges it touches. Whole-array NumPy work that costs several
+passes and temporaries of every pair is compiled too, next to its user with :func:`compiled`
+(the answer's assembly in ``_precision``, the tie test in ``_sweep_guess``). The functions
+compile on their first call in a fresh environment (some 4.5 s for all of them here) into
+Numba's on-disk cache (``cache=True``), which later processes load.
 """
 
 from __future__ import annotations
