@@ -82,7 +82,7 @@ class _Quotient:
         if self.pair_ids.size == self.n and np.all(only):
             self.only = np.empty(self.n, np.int64)
             self.only[self.pair_col] = self.pair_ids
-        self._solvers, self._last = solvers, None
+        self._solvers, self._last, self._factored = solvers, None, None
 
     def _weigh(self, g: Graph) -> None:
         """What reads ``g``'s probabilities: ``inflow`` (`[S*A]` the part of each pair's
@@ -192,15 +192,12 @@ class _Quotient:
         keep = row >= 0
         entries = (row[keep], self.e_col[keep], self.e_prob[keep])
         last = None if self._last is None else self._last[1]
-        base = getattr(last, "factored", last)  # (the factor an update would start from)
         direct = getattr(last, "columns", False)  # (an LU's solve, not a Krylov one)
-        # (more classes switched than an update takes: no need to build its matrices)
-        near = direct and np.count_nonzero(choice != base.choice) <= LOW_RANK
+        # (more classes switched since the last factor than an update takes: factor at once)
+        near = direct and np.count_nonzero(choice != self._factored) <= LOW_RANK
         solve = self.solver.updated(last, *entries) if near else None
         if solve is None:
-            solve = self.solver.factor(*entries)
-            if solve is not None:
-                solve.choice = choice
+            solve, self._factored = self.solver.factor(*entries), choice
         self._last = (key, solve)
         return solve
 

@@ -173,13 +173,14 @@ def _narrow(lower: np.ndarray, upper: np.ndarray, dtype) -> tuple[np.ndarray, np
     return lo, up
 
 
-def relative_width(lower, upper, xp, dtype=None):
+def relative_width(lower, upper, xp):
     """``precision`` (per model: the maximum over the last axis, the states):
     ``max_s (upper − lower) / (|upper| + |lower|)``, the relative
     half-width of the tol test ``upper − lower <= tol · (upper + lower)``; 0 where the
     bounds are equal (infinities included) or within :func:`gap_floor` (which meets any
-    ``tol``; of ``dtype``, by default the bounds'), inf where only ``upper`` is infinite."""
-    floor = gap_floor(upper.dtype if dtype is None else dtype)
+    ``tol``; of the bounds' dtype), inf where only ``upper`` is infinite. (A concrete
+    check's answer computes the same in :func:`_answer_rows`.)"""
+    floor = gap_floor(upper.dtype)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         rel = (upper - lower) / (xp.abs(upper) + xp.abs(lower))
         rel = xp.where(xp.isfinite(upper - lower), rel, xp.inf)
