@@ -171,24 +171,8 @@ def check(
     step_policy = _check_flag("step_policy", step_policy)
     prop_ = parse_property(prop)
     tol, max_iterations = _iteration_limits(tol, max_iterations)
-    check_reward_structure(prop_, reward_name)
-    bound = step_bound(prop_, mdp, horizon)
-    unbounded = bound is None and prop_.path in ("F", "U", "G")
-    if prop_.path == "C" and bound is None:
-        raise property_error(
-            prop_.text, prop_.positions["path"], "total reward R [C] is checked on interval "
-            "models only (jp.interval_model(mdp) is this model as one); give a bound: C<=k",
-        )  # fmt: skip
-    check_dtmc(prop_, mdp)
-
+    bound, unbounded = _point_property(prop_, mdp, reward_name, horizon)
     concrete = unbounded or is_concrete(labels, variables)
-    if unbounded and (tracing() or not is_concrete(mdp)):
-        raise property_error(
-            prop_.text,
-            prop_.positions["path"],
-            "unbounded properties need a concrete model "
-            "(the graph precomputation runs on the host); under jax.jit use a step-bounded one",
-        )
     lab = check_labels(mdp, labels, concrete, variables)
     if batch and not (unbounded and same_support(batch)):  # model by model
         options = dict(labels=labels, variables=variables, reward_name=reward_name)
@@ -214,6 +198,29 @@ def _check_interval_model(mdp, prop: str, labels, variables, reward_name, horizo
         why = "PRISM's rule" if prop_.path == "F" or total else "interval models"
         _check_nonnegative_rewards(prop_, mdp, why)
     return check_interval(mdp, prop_, labels, variables, bound, limits)
+
+
+def _point_property(prop_: Property, mdp: Model, reward_name, horizon) -> tuple:
+    """``(bound, unbounded)`` of a property of a point model (``bound``: the step bound,
+    None if none), once the property is one this model can be checked for: its reward
+    structure, no total reward, ``P=?``/``R=?`` on a DTMC, a concrete model where unbounded."""
+    check_reward_structure(prop_, reward_name)
+    bound = step_bound(prop_, mdp, horizon)
+    unbounded = bound is None and prop_.path in ("F", "U", "G")
+    if prop_.path == "C" and bound is None:
+        raise property_error(
+            prop_.text, prop_.positions["path"], "total reward R [C] is checked on interval "
+            "models only (jp.interval_model(mdp) is this model as one); give a bound: C<=k",
+        )  # fmt: skip
+    check_dtmc(prop_, mdp)
+    if unbounded and (tracing() or not is_concrete(mdp)):
+        raise property_error(
+            prop_.text,
+            prop_.positions["path"],
+            "unbounded properties need a concrete model "
+            "(the graph precomputation runs on the host); under jax.jit use a step-bounded one",
+        )
+    return bound, unbounded
 
 
 def _host_check(prop_: Property, mdp: Model, batch, sat, bound, limits, unbounded: bool):
