@@ -167,6 +167,33 @@ def certify_property(
         and :func:`~jaxprivmdp.check` refuse.
       TypeError: a mechanism or set that is not an object.
     """
+    uset = _certified_set(uncertainty_set, mechanism)
+    robust_prop, optimistic_prop, lower_from_robust = interval_properties(prop)
+    imdp = interval_model(private, mechanism, uset)
+    options = dict(labels=labels, variables=variables, reward_name=reward_name, tol=tol)
+    robust = check(imdp, robust_prop, **options)
+    optimistic = check(imdp, optimistic_prop, **options)
+    low, high = (robust, optimistic) if lower_from_robust else (optimistic, robust)
+    lower, upper, s0 = low.lower, high.upper, imdp.initial_state
+    xp = np if isinstance(lower, np.ndarray) else jnp  # (where the checks ran: CheckResult)
+    return CertifiedProperty(
+        lower=lower,
+        upper=upper,
+        value_at_initial=xp.stack([lower[s0], upper[s0]]),
+        policy=robust.policy,
+        robust=robust,
+        optimistic=optimistic,
+        confidence=1 - uset.beta,
+        uncertainty_set=uset,
+        mechanism=mechanism,
+        robust_property=robust_prop,
+        optimistic_property=optimistic_prop,
+    )
+
+
+def _certified_set(uncertainty_set, mechanism) -> CertifiedSet:
+    """The set of :func:`certify_property`, which must be a :class:`CertifiedSet`, with the
+    mechanism given."""
     uset = as_set(uncertainty_set, "certify_property")
     if not isinstance(uset, CertifiedSet):
         raise ValueError(
@@ -177,26 +204,4 @@ def certify_property(
         )
     if mechanism is None:
         raise ValueError("certify_property needs the mechanism that released the model")
-    robust_prop, optimistic_prop, lower_from_robust = interval_properties(prop)
-    imdp = interval_model(private, mechanism, uset)
-    options = dict(labels=labels, variables=variables, reward_name=reward_name, tol=tol)
-    robust = check(imdp, robust_prop, **options)
-    optimistic = check(imdp, optimistic_prop, **options)
-    low_end, high_end = (robust, optimistic) if lower_from_robust else (optimistic, robust)
-    lower, upper = low_end.lower, high_end.upper
-    s0 = imdp.initial_state
-    return CertifiedProperty(
-        lower=lower,
-        upper=upper,
-        value_at_initial=(np if isinstance(lower, np.ndarray) else jnp).stack(
-            [lower[s0], upper[s0]]
-        ),
-        policy=robust.policy,
-        robust=robust,
-        optimistic=optimistic,
-        confidence=1 - uset.beta,
-        uncertainty_set=uset,
-        mechanism=mechanism,
-        robust_property=robust_prop,
-        optimistic_property=optimistic_prop,
-    )
+    return uset
