@@ -171,8 +171,7 @@ def certify_property(
     robust_prop, optimistic_prop, lower_from_robust = interval_properties(prop)
     imdp = interval_model(private, mechanism, uset)
     options = dict(labels=labels, variables=variables, reward_name=reward_name, tol=tol)
-    robust = check(imdp, robust_prop, **options)
-    optimistic = check(imdp, optimistic_prop, **options)
+    robust, optimistic = (check(imdp, p, **options) for p in (robust_prop, optimistic_prop))
     low, high = (robust, optimistic) if lower_from_robust else (optimistic, robust)
     lower, upper, s0 = low.lower, high.upper, imdp.initial_state
     xp = np if isinstance(lower, np.ndarray) else jnp  # (where the checks ran: CheckResult)
