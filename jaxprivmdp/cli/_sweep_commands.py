@@ -61,24 +61,7 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
                 "(their policies may not be ε-optimal; the bounds stay valid)"
             )
         timings[name] = round(time.perf_counter() - t0, 3)
-    meta = {
-        "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
-        "seed": args.seed,
-        "trials": args.trials,
-        "mechanism": args.mechanism,
-        "ks": list(args.ks),
-        "beta": args.beta,
-        "dtype": args.dtype,
-        "sampler": args.sampler,
-        "support_aware": args.support_aware,
-        "bound": args.bound,
-        "robust": args.robust,
-        "models": {name: model_fields(_model(mdp)) for name, mdp in mdps.items()},
-        "wall_time_s": None,
-        "wall_time_per_sweep_s": timings,
-        "environment": _report.environment(),
-        **extra_meta,
-    }
+    meta = _sweep_meta(args, mdps, timings, extra_meta)
     stem_path = args.out / stem
     if jax.process_index() != 0:  # every process has the results; process 0 writes them
         note(f"process {jax.process_index()}: done (process 0 writes the outputs)")
@@ -99,6 +82,31 @@ def _run_sweeps(args, mdps: dict, options: dict, stem: str, extra_meta: dict) ->
         files = _report.write_tables(stem_path, tables, meta, stage=stage) + figs
     print_sweep_tables(tables, "\n".join(objective_lines(extra_meta)))
     return files
+
+
+def _sweep_meta(args, mdps: dict, timings: dict, extra_meta: dict) -> dict:
+    """The sweep command's metadata (its ``wall_time_s`` filled in when the files are
+    written)."""
+    from ..experiments import _report
+
+    return {
+        "command": " ".join(["jaxprivmdp"] + sys.argv[1:]),
+        "seed": args.seed,
+        "trials": args.trials,
+        "mechanism": args.mechanism,
+        "ks": list(args.ks),
+        "beta": args.beta,
+        "dtype": args.dtype,
+        "sampler": args.sampler,
+        "support_aware": args.support_aware,
+        "bound": args.bound,
+        "robust": args.robust,
+        "models": {name: model_fields(_model(mdp)) for name, mdp in mdps.items()},
+        "wall_time_s": None,
+        "wall_time_per_sweep_s": timings,
+        "environment": _report.environment(),
+        **extra_meta,
+    }
 
 
 def _announce(name: str, mdp, objective: dict) -> None:
