@@ -305,8 +305,7 @@ def synthesize(
     mdp, prop = as_problem(mdp)
     dtype = mdp.rewards.dtype
     opts = solver_options(options)
-    max_iterations = opts.max_iterations
-    check_iterations(None, max_iterations)
+    check_iterations(None, opts.max_iterations)
     check_stage(mdp, stage)
     finite = mdp.is_finite_horizon
     report = as_progress(progress, "backward induction" if finite else "value iteration")
@@ -318,7 +317,7 @@ def synthesize(
     model = with_probs(mdp, rows_in.rows, rows_in.support)
     params, width = set_up(model, mech, bound, opts.fill_width)
     static = dict(width=width, support_aware=bound.support_aware, robust=bool(robust))
-    args = (key, mdp, rows_in.rows, rows_in.support, mech, params, max_iterations, stage)
+    args = (key, mdp, rows_in.rows, rows_in.support, mech, params, opts.max_iterations, stage)
     return property_scale(prop, _synthesize_jit(*args, **static, progress=report))
 
 
