@@ -17,7 +17,7 @@ import prism_fixtures as fx
 import pytest
 
 import jaxprivmdp as jp
-from jaxprivmdp.io import _prism_source, _transitions
+from jaxprivmdp.io import _prism_source, _tar, _transitions
 from jaxprivmdp.models import core as models
 
 SOURCES = {
@@ -128,7 +128,7 @@ def test_tar_members_read_in_one_piece(tmp_path):
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     for names in (["a.bin", "dir/b.bin"], list(members)):
-        got = _prism_source._read_tar(path, names)
+        got = _tar.read_tar(path, names)
         assert set(got) == set(names)
         for name in names:
             assert got[name].dtype == np.uint8 and got[name].tobytes() == members[name]
@@ -138,7 +138,7 @@ def test_tar_members_read_in_one_piece(tmp_path):
             info = tarfile.TarInfo(name)
             info.size = len(members[name])
             archive.addfile(info, io.BytesIO(members[name]))
-    got = _prism_source._read_tar(plain, ["a.bin", "dir/b.bin", "absent"])
+    got = _tar.read_tar(plain, ["a.bin", "dir/b.bin", "absent"])
     assert {n: v.tobytes() for n, v in got.items()} == {
         n: members[n] for n in ("a.bin", "dir/b.bin")
     }

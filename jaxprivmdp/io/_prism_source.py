@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import tarfile
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -30,6 +29,7 @@ import numpy as np
 from ..models.core import RaggedMDP, SparseMDP, TabularMDP, resolve_discount, to_dense, to_padded
 from ._interval_files import interval_layout, interval_model
 from ._prism_source_interval import build, interval_rewards, is_interval
+from ._tar import read_tar
 from ._text import where
 from ._transitions import Explicit, layout_model, make_layout, with_rows
 
@@ -114,19 +114,9 @@ def load_prism(
         layout, bounds = interval_layout(ex, csr.upper)
     mask = layout.mask
     labels = _labels(built, ex.num_states)
-    dead = np.flatnonzero(labels["deadlock"])
-    if dead.size and deadlocks == "error":
-        shown = ", ".join(str(s) for s in dead[:10]) + (f" ({dead.size} in all)" * (dead.size > 10))
-        raise ValueError(
-            f"{where(path)}: state{'s' * (dead.size > 1)} {shown} "
-            f"{'have' if dead.size > 1 else 'has'} no transition (deadlock); pass "
-            "deadlocks='self-loop' to keep the self-loop Storm gives each"
-        )
-    cells = _cells(csr, mask.shape[1]) if order else None
-    if csr.upper is None:
-        rewards = {name: _rewards(built, name, cells, mask) for name in order}
-    else:
-        rewards = {name: interval_rewards(path, built, name, cells, mask) for name in order}
+    if deadlocks == "error":
+        _refuse_deadlocks(path, labels["deadlock"])
+    rewards = _reward_structures(path, built, csr, order, mask)
     chosen = _choose(path, rewards, reward_structure, mask.shape)
     if initial_state is None:
         initial_state = _initial_state(path, built)
@@ -142,6 +132,27 @@ def load_prism(
         return PrismModel(model, labels, rewards)
     except ValueError as e:
         raise ValueError(f"{where(path)}: {e}") from None
+
+
+def _refuse_deadlocks(path: Path, deadlock: np.ndarray) -> None:
+    """A ValueError naming the states without a transition (``deadlocks="error"``)."""
+    dead = np.flatnonzero(deadlock)
+    if dead.size:
+        shown = ", ".join(str(s) for s in dead[:10]) + (f" ({dead.size} in all)" * (dead.size > 10))
+        raise ValueError(
+            f"{where(path)}: state{'s' * (dead.size > 1)} {shown} "
+            f"{'have' if dead.size > 1 else 'has'} no transition (deadlock); pass "
+            "deadlocks='self-loop' to keep the self-loop Storm gives each"
+        )
+
+
+def _reward_structures(path: Path, built, csr, order, mask) -> dict:
+    """``{name: rewards}`` of every reward structure in ``order`` (intervals' for an
+    interval model)."""
+    cells = _cells(csr, mask.shape[1]) if order else None
+    if csr.upper is None:
+        return {name: _rewards(built, name, cells, mask) for name in order}
+    return {name: interval_rewards(path, built, name, cells, mask) for name in order}
 
 
 def _stormpy():
@@ -248,7 +259,7 @@ def _csr(stormpy, path: Path, built) -> _Csr:
             stormpy.io.export_to_umb(built, archive_path, options=options)
         except Exception as e:
             raise ValueError(f"{where(path)}: Storm cannot export it: {_one_line(e)}") from None
-        data = _read_tar(archive_path, (*_UMB, _UMB_PROBS))
+        data = read_tar(archive_path, (*_UMB, _UMB_PROBS))
     trivial = np.arange(S + 1, dtype=np.int64)  # a DTMC's export leaves out its row groups
     empty = np.zeros(0, np.uint8)
     groups = _view(data.get(_UMB[0]), np.int64) if _UMB[0] in data else trivial
@@ -282,45 +293,6 @@ def _view(raw: np.ndarray, dtype) -> np.ndarray | None:
     """Little-endian values in the bytes ``raw`` (None if they are no whole number of them)."""
     dtype = np.dtype(dtype).newbyteorder("<")
     return raw.view(dtype) if raw.size % dtype.itemsize == 0 else None
-
-
-def _read_tar(path: Path, names) -> dict[str, np.ndarray]:
-    """The named members of an uncompressed tar archive: `uint8` views of one read of the
-    file (the data blocks start at multiples of 512 bytes: aligned for any dtype)."""
-    raw = np.empty(path.stat().st_size, np.uint8)
-    with open(path, "rb", buffering=0) as f:
-        done = 0
-        while done < raw.size and (n := f.readinto(memoryview(raw)[done:])):
-            done += n
-    found, at = {}, 0
-    while at + 512 <= done:
-        header = raw[at : at + 512].tobytes()
-        if not header.strip(b"\0"):  # the end of the archive
-            return found
-        kind, size = header[156:157], header[124:136]
-        if kind not in (b"0", b"\0", b"5") or size[:1] >= b"\x80":
-            return _read_tar_slowly(path, names)  # long names, pax headers, huge members
-        name = header[:100].split(b"\0", 1)[0].decode()
-        if header[257:262] == b"ustar" and header[345] != 0:
-            name = header[345:500].split(b"\0", 1)[0].decode() + "/" + name
-        size = int(size.split(b"\0", 1)[0].strip() or b"0", 8)
-        at += 512
-        if name in names and kind != b"5":
-            found[name] = raw[at : at + size]
-            if len(found) == len(names):  # (the rest: labels, rewards, valuations)
-                return found
-        at += -(-size // 512) * 512
-    return found
-
-
-def _read_tar_slowly(path: Path, names) -> dict[str, np.ndarray]:
-    with tarfile.open(path) as archive:
-        present = set(archive.getnames())
-        return {
-            n: np.frombuffer(bytearray(archive.extractfile(n).read()), np.uint8)
-            for n in names
-            if n in present
-        }
 
 
 def _labels(built, num_states: int) -> dict[str, np.ndarray]:
