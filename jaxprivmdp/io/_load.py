@@ -152,22 +152,10 @@ def load_mdp(
     """
     path = Path(path)
     if path.suffix in (".tra", ".drn"):
-        discount = resolve_discount(horizon, discount)
-        if deadlocks not in DEADLOCKS:
-            raise ValueError(f"deadlocks must be one of {DEADLOCKS}, got {deadlocks!r}")
-        if path.suffix == ".drn" and rewards is not None:
-            raise ValueError("rewards= is for .tra models; a .drn holds its own reward models")
         return _load_explicit(
-            path,
-            rewards,
-            reward_structure,
-            deadlocks,
-            horizon,
-            discount,
-            initial_state,
-            dtype,
+            path, rewards, reward_structure, deadlocks, horizon, discount, initial_state, dtype,
             layout,
-        )
+        )  # fmt: skip
     if rewards is not None or reward_structure is not None:
         raise ValueError(
             "rewards= and reward_structure= are for .tra/.drn files; an .npz has its rewards"
@@ -360,7 +348,12 @@ def _load_explicit(
     layout,
 ) -> SparseMDP | RaggedMDP | IntervalMDP | RaggedIntervalMDP:
     """A PRISM or Storm ``.tra``, its reward structure and (for ``s0``) the ``.lab`` beside it;
-    or a DRN file."""
+    or a DRN file (the arguments of :func:`load_mdp`, checked here)."""
+    discount = resolve_discount(horizon, discount)
+    if deadlocks not in DEADLOCKS:
+        raise ValueError(f"deadlocks must be one of {DEADLOCKS}, got {deadlocks!r}")
+    if path.suffix == ".drn" and rewards is not None:
+        raise ValueError("rewards= is for .tra models; a .drn holds its own reward models")
     if path.suffix == ".drn":
         drn = read_drn(path)
         ex = fix_deadlocks(drn.explicit, deadlocks)
