@@ -80,6 +80,7 @@ from ._precision import (
     as_float64,
     complement,
     outward,
+    refuse_traced,
     tracing,
     working_tol,
 )
@@ -213,13 +214,8 @@ def _point_property(prop_: Property, mdp: Model, reward_name, horizon) -> tuple:
             "models only (jp.interval_model(mdp) is this model as one); give a bound: C<=k",
         )  # fmt: skip
     check_dtmc(prop_, mdp)
-    if unbounded and (tracing() or not is_concrete(mdp)):
-        raise property_error(
-            prop_.text,
-            prop_.positions["path"],
-            "unbounded properties need a concrete model "
-            "(the graph precomputation runs on the host); under jax.jit use a step-bounded one",
-        )
+    if unbounded:
+        refuse_traced(prop_, mdp, "graph precomputation")
     return bound, unbounded
 
 

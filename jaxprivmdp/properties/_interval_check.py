@@ -36,7 +36,7 @@ from ._interval_iteration import Problem, backward, q_values, run, widening
 from ._interval_total import total_reward
 from ._labels import check_labels, satisfying
 from ._parse import Property, property_error
-from ._precision import complement, tracing, working_tol
+from ._precision import complement, refuse_traced, tracing, working_tol
 from ._result import host_result, traced_result
 
 
@@ -70,13 +70,8 @@ def check_interval(imdp: IntervalMDP, prop_: Property, labels, variables, bound,
     policy_opt, nature_opt = quantifiers(prop_, imdp)
     tol, max_iterations = limits
     unbounded = bound is None and prop_.path in ("F", "U", "G", "C")
-    if unbounded and (tracing() or not is_concrete(imdp)):
-        raise property_error(
-            prop_.text,
-            prop_.positions["path"],
-            "unbounded properties need a concrete model "
-            "(the graph analysis runs on the host); under jax.jit use a step-bounded one",
-        )
+    if unbounded:
+        refuse_traced(prop_, imdp, "graph analysis")
     concrete = unbounded or is_concrete(labels, variables)
     lab = check_labels(imdp, labels, concrete, variables)
     traced = not (concrete and is_concrete(imdp)) or tracing()

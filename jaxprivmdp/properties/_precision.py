@@ -18,8 +18,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._checks import is_concrete
 from ..models.core import Model, RaggedRows, transition_rows, with_probs
 from ._kernels import compiled
+from ._parse import Property, property_error
 
 # Relative precision asked of unbounded properties by default: PRISM's and Storm's.
 DEFAULT_TOL = 1e-6
@@ -31,6 +33,18 @@ def tracing() -> bool:
     if _at_top_level is not None and _at_top_level():  # (no trace at all: the common case)
         return False
     return isinstance(jnp.zeros(()), jax.core.Tracer)  # (an eager op: ~0.1 ms)
+
+
+def refuse_traced(prop_: Property, model, analysis: str) -> None:
+    """The error for an unbounded property of a traced model (or any model under
+    ``jax.jit``): its ``analysis`` runs on the host."""
+    if tracing() or not is_concrete(model):
+        raise property_error(
+            prop_.text,
+            prop_.positions["path"],
+            f"unbounded properties need a concrete model (the {analysis} runs on the host); "
+            "under jax.jit use a step-bounded one",
+        )
 
 
 # JAX has no public "is anything tracing?": its private trace context answers the common case
