@@ -323,3 +323,47 @@ def test_a_check_leaves_no_reference_cycle_holding_its_quotient():
         gc.set_debug(0)
         gc.garbage.clear()
     assert not held, f"{len(held)} quotients left to the cyclic garbage collector"
+
+
+def test_a_chain_with_returns_and_shortcuts_settles_in_the_pass(monkeypatch):
+    """zeroconf's shape: a waiting chain ``1 → … → W`` (0.999 on, 0.001 back to the start 0)
+    whose second half may also leave early (half to the goal, half back to the start). The
+    sweeps visit the one component in depth-first postorder, so each sweep carries the
+    chain's values its whole length, and they stop where their moves are the sums' rounding
+    (some 5e-14 here, growing and shrinking): the pass settles it (no policy iteration on
+    the host). Ordered by the distance to the component's exits, the late states all tied
+    at one step and were swept upward, one state a sweep (the pass gave up on zeroconf);
+    and a rate measured on rounding noise (above 1) gave up too. The bounds contain the
+    optimum, by NumPy's value iteration on the model's numbers."""
+    monkeypatch.setattr(unbounded.Topological, "run", idle)
+    monkeypatch.setattr(guess_module, "_policy_iteration", no_policy_iteration)
+    W = 400
+    S = W + 3  # 0 start, 1..W waiting, W+1 goal, W+2 fail
+    goal, fail = W + 1, W + 2
+    P = np.zeros((S, 2, S))
+    P[0, :, 1] = 1
+    t = np.arange(1, W)
+    P[t, 0, t + 1], P[t, 0, 0] = 0.999, 0.001
+    P[t, 1] = P[t, 0]
+    late = t[t >= W // 2]
+    P[late, 1] = 0
+    P[late, 1, goal] = P[late, 1, 0] = 0.5
+    P[W, :, goal], P[W, :, fail] = 0.9, 0.1
+    P[[goal, fail], :, [goal, fail]] = 1
+    labels = {"fail": np.arange(S) == fail}
+    mdp = make_mdp(P, np.zeros((S, 2)))
+    held = np.asarray(mdp.transitions, np.float64)  # (the model's numbers: float32 or 64)
+    held /= held.sum(axis=-1, keepdims=True)
+    for prop in ("Pmax", "Pmin"):
+        res = check(mdp, f'{prop}=? [F "fail"]', labels=labels)
+        x = np.zeros(S)
+        x[fail] = 1
+        for _ in range(200_000):  # plain value iteration to its fixed point
+            q = held @ x
+            new = q.max(axis=1) if prop == "Pmax" else q.min(axis=1)
+            new[fail] = 1
+            if np.max(np.abs(new - x)) < 1e-16:
+                break
+            x = new
+        contains(res, x)
+        assert bool(res.converged) and int(res.iterations) == 0

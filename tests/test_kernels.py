@@ -8,6 +8,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 import jaxprivmdp.properties._kernels as kernels
+import jaxprivmdp.properties._sweep_kernels as sweep_kernels
 
 
 def test_a_kernel_compiles_without_a_writable_cache(monkeypatch):
@@ -40,12 +41,30 @@ def test_strong_components_agree_with_scipy(seed):
     src, dst = rng.integers(0, n, E), rng.integers(0, n, E)
     if seed % 4 == 0:  # a long cycle through every node: one component, deep recursion
         src, dst = np.r_[src, np.arange(n)], np.r_[dst, (np.arange(n) + 1) % n]
-    count, label = kernels.strong_components(n, src, dst)
+    count, label, finish = kernels.strong_components(n, src, dst)
     graph = csr_matrix((np.ones(src.size), (src, dst)), shape=(n, n))
     expected, theirs = connected_components(graph, directed=True, connection="strong")
     assert count == expected and sorted(set(label.tolist())) == list(range(count))
     assert len(set(zip(label.tolist(), theirs.tolist(), strict=True))) == count
     assert np.all(label[dst] <= label[src])
+    # ``finish``: the postorder of a recursive depth-first search that takes the roots in
+    # order and each node's edges in the order given.
+    adjacency = [[] for _ in range(n)]
+    for a, b in zip(src.tolist(), dst.tolist(), strict=True):
+        adjacency[a].append(b)
+    seen, postorder = [False] * n, []
+
+    def visit(v):
+        seen[v] = True
+        for w in adjacency[v]:
+            if not seen[w]:
+                visit(w)
+        postorder.append(v)
+
+    for root in range(n):
+        if not seen[root]:
+            visit(root)
+    np.testing.assert_array_equal(finish, np.argsort(postorder))
 
 
 def _numpy_backups(order, problem, sign, v):
@@ -98,7 +117,7 @@ def test_verify_pass_agrees_with_numpy_backups(seed):
             b_lo = _numpy_backups(order, problem, sign, lower)
             want_up = bool(np.all(b_up * (1 + m) + a <= upper))
             want_lo = bool(np.all(lower >= 0) and np.all(b_lo * (1 - m) - a >= lower))
-            got = kernels.verify_pass(order, problem, sign, m, a, lower, upper)
+            got = sweep_kernels.verify_pass(order, problem, sign, m, a, lower, upper)
             assert got == (want_lo, want_up), (seed, sign, eps, k)
 
 
@@ -130,3 +149,27 @@ def test_ties_pass_matches_numpy_bit_for_bit(seed):
         np.testing.assert_array_equal(tied, want_tied)
         assert reward.tobytes() == want_reward.tobytes()
         assert 0 < want_tied.sum() < pairs or slack < 1e-3  # (both outcomes occur)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_dense_solve_matches_numpy_and_refuses_an_improper_policy(seed):
+    """``_solved`` (elimination without pivoting, each row's work bounded by its last
+    nonzero): ``I − P`` of a proper policy (a few entries a row, each row losing some
+    probability) solved as NumPy's LAPACK solves it; with a closed class (rows that lose
+    nothing and lead only among themselves: a singular system) it says False."""
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(2, 130))
+    P = np.zeros((m, m))
+    for i in range(m):
+        succ = rng.integers(0, m, int(rng.integers(1, 5)))
+        P[i, succ] += rng.random(succ.size)
+        P[i] *= (1 - 0.3 * rng.random() ** 3) / P[i].sum()  # (a self-loop may get most)
+    b = rng.random(m)
+    got = b.copy()
+    assert sweep_kernels._solved(np.eye(m) - P, got)
+    np.testing.assert_allclose(got, np.linalg.solve(np.eye(m) - P, b), rtol=1e-9)
+    closed = rng.choice(m, size=min(m, int(rng.integers(1, 4))), replace=False)
+    P[closed] = 0
+    P[np.ix_(closed, closed)] = rng.random((closed.size, closed.size)) + 0.1
+    P[closed] /= P[closed].sum(axis=1, keepdims=True)
+    assert not sweep_kernels._solved(np.eye(m) - P, b.copy())

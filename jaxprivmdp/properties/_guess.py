@@ -28,8 +28,9 @@ import copy
 import numpy as np
 
 from ._graph import Graph, _distinct
+from ._kernels import strong_components
 from ._precision import underflow
-from ._solve import LOW_RANK, PolicySolver, blocks
+from ._solve import LOW_RANK, PolicySolver
 from ._sweep_guess import Ordered
 
 _MAX_POLICY_ROUNDS = 32
@@ -68,9 +69,6 @@ class _Quotient:
         # The edges that leave the unknowns: their pairs and the values they lead to.
         self._outer = (pair[~inner], self.fixed_value[succ[~inner]])
         self._rewards = np.asarray(pre.rewards, np.float64).reshape(-1)
-        # The classes with a pair that leaves the unknowns (where their values come from).
-        self.leaves = np.zeros(self.n, bool)
-        self.leaves[self.col[src[~inner]]] = True
         self.e_pair, succ, src = _kept(inner, pair, succ, src)
         self.e_col, self.e_row = self.col[succ], self.col[src]
         self._weigh(g)
@@ -107,13 +105,15 @@ class _Quotient:
         return out
 
     @property
-    def blocks(self) -> np.ndarray:
-        """`[n]` each class's strongly connected component as its rank, successors first
-        (:func:`~jaxprivmdp.properties._solve.blocks`; shared, as ``solver``)."""
-        if "blocks" not in self._solvers:
+    def components(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(rank, finish)``: `[n]` each class's strongly connected component as its rank,
+        successors first, and its place in the depth-first postorder
+        (:func:`~jaxprivmdp.properties._kernels.strong_components`; shared, as ``solver``)."""
+        if "components" not in self._solvers:
             off = self.e_row != self.e_col
-            self._solvers["blocks"] = blocks(self.n, self.e_row[off], self.e_col[off])
-        return self._solvers["blocks"]
+            _, rank, finish = strong_components(self.n, self.e_row[off], self.e_col[off])
+            self._solvers["components"] = rank, finish
+        return self._solvers["components"]
 
     @property
     def ordered(self) -> Ordered:
@@ -127,7 +127,9 @@ class _Quotient:
         """The policies' linear solver, made on first use (the swept guess needs none; its
         fill-bounded order reads the pattern alone: models of one support share it)."""
         if "solver" not in self._solvers:
-            self._solvers["solver"] = PolicySolver(self.n, self.e_row, self.e_col, self.blocks)
+            self._solvers["solver"] = PolicySolver(
+                self.n, self.e_row, self.e_col, self.components[0]
+            )
         return self._solvers["solver"]
 
     def q(self, x: np.ndarray) -> np.ndarray:

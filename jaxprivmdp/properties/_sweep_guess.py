@@ -12,10 +12,11 @@ unknowns), a few rounds, and NumPy passes between them. Here, on the quotient of
   optimum of ``(r + Σ_{t ≠ s} p x_t) / (1 − p_ss)`` (each pair's own fixed point; the
   optimal stationary policy picks one of them), its successors' values already known;
 - a larger component runs Gauss–Seidel sweeps (each pair's self-loop in the same closed
-  form) until no value moves by more than some 64 units in the last place, within a
-  budget of work proportional to the model's edges; one of at most 128 classes whose
-  sweeps would not settle in it gets policy iteration with dense solves, and a larger slow
-  one (consensus's shared counter, zeroconf's retries) ends the pass: no candidate.
+  form), its classes in the depth-first postorder (a chain's values travel its whole length
+  in one sweep), until no value moves by more than some 64 units in the last place, within
+  a budget of work proportional to the model's edges; one of at most 128 classes whose
+  sweeps would cost more than some m² gets policy iteration with dense solves (consensus's
+  shared counter), and a larger slow one ends the pass: no candidate.
 
 The same pass gives ``y``, the most expected ``Σ_t x(s_t)`` over the pairs tied with the
 optimum (:func:`jaxprivmdp.properties._guess._tied_weight`'s quantity). Nothing here is
@@ -23,7 +24,7 @@ trusted: ``x ± κ y`` is verified by the same backups as policy iteration's can
 candidate that fails falls back to policy iteration. The pass only decides how fast a check
 is, never what it answers.
 
-The pass is compiled (:mod:`jaxprivmdp.properties._kernels`: sequential, state by state,
+The pass is compiled (:mod:`jaxprivmdp.properties._sweep_kernels`: sequential, state by state,
 which NumPy's whole-array calls cannot express without a Python loop over the components).
 """
 
@@ -31,7 +32,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kernels import backward_search, compiled, sweep_pass, verify_pass
+from ._kernels import compiled
+from ._sweep_kernels import sweep_pass, verify_pass
 
 # The pass gives up (no candidate) after this many times the quotient's edges of work, plus
 # FLOOR edge visits (some 0.2 ms: a small model's component may take a few hundred sweeps).
@@ -41,13 +43,13 @@ FLOOR = 100_000
 
 class Ordered:
     """The quotient's classes by component, successors first, and its pairs by class, in
-    the arrays the kernel reads (``order``: see :mod:`jaxprivmdp.properties._kernels`): its
+    the arrays the kernel reads (``order``: see :mod:`jaxprivmdp.properties._sweep_kernels`): its
     pattern alone (built once per guess, used for ``x`` and ``y``, and shared by the
     releases of a batch, which share the pattern)."""
 
     def __init__(self, quo):
-        rank = quo.blocks
-        members = np.lexsort((_to_exits(quo, rank), rank)).astype(np.int64)
+        rank, finish = quo.components  # (by component; inside one, depth-first postorder)
+        members = np.lexsort((finish, rank)).astype(np.int64)
         comp_ptr = _pointers(rank, int(rank.max()) + 1 if rank.size else 0)
         cls_pairs = quo.pair_ids[np.argsort(quo.pair_col, kind="stable")].astype(np.int64)
         cls_ptr = _pointers(quo.pair_col, quo.n)
@@ -78,7 +80,7 @@ class Ordered:
     def verify(self, prob, inflow, ok, sign: float, widening, lower, upper) -> tuple[bool, bool]:
         """``(lower_ok, upper_ok)``: whether the backups over the pairs where ``ok``, widened
         by ``widening`` (``(relative, absolute)``), keep ``lower`` (`[n]`) below and
-        ``upper`` above themselves (:func:`~jaxprivmdp.properties._kernels.verify_pass`)."""
+        ``upper`` above themselves (:func:`~jaxprivmdp.properties._sweep_kernels.verify_pass`)."""
         margin, floor = (float(w) for w in widening)
         problem = _problem(ok, prob, inflow)
         return verify_pass(self.order, problem, float(sign), margin, floor, lower, upper)
@@ -107,24 +109,6 @@ def _ties_pass(edges, problem, pair_class, x, test, tied, reward):
             acc += e_prob[e] * x[e_col[e]]
         q = inflow[p] + acc
         tied[p] = ok[p] and sign * (reward[p] - q) <= slack * abs(q)
-
-
-def _to_exits(quo, rank: np.ndarray) -> np.ndarray:
-    """`[n]` each class's fewest steps to a class with an edge out of its component (to an
-    earlier component or a fixed state; the graph's own backward search,
-    :func:`~jaxprivmdp.properties._kernels.backward_search`): Gauss-Seidel visits a
-    component's classes in this order, so that a chain's values travel its whole length in
-    one sweep (the other way round, one class a sweep)."""
-    n, edges = quo.n, quo.e_col.size
-    exits = quo.leaves.copy()
-    exits[quo.e_row[rank[quo.e_row] != rank[quo.e_col]]] = True
-    by_succ = np.argsort(quo.e_col, kind="stable")
-    everywhere = np.ones(max(n, edges), bool)  # (every class, every edge as its own pair)
-    dist, _ = backward_search(
-        _pointers(quo.e_col, n), by_succ, quo.e_row.astype(np.int64), np.arange(edges),
-        everywhere[:edges], everywhere[:n], exits,
-    )  # fmt: skip
-    return np.where(dist >= 0, dist, n)
 
 
 def _pointers(keys: np.ndarray, n: int) -> np.ndarray:

@@ -128,7 +128,7 @@ def _components(g: Graph, maybe: np.ndarray):
     src = g.pair // g.A
     e = g.allowed[g.pair] & maybe[src] & maybe[g.succ]
     a, b = src[e], g.succ[e]
-    count, label = strong_components(g.S, a, b)
+    count, label, _ = strong_components(g.S, a, b)
     return count, label, (a, b)
 
 
