@@ -96,7 +96,7 @@ def sweep_pass(order, problem, sign, budget, x):
     return True
 
 
-@compiled(error_model="numpy")
+@compiled(error_model="numpy", inline="always")
 def _best(k, order, problem, x, sign, closed, current):
     """``(value, pair, visits, now)``: the optimum (``sign``) over class ``k``'s pairs in
     ``ok`` of their backups ``inflow + Σ e_prob x[e_col]`` (with ``closed``, each pair's
