@@ -173,3 +173,54 @@ def test_dense_solve_matches_numpy_and_refuses_an_improper_policy(seed):
     P[np.ix_(closed, closed)] = rng.random((closed.size, closed.size)) + 0.1
     P[closed] /= P[closed].sum(axis=1, keepdims=True)
     assert not sweep_kernels._solved(np.eye(m) - P, b.copy())
+
+
+def _numpy_greedy_and_near(pair, succ, prob, inside, rewards, v, err, S, A, minimize, slack):
+    """``extract_policy``'s whole-array form (as it was written before the kernel)."""
+    q = rewards.copy()
+    e = inside[pair]
+    with np.errstate(invalid="ignore"):
+        q += np.bincount(pair[e], weights=prob[e] * v[succ[e]], minlength=S * A)
+        spread = np.bincount(pair[e], weights=prob[e] * err[succ[e]], minlength=S * A)
+        q, inside2 = q.reshape(S, A), inside.reshape(S, A)
+        spread = spread.reshape(S, A) + slack * np.abs(q)
+        if minimize:
+            q = np.where(inside2, q, np.inf)
+            greedy = np.argmin(q, axis=1)
+            near = q - spread <= np.min(q + spread, axis=1, keepdims=True)
+        else:
+            q = np.where(inside2, q, -np.inf)
+            greedy = np.argmax(q, axis=1)
+            near = q + spread >= np.max(q - spread, axis=1, keepdims=True)
+    return greedy, (near & inside2).reshape(-1)
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_greedy_and_near_match_numpy_bit_for_bit(seed):
+    """``_policy._greedy_and_near`` against the NumPy form it replaced: ties (values on a
+    coarse grid), infinite and NaN values, pairs with no edges, states with no pair inside."""
+    from jaxprivmdp.properties import _policy
+
+    rng = np.random.default_rng(seed)
+    S, A = int(rng.integers(1, 40)), int(rng.integers(1, 6))
+    counts = rng.integers(0, 4, S * A)
+    pair = np.repeat(np.arange(S * A), counts)
+    succ = rng.integers(0, S, pair.size)
+    prob = rng.integers(1, 4, pair.size) / 4.0
+    inside = rng.random(S * A) < 0.8
+    rewards = rng.integers(0, 3, S * A).astype(np.float64)
+    v = rng.integers(0, 5, S) / 4.0
+    err = rng.integers(0, 3, S) / 64.0
+    if seed % 4 == 1:
+        v[rng.integers(0, S, 2)] = np.inf
+    if seed % 4 == 2:
+        v[rng.integers(0, S)] = np.nan
+    for minimize in (True, False):
+        want = _numpy_greedy_and_near(pair, succ, prob, inside, rewards, v, err, S, A,
+                                      minimize, 1e-15)  # fmt: skip
+        greedy, near = np.empty(S, np.int64), np.empty(S * A, bool)
+        options = (A, minimize, 1e-15)
+        _policy._greedy_and_near((pair, succ, prob), inside, rewards, (v, err), options,
+                                 greedy, near)  # fmt: skip
+        np.testing.assert_array_equal(greedy, want[0])
+        np.testing.assert_array_equal(near, want[1])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._graph import Graph
+from ._kernels import compiled
 
 
 def extract_policy(g: Graph, rewards, values, error, candidate, maybe, minimize, dtype):
@@ -35,27 +36,13 @@ def extract_policy(g: Graph, rewards, values, error, candidate, maybe, minimize,
     S, A = g.S, g.A
     v = np.asarray(values, np.float64)
     err = np.where(np.isfinite(error), np.asarray(error, np.float64), 0)  # inf: greedy
-    q = np.asarray(rewards, np.float64).reshape(-1).copy()
+    rewards = np.ascontiguousarray(rewards, np.float64).reshape(-1)
     inside = candidate & np.repeat(maybe, A)
-    e = inside[g.pair]
-    pair, succ, prob = g.pair[e], g.succ[e], g.prob[e]
-    with np.errstate(invalid="ignore"):
-        q += np.bincount(pair, weights=prob * v[succ], minlength=S * A)
-    spread = np.bincount(pair, weights=prob * err[succ], minlength=S * A)
-    q = q.reshape(S, A)
-    spread = spread.reshape(S, A) + 16 * np.finfo(dtype).eps * np.abs(q)
-    inside = inside.reshape(S, A)
-    if minimize:
-        q = np.where(inside, q, np.inf)
-        greedy = np.argmin(q, axis=1)
-        with np.errstate(invalid="ignore"):
-            near = q - spread <= np.min(q + spread, axis=1, keepdims=True)
-    else:
-        q = np.where(inside, q, -np.inf)
-        greedy = np.argmax(q, axis=1)
-        with np.errstate(invalid="ignore"):
-            near = q + spread >= np.max(q - spread, axis=1, keepdims=True)
-    near = (near & inside).reshape(-1)
+    greedy = np.empty(S, np.int64)
+    near = np.empty(S * A, bool)
+    slack = 16 * float(np.finfo(dtype).eps)
+    edges = (g.pair, g.succ, g.prob)
+    _greedy_and_near(edges, inside, rewards, (v, err), (A, bool(minimize), slack), greedy, near)
     # Keep the greedy choice wherever it leaves `maybe` with positive probability; the
     # states it traps move along possibly-optimal pairs toward those that leave.
     chosen = np.zeros((S, A), bool)
@@ -66,3 +53,55 @@ def extract_policy(g: Graph, rewards, values, error, candidate, maybe, minimize,
     reached, witness = g.reach_exists(leaves, maybe, near)
     fix = reached & ~leaves
     return np.where(fix, witness, greedy).astype(np.int32)
+
+
+@compiled(error_model="numpy")
+def _greedy_and_near(edges, inside, rewards, values, options, greedy, near):
+    """Fills ``greedy`` (`[S]`) and ``near`` (`[S*A]`) as NumPy's whole-array form computes
+    them, bit for bit, in one pass over the edges (sorted by pair) instead of two ``[S, A]``
+    reductions along a short axis (2 ms each on wlan's 61,000 states): over the pairs
+    ``inside``, ``q = r + Σ p v`` (summed from 0 in edge order, as ``np.bincount`` sums)
+    and ``spread = Σ p err + slack |q|``; ``greedy``: each state's first optimal pair
+    (``np.argmin``/``np.argmax`` of ``q``, ±inf outside; a NaN first, as they pick it);
+    ``near``: the pairs ``inside`` whose interval ``q ∓ spread`` reaches the best other
+    side (NaN propagated through the optimum, as ``np.min``/``np.max`` do)."""
+    pair, succ, prob = edges
+    v, err = values
+    A, minimize, slack = options
+    S = greedy.size
+    q = np.empty(S * A)
+    spread = np.empty(S * A)
+    e, E = 0, pair.size
+    for p in range(S * A):
+        acc, acc_err = 0.0, 0.0
+        while e < E and pair[e] == p:
+            if inside[p]:
+                acc += prob[e] * v[succ[e]]
+                acc_err += prob[e] * err[succ[e]]
+            e += 1
+        total = rewards[p] + acc
+        spread[p] = acc_err + slack * abs(total)
+        q[p] = total if inside[p] else (np.inf if minimize else -np.inf)
+    for s in range(S):
+        base = s * A
+        best, pick, nan = q[base], 0, np.isnan(q[base])
+        bound = q[base] + spread[base] if minimize else q[base] - spread[base]
+        for a in range(1, A):
+            x = q[base + a]
+            if not nan:
+                if np.isnan(x):
+                    pick, nan = a, True
+                elif (x < best) if minimize else (x > best):
+                    best, pick = x, a
+            edge = x + spread[base + a] if minimize else x - spread[base + a]
+            if np.isnan(edge) or np.isnan(bound):
+                bound = np.nan
+            elif (edge < bound) if minimize else (edge > bound):
+                bound = edge
+        greedy[s] = pick
+        for a in range(A):
+            p = base + a
+            if minimize:
+                near[p] = inside[p] and q[p] - spread[p] <= bound
+            else:
+                near[p] = inside[p] and q[p] + spread[p] >= bound
