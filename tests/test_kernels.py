@@ -224,3 +224,23 @@ def test_greedy_and_near_match_numpy_bit_for_bit(seed):
                                  greedy, near)  # fmt: skip
         np.testing.assert_array_equal(greedy, want[0])
         np.testing.assert_array_equal(near, want[1])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_row_reductions_match_numpy(seed):
+    """``_graph``'s column-at-a-time reductions of `[S, A]` arrays against NumPy's own."""
+    from jaxprivmdp.properties import _graph
+
+    rng = np.random.default_rng(seed)
+    S, A = int(rng.integers(1, 50)), int(rng.integers(1, 6))
+    x = rng.random((S, A)) < rng.random()
+    np.testing.assert_array_equal(_graph.row_any(x), x.any(axis=1))
+    np.testing.assert_array_equal(_graph.row_first(x), np.argmax(x, axis=1))
+    assert _graph.one_per_row(x) == bool(np.all(x.sum(axis=1) == 1))
+    one = np.zeros((S, A), bool)
+    one[np.arange(S), rng.integers(0, A, S)] = True
+    assert _graph.one_per_row(one)
+    values = rng.integers(-3, 3, (S, A)).astype(np.float64)
+    values[rng.random((S, A)) < 0.1] = np.inf
+    values[rng.random((S, A)) < 0.05] = np.nan
+    np.testing.assert_array_equal(_graph.row_max(values), values.max(axis=1))

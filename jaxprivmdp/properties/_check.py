@@ -70,6 +70,7 @@ import numpy as np
 from .._checks import check_count, check_int, check_range, is_concrete
 from ..models.core import INTERVAL_MODELS, Model, check_model
 from ._batch import batch_probability, batch_reward, is_batch, same_support, unstack
+from ._graph import one_per_row
 from ._host_form import graph_of, host_model
 from ._interval_check import check_interval
 from ._iteration import solve_bounded
@@ -331,7 +332,7 @@ def step_bound(prop_: Property, mdp: Model, horizon: int | None) -> int | None:
 def check_dtmc(prop_: Property, mdp: Model) -> None:
     """``P=?``/``R=?`` need a DTMC (not checked on a traced mask: computed as the max)."""
     if prop_.opt is None and is_concrete(mdp.action_mask):
-        if np.any(np.asarray(mdp.action_mask).sum(axis=1) != 1):
+        if not one_per_row(np.asarray(mdp.action_mask, bool)):
             raise property_error(
                 prop_.text,
                 prop_.positions["operator"],

@@ -32,6 +32,40 @@ def _distinct(x: np.ndarray) -> np.ndarray:
     return x[keep]
 
 
+# NumPy reduces a short last axis row by row: ``mask.any(axis=1)`` takes 0.8 ms on wlan's
+# 61,119 × 2 mask, ``max(axis=1)`` 2.2 ms; a column at a time, some 0.03 ms. (Exact: the same
+# values, NaN propagated by ``np.maximum`` as by ``np.max``.)
+def row_any(x: np.ndarray) -> np.ndarray:
+    """``x.any(axis=1)`` of a bool `[S, A]` array (``A >= 1``), a column at a time."""
+    out = x[:, 0].copy()
+    for a in range(1, x.shape[1]):
+        out |= x[:, a]
+    return out
+
+
+def row_max(x: np.ndarray) -> np.ndarray:
+    """``x.max(axis=1)`` of a `[S, A]` array (``A >= 1``), a column at a time."""
+    out = x[:, 0].copy()
+    for a in range(1, x.shape[1]):
+        np.maximum(out, x[:, a], out=out)
+    return out
+
+
+def row_first(x: np.ndarray) -> np.ndarray:
+    """``np.argmax(x, axis=1)`` of a bool `[S, A]` array: each row's first True (0 if none)."""
+    out = np.zeros(x.shape[0], np.int64)
+    seen = x[:, 0].copy()
+    for a in range(1, x.shape[1]):
+        out[x[:, a] & ~seen] = a
+        seen |= x[:, a]
+    return out
+
+
+def one_per_row(mask: np.ndarray) -> bool:
+    """Whether a bool `[S, A]` array has exactly one True a row (a DTMC's action mask)."""
+    return np.count_nonzero(mask) == mask.shape[0] and bool(row_any(mask).all())
+
+
 def _flags(x) -> np.ndarray:
     """``x`` as a contiguous, writable bool array for a kernel (Numba compiles a kernel
     again for each read-only/writable mix of its arguments: a JAX array's host view is
@@ -89,9 +123,10 @@ class Graph:
         self.succ_ptr = np.zeros(S + 1, np.int64)
         np.cumsum(np.bincount(self.succ, minlength=S), out=self.succ_ptr[1:])
         self.degree = int(np.bincount(self.pair, minlength=1).max()) if self.pair.size else 1
-        self.first_allowed = np.argmax(mask, axis=1).astype(np.int32)
+        self.first_allowed = row_first(mask).astype(np.int32)
+        self.has_action = row_any(mask)
         # One allowed action everywhere (a DTMC): the attractors are single searches.
-        self.deterministic = bool(np.all(mask.sum(axis=1) == 1))
+        self.deterministic = one_per_row(mask)
 
     def edges_into(self, states: np.ndarray) -> np.ndarray:
         """Edge indices whose successor is in ``states`` (int array)."""
@@ -131,7 +166,7 @@ class Graph:
         """Least ``R ⊇ target`` with every ``s ∈ through`` all of whose allowed pairs have a
         successor in ``R`` (the states where every scheduler reaches ``target`` with positive
         probability)."""
-        return self._forced(target, through & self.mask.any(axis=1), self.allowed)
+        return self._forced(target, through & self.has_action, self.allowed)
 
     def _forced(self, base, cand, pair_ok):
         """Least ``R ⊇ base`` with every ``s ∈ cand`` all of whose pairs in ``pair_ok``

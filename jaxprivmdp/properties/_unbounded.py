@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..models.core import Model
-from ._graph import Graph
+from ._graph import Graph, row_any, row_first, row_max
 from ._guess import guess_bounds
 from ._iteration import (
     Unfixed,
@@ -297,8 +297,8 @@ def probability_problem(g: Graph, target, avoid, minimize) -> Precomputed:
         positive = g.reach_all(target, through)  # Pmin > 0
         no = ~positive
         stay = g.pairs_within(no).reshape(S, A)
-        has_stay = no & stay.any(axis=1)
-        policy[has_stay] = np.argmax(stay, axis=1)[has_stay]  # never leave Pmin = 0
+        has_stay = no & row_any(stay)
+        policy[has_stay] = row_first(stay)[has_stay]  # never leave Pmin = 0
         yes = ~g.reach(no, ~target, g.allowed)  # Prob1A
         maybe = ~yes & ~no  # no end component left: its states would have Pmin = 0
     else:
@@ -344,19 +344,19 @@ def reward_problem(g: Graph, R, target, minimize):
         positive = g.reach_all(target, not_target)
         no = ~positive  # Pmin = 0: some scheduler never reaches the target
         stay = g.pairs_within(no).reshape(S, A)
-        has_stay = no & stay.any(axis=1)
-        policy[has_stay] = np.argmax(stay, axis=1)[has_stay]
+        has_stay = no & row_any(stay)
+        policy[has_stay] = row_first(stay)[has_stay]
         infinite, toward = g.reach_exists(no, not_target, g.allowed)  # not Prob1A
         on = infinite & ~no
         policy[on] = toward[on]
         finite = ~infinite
-        earning = np.any(g.mask & (R > 0), axis=1) & finite & not_target
+        earning = row_any(g.mask & (R > 0)) & finite & not_target
         earns = g.reach(earning, finite & not_target, g.allowed)
         maybe = earns & finite & not_target
         usable = g.mask.copy()
         candidate = g.allowed
         group = np.full(S, -1, np.int64)
-        rmax = np.where(maybe, np.max(np.where(g.mask, R, 0), axis=1), 0)
+        rmax = np.where(maybe, row_max(np.where(g.mask, R, 0)), 0)
         visit = (maybe, g.allowed, rmax)
     rewards = np.where(g.mask, R, 0)
     return Precomputed(
