@@ -104,9 +104,8 @@ def _tokenize(text: str) -> list[_Token]:
         m = _TOKEN.match(text, i)
         if m is None:
             if text[i] == '"':
-                raise property_error(
-                    text, i, "unterminated label (a '\"' without its closing '\"')"
-                )
+                why = "unterminated label (a '\"' without its closing '\"')"
+                raise property_error(text, i, why)
             raise property_error(text, i, f"unexpected character {text[i]!r}")
         tokens.append(_Token(m.lastgroup, m.group(), i))
         i = m.end()
@@ -114,9 +113,7 @@ def _tokenize(text: str) -> list[_Token]:
 
 class _Parser:
     def __init__(self, text: str):
-        self.text = text
-        self.tokens = _tokenize(text)
-        self.i = 0
+        self.text, self.tokens, self.i = text, _tokenize(text), 0
 
     # -- helpers
     def peek(self, ahead: int = 0) -> _Token:
@@ -391,16 +388,12 @@ def parse_property(text: str) -> Property:
         raise ValueError(f"the property must be a string, got {type(text).__name__}")
     if not text.strip():
         raise ValueError("the property is empty")
-    prop = _parsed(text)
-    return prop._replace(positions=dict(prop.positions))  # (the cached one stays as it is)
+    prop = _parsed(text)  # (its own positions: the cached one stays as it is)
+    return prop._replace(positions=dict(prop.positions))
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=256)  # (some 75 µs of a 10³-state model's 0.8 ms check)
 def _parsed(text: str) -> Property:
-    """The parse of ``text``, kept for the next check of the same property (some 75 µs of a
-    10³-state model's 0.8 ms check; a sweep checks one property on many models). A
-    malformed text raises at every call (an exception is not cached)."""
     parser = _Parser(text)
-    prop = parser.query()
-    parser.end()
+    prop, _ = parser.query(), parser.end()
     return prop
