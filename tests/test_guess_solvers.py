@@ -367,3 +367,32 @@ def test_a_chain_with_returns_and_shortcuts_settles_in_the_pass(monkeypatch):
             x = new
         contains(res, x)
         assert bool(res.converged) and int(res.iterations) == 0
+
+
+def test_a_failed_dense_solve_hands_the_component_back_to_the_sweeps(monkeypatch):
+    """A walk of 8 states, a fair coin at each step and the ends absorbing: its sweeps would
+    cost more than a dense solve, so the pass hands the component to ``dense_component``
+    once; made to fail there, the component goes back to its sweeps, which settle it (no
+    policy iteration) at the gambler's-ruin value ``i / 9``."""
+    import jaxprivmdp.properties._sweep_guess as sweep_module
+
+    monkeypatch.setattr(unbounded.Topological, "run", idle)
+    monkeypatch.setattr(guess_module, "_policy_iteration", no_policy_iteration)
+    handed = []
+
+    def failing(classes, *args):
+        handed.append(classes.size)
+        return False
+
+    monkeypatch.setattr(sweep_module, "dense_component", failing)
+    S = 10
+    P = np.zeros((S, 1, S))
+    P[np.arange(1, S - 1), 0, np.arange(0, S - 2)] = 0.5
+    P[np.arange(1, S - 1), 0, np.arange(2, S)] = 0.5
+    P[[0, S - 1], 0, [0, S - 1]] = 1
+    res = check(make_mdp(P, np.zeros((S, 1))), 'P=? [F "right"]',
+                labels={"right": np.arange(S) == S - 1})  # fmt: skip
+    assert handed and all(size == S - 2 for size in handed)
+    assert len(handed) == 2  # once for x, once for y: never twice for one component
+    contains(res, np.arange(S) / (S - 1))
+    assert bool(res.converged) and int(res.iterations) == 0

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._kernels import compiled
-from ._sweep_kernels import sweep_pass, verify_pass
+from ._sweep_kernels import DENSE_WANTED, DONE, dense_component, sweep_pass, verify_pass
 
 # The pass gives up (no candidate) after this many times the quotient's edges of work, plus
 # FLOOR edge visits (some 0.2 ms: a small model's component may take a few hundred sweeps).
@@ -66,10 +66,20 @@ class Ordered:
     def solve(self, prob, inflow, ok, sign: float) -> np.ndarray | None:
         """`[n]` the optimum (``sign``) of ``inflow + Σ prob x`` over the pairs where
         ``ok``, component by component, or None where the pass gives up (``prob``: the
-        quotient's edge probabilities; ``inflow``, ``ok``: `[S*A]`)."""
-        x = np.zeros(self.n)
-        done = sweep_pass(self.order, _problem(ok, prob, inflow), float(sign), self.budget, x)
-        return x if done else None
+        quotient's edge probabilities; ``inflow``, ``ok``: `[S*A]`): :func:`sweep_pass`,
+        and :func:`dense_component` on each component it hands back."""
+        x, at, local = np.zeros(self.n), np.zeros(3, np.int64), None
+        problem, sign = _problem(ok, prob, inflow), float(sign)
+        comp_ptr, members = self.order[0], self.order[1]
+        while True:
+            done = sweep_pass(self.order, problem, sign, self.budget, x, at)
+            if done != DENSE_WANTED:
+                return x if done == DONE else None
+            c = at[0]
+            local = np.full(self.n, -1, np.int64) if local is None else local  # (restored)
+            classes = members[comp_ptr[c] : comp_ptr[c + 1]]
+            solved = dense_component(classes, self.order, problem, sign, x, local)
+            at[0], at[2] = (c + 1, 0) if solved else (c, 1)  # (failed: its sweeps go on)
 
     def ties(self, prob, inflow, ok, pair_class, x, sign: float, tol: float):
         """``(tied, reward)``: `[S*A]` the pairs where ``ok`` whose backup for the values

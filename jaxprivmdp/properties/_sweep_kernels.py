@@ -36,23 +36,30 @@ DENSE_WORK = 1
 # than raising from inside the kernel.)
 
 
+# What :func:`sweep_pass` returns: every component done; given up (``x`` partial); or a
+# component of at most DENSE classes whose sweeps are slow, for :func:`dense_component`.
+DONE, GAVE_UP, DENSE_WANTED = 0, 1, 2
+
+
 @compiled(error_model="numpy")
-def sweep_pass(order, problem, sign, budget, x):
+def sweep_pass(order, problem, sign, budget, x, at):
     """The pass of :class:`~jaxprivmdp.properties._sweep_guess.Ordered`: fills ``x``
     (`[n]`) component by component, successors first, with each class's optimum (``sign``)
     over its pairs in ``ok`` of ``inflow + Σ e_prob x[e_col]``, each pair's self-loop in
     closed form (:func:`_best`): a single class at once, a larger component by Gauss-Seidel
-    sweeps within ``budget`` edge visits in all, and one of at most ``DENSE`` classes whose
-    sweeps would cost more than ``DENSE_WORK · m²`` by policy iteration with dense solves
-    (:func:`_dense_component`; the sweeps go on where it fails). Returns False where it
-    gives up (``x`` then partial)."""
+    sweeps within ``budget`` edge visits in all. ``at`` = ``[component, work, tried]``: where
+    the pass starts, the work spent so far, and whether that component's dense solve was
+    tried (and failed: its sweeps go on). Returns ``DONE``, ``GAVE_UP`` (``x`` then
+    partial), or ``DENSE_WANTED`` with ``at`` at a component of at most ``DENSE`` classes
+    whose sweeps would cost more than ``DENSE_WORK · m²``: the caller solves it by
+    :func:`dense_component` and starts the pass again (that kernel, some 1.5 s to compile,
+    is compiled only for a model that needs it)."""
     comp_ptr, members = order[0], order[1]
-    work = 0
-    local = np.full(x.size, -1, np.int64)
-    for c in range(comp_ptr.size - 1):
+    work = at[1]
+    for c in range(at[0], comp_ptr.size - 1):
         lo, hi = comp_ptr[c], comp_ptr[c + 1]
         single = hi - lo == 1
-        last, sweeps, start, tried = np.inf, 0, work, False
+        last, sweeps, start, tried = np.inf, 0, work, c == at[0] and at[2] == 1
         while True:
             moved = 0.0  # the largest move of this sweep relative to its state's value
             shift, top = 0.0, 0.0  # its largest move and value (the rate's measure)
@@ -61,7 +68,7 @@ def sweep_pass(order, problem, sign, budget, x):
                 best, pick, visits, _ = _best(k, order, problem, x, sign, True, -1)
                 work += visits
                 if pick < 0 or not np.isfinite(best):
-                    return False  # no pair, or one that never leaves: no closed form
+                    return GAVE_UP  # no pair, or one that never leaves: no closed form
                 if best != x[k]:
                     moved = max(moved, abs(best - x[k]) / abs(best))
                     shift = max(shift, abs(best - x[k]))
@@ -88,12 +95,11 @@ def sweep_pass(order, problem, sign, budget, x):
             m = hi - lo
             slow = work - start + need > DENSE_WORK * m * m
             if not tried and m <= DENSE and (slow or work > budget):
-                tried = True
-                if _dense_component(members[lo:hi], order, problem, sign, x, local):
-                    break
-            elif work > budget or need > budget - work:
-                return False
-    return True
+                at[0], at[1], at[2] = c, work, 0
+                return DENSE_WANTED
+            if work > budget or need > budget - work:
+                return GAVE_UP
+    return DONE
 
 
 @compiled(error_model="numpy", inline="always")
@@ -162,7 +168,7 @@ def verify_pass(order, problem, sign, margin, floor, lower, upper):
 
 
 @compiled(error_model="numpy")
-def _dense_component(classes, order, problem, sign, x, local):
+def dense_component(classes, order, problem, sign, x, local):
     """Policy iteration on one component (``classes``; its successors' values in ``x``)
     from the greedy policy of the current ``x``, each policy's values by a dense solve
     (:func:`_solved`), written to ``x``; False where a policy's system is singular (an
