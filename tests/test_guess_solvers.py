@@ -12,6 +12,7 @@ import pytest
 
 import jaxprivmdp.properties._guess as guess_module
 import jaxprivmdp.properties._solve as solve_module
+import jaxprivmdp.properties._sweep_guess as sweep_module
 import jaxprivmdp.properties._unbounded as unbounded
 from jaxprivmdp.models import make_mdp
 from jaxprivmdp.properties import check
@@ -278,13 +279,13 @@ def test_a_slowly_mixing_walk_is_solved_dense_or_left_to_policy_iteration(monkey
     it; the bounds contain the gambler's-ruin value ``i / (S − 1)``."""
     monkeypatch.setattr(unbounded.Topological, "run", idle)
     passes = []
-    solve = guess_module.Ordered.solve
+    solve = sweep_module.Ordered.solve
 
     def recorded(*args):
         passes.append(solve(*args))
         return passes[-1]
 
-    monkeypatch.setattr(guess_module.Ordered, "solve", recorded)
+    monkeypatch.setattr(sweep_module.Ordered, "solve", recorded)
     if S < 128:
         monkeypatch.setattr(guess_module, "_policy_iteration", no_policy_iteration)
     P = np.zeros((S, 1, S))
@@ -374,8 +375,6 @@ def test_a_failed_dense_solve_hands_the_component_back_to_the_sweeps(monkeypatch
     cost more than a dense solve, so the pass hands the component to ``dense_component``
     once; made to fail there, the component goes back to its sweeps, which settle it (no
     policy iteration) at the gambler's-ruin value ``i / 9``."""
-    import jaxprivmdp.properties._sweep_guess as sweep_module
-
     monkeypatch.setattr(unbounded.Topological, "run", idle)
     monkeypatch.setattr(guess_module, "_policy_iteration", no_policy_iteration)
     handed = []
