@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models.core import Model, RaggedMDP, transition_lists, transition_rows
-from ._kernels import attractor, backward_search, strong_components
+from ._kernels import attractor, backward_search, prob1e_search, strong_components
 
 _SMALLEST = float(np.finfo(np.float64).smallest_subnormal)
 
@@ -153,7 +153,10 @@ class Graph:
         """Least ``R ⊇ target`` with every ``s ∈ through`` that has a pair in ``pair_ok``
         with a successor in ``R``. Returns ``R`` and each added state's witness action (the
         lowest pair with a successor one layer closer to ``target``; -1 elsewhere)."""
-        dist, lowest = self._search(target, through, pair_ok)
+        return self._witnessed(*self._search(target, through, pair_ok), target)
+
+    def _witnessed(self, dist, lowest, target):
+        """``(reached, witness)`` from a backward search's ``(dist, lowest)``."""
         reached = dist >= 0
         witness = np.where(reached & ~target, lowest % self.A, -1).astype(np.int32)
         return reached, witness
@@ -178,18 +181,13 @@ class Graph:
     def prob1e(self, target, through, pair_ok=None):
         """States with a scheduler reaching ``target`` with probability 1 while staying in
         ``through`` (PRISM's ``Prob1E``), using only pairs in ``pair_ok``; with the
-        scheduler's attractor actions (each moves toward ``target`` and stays in the set)."""
-        if pair_ok is None:
-            pair_ok = self.allowed
-        u = self.reach(target, through, pair_ok)
-        while True:
-            v = self.reach(target, through & u, pair_ok & self.pairs_within(u))
-            if np.array_equal(u, v):  # the fixed point: its attractor's actions
-                return self.reach_exists(target, through & v, pair_ok & self.pairs_within(v))
-            # A state all of whose pairs may lead (with positive probability) out of ``v``
-            # reaches ``target`` with probability < 1 too: dropping them all at once keeps
-            # ``v`` above the greatest fixed point and saves a round per layer of them.
-            u = v & ~self._forced(~v, v & ~target, pair_ok)
+        scheduler's attractor actions (each moves toward ``target`` and stays in the set):
+        :func:`~jaxprivmdp.properties._kernels.prob1e_search`."""
+        pair_ok = self.allowed if pair_ok is None else pair_ok
+        pair_ok, through, target = (_flags(x) for x in (pair_ok, through, target))
+        edges = (self.succ_ptr, self.by_succ, self.src, self.pair, self.succ)
+        dist, lowest = prob1e_search(edges, self.A, self.allowed, pair_ok, through, target)
+        return self._witnessed(dist, lowest, target)
 
     def end_components(self, states, pair_ok):
         """Maximal end components inside ``states`` using pairs in ``pair_ok``.

@@ -173,3 +173,39 @@ def strong_components(n, src, dst):
                 u = call[depth - 1]
                 low[u] = min(low[u], low[v])
     return count, label, finish
+
+
+@compiled()
+def prob1e_search(graph, A, allowed, pair_ok, through, target):
+    """:meth:`~jaxprivmdp.properties._graph.Graph.prob1e`'s nested fixed point in one call
+    (``graph`` = ``(succ_ptr, by_succ, src, pair, succ)``): ``U`` = the states that reach
+    ``target`` along ``pair_ok`` through ``through``; then, until ``U`` stays, the states
+    that reach it along the pairs of ``pair_ok`` that stay in ``U``, less those forced out
+    of it (every pair may leave: :func:`attractor`). Returns :func:`backward_search`'s
+    ``(dist, lowest)`` on the fixed point, whose reached states and lowest pairs are the
+    answer and its attractor's actions. (Some ten Python-level steps a round before, each a
+    pass over the edges or the pairs; a 10³-state model's checks were 0.2 ms in them.)"""
+    succ_ptr, by_succ, src, pair, succ = graph
+    dist, lowest = backward_search(succ_ptr, by_succ, src, pair, pair_ok, through, target)
+    u = dist >= 0
+    while True:
+        stay = _staying(pair, succ, allowed, pair_ok, u)
+        dist, lowest = backward_search(succ_ptr, by_succ, src, pair, stay, through & u, target)
+        v = dist >= 0
+        if np.array_equal(u, v):
+            return dist, lowest
+        # A state all of whose pairs may lead out of ``v`` reaches ``target`` with
+        # probability < 1 too: dropping them all at once keeps ``v`` above the greatest
+        # fixed point and saves a round per layer of them.
+        u = v & ~attractor(succ_ptr, by_succ, pair, A, pair_ok, ~v, v & ~target)
+
+
+@compiled()
+def _staying(pair, succ, allowed, pair_ok, inside):
+    """`[S*A]` the pairs of ``pair_ok`` (and ``allowed``) none of whose edges leaves
+    ``inside``."""
+    out = pair_ok & allowed
+    for e in range(pair.size):
+        if not inside[succ[e]]:
+            out[pair[e]] = False
+    return out
