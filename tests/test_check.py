@@ -792,10 +792,37 @@ def _prob1e_with(E, ok, target, through):
         U = V
 
 
+def _end_components(E, ok, states):
+    """Reference ``Graph.end_components``: the classic refinement with SciPy's strongly
+    connected components, each end component named by its lowest state."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    S, A, _ = E.shape
+    cur, pairs = states.copy(), ok & states[:, None] & ~np.any(E & ~states, axis=2)
+    while True:
+        s, a, t = np.nonzero(E & pairs[:, :, None])
+        graph = csr_matrix((np.ones(s.size), (s, t)), shape=(S, S))
+        comp = connected_components(graph, directed=True, connection="strong")[1]
+        leaving = np.zeros((S, A), bool)
+        leaving[s[comp[s] != comp[t]], a[comp[s] != comp[t]]] = True
+        new_cur = cur & (pairs & ~leaving).any(axis=1)
+        new_pairs = pairs & ~leaving & new_cur[:, None] & ~np.any(E & ~new_cur, axis=2)
+        if np.array_equal(new_cur, cur) and np.array_equal(new_pairs, pairs):
+            break
+        cur, pairs = new_cur, new_pairs
+    group = np.full(S, -1)
+    for c in np.unique(comp[cur]):
+        members = np.flatnonzero(cur & (comp == c))
+        group[members] = members.min()
+    return group, pairs.reshape(-1)
+
+
 def test_graph_searches_match_layer_by_layer_references():
     """The host searches (one compiled pass over the edges where the references take one
     round per layer) give the same sets and witnesses on random models with end components
-    and long chains."""
+    and long chains; the end components those of the classic refinement with SciPy's
+    strongly connected components."""
     from jaxprivmdp.properties._graph import Graph
 
     for seed in range(110):
@@ -823,6 +850,9 @@ def test_graph_searches_match_layer_by_layer_references():
             np.testing.assert_array_equal(
                 g.reach_all(target, through), _forall_reach(E, mask, target, through)
             )
+            got, want = g.end_components(through, pairs), _end_components(E, ok, through)
+            np.testing.assert_array_equal(got[0], want[0], err_msg=str(seed))
+            np.testing.assert_array_equal(got[1], want[1], err_msg=str(seed))
 
 
 @pytest.mark.parametrize("minimize", [False, True])

@@ -19,7 +19,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..models.core import Model, RaggedMDP, transition_lists, transition_rows
-from ._kernels import attractor, backward_search, prob1e_search, strong_components
+from ._kernels import (
+    attractor,
+    backward_search,
+    end_components_search,
+    prob1e_search,
+    strong_components,
+)
 
 _SMALLEST = float(np.finfo(np.float64).smallest_subnormal)
 
@@ -195,32 +201,11 @@ class Graph:
         Returns ``group`` (each state's component, as its lowest state; -1 outside any) and
         the pairs internal to a component (all successors in it). The classic refinement:
         strongly connected components, drop pairs that leave theirs, drop states left
-        without a pair, repeat.
+        without a pair, repeat (:func:`~jaxprivmdp.properties._kernels.end_components_search`).
         """
-        S, A = self.S, self.A
-        cur = states.copy()
-        pairs = pair_ok & np.repeat(cur, A) & self.pairs_within(cur)
-        while True:
-            e = pairs[self.pair]
-            src, dst = self.src[e], self.succ[e]
-            comp = strong_components(S, src, dst)[1]
-            leaving = np.zeros(S * A, bool)
-            leaving[self.pair[e][comp[src] != comp[dst]]] = True
-            new_pairs = pairs & ~leaving
-            has = np.zeros(S, bool)
-            has[np.flatnonzero(new_pairs) // A] = True
-            new_cur = cur & has
-            new_pairs &= np.repeat(new_cur, A) & self.pairs_within(new_cur)
-            if np.array_equal(new_cur, cur) and np.array_equal(new_pairs, pairs):
-                break
-            cur, pairs = new_cur, new_pairs
-        group = np.full(S, -1, np.int64)
-        members = np.flatnonzero(cur)
-        if members.size:
-            lowest = np.full(S, S, np.int64)
-            np.minimum.at(lowest, comp[members], members)
-            group[members] = lowest[comp[members]]
-        return group, pairs
+        pair_ok, states = _flags(pair_ok), _flags(states)
+        edges = (self.src, self.pair, self.succ)
+        return end_components_search(edges, self.A, self.allowed, pair_ok, states)
 
     def visit_bound(self, maybe, pairs, rmax):
         """Baier et al. (CAV 2017, §4): an upper bound on the expected reward collected in

@@ -209,3 +209,51 @@ def _staying(pair, succ, allowed, pair_ok, inside):
         if not inside[succ[e]]:
             out[pair[e]] = False
     return out
+
+
+@compiled()
+def end_components_search(graph, A, allowed, pair_ok, states):
+    """:meth:`~jaxprivmdp.properties._graph.Graph.end_components`'s refinement in one call
+    (``graph`` = ``(src, pair, succ)``): the pairs of ``pair_ok`` of ``states`` that stay
+    in them; then, until nothing changes, the strongly connected components of their edges,
+    the pairs that leave their component dropped, the states left without a pair dropped
+    and the pairs into them. Returns ``(group, pairs)``: each state's end component as its
+    lowest state (-1 outside any), and the pairs internal to one."""
+    src, pair, succ = graph
+    S = states.size
+    cur = states.copy()
+    pairs = _staying(pair, succ, allowed, pair_ok, cur)
+    for p in range(pairs.size):
+        pairs[p] = pairs[p] and cur[p // A]
+    while True:
+        kept = np.empty(pair.size, np.int64)
+        m = 0
+        for e in range(pair.size):
+            if pairs[pair[e]]:
+                kept[m] = e
+                m += 1
+        kept = kept[:m]
+        comp = strong_components(S, src[kept], succ[kept])[1]
+        new_pairs = pairs.copy()
+        for e in kept:
+            if comp[src[e]] != comp[succ[e]]:
+                new_pairs[pair[e]] = False
+        new_cur = np.zeros(S, np.bool_)
+        for p in range(new_pairs.size):
+            if new_pairs[p] and cur[p // A]:
+                new_cur[p // A] = True
+        staying = _staying(pair, succ, allowed, new_pairs, new_cur)
+        for p in range(new_pairs.size):
+            new_pairs[p] = staying[p] and new_cur[p // A]
+        if np.array_equal(new_cur, cur) and np.array_equal(new_pairs, pairs):
+            break
+        cur, pairs = new_cur, new_pairs
+    group = np.full(S, -1, np.int64)
+    lowest = np.full(S, S, np.int64)
+    for s in range(S):
+        if cur[s]:
+            lowest[comp[s]] = min(lowest[comp[s]], s)
+    for s in range(S):
+        if cur[s]:
+            group[s] = lowest[comp[s]]
+    return group, pairs
