@@ -49,7 +49,8 @@ class Ordered:
 
     def __init__(self, quo):
         rank, finish = quo.components
-        layout = _layout(rank, finish, quo.pair_ids, quo.pair_col, quo.e_pair, quo.S * quo.A)
+        counts = (int(rank.max()) + 1 if rank.size else 0, quo.S * quo.A)
+        layout = _layout(rank, finish, quo.pair_ids, quo.pair_col, quo.e_pair, counts)
         comp_ptr, members, cls_ptr, cls_pairs, pair_ptr = layout
         e_col = quo.e_col.astype(np.int64)
         self.order = (comp_ptr, members, cls_ptr, cls_pairs, pair_ptr, e_col)
@@ -119,14 +120,15 @@ def _ties_pass(edges, problem, pair_class, x, test, tied, reward):
 
 
 @compiled()
-def _layout(rank, finish, pair_ids, pair_col, e_pair, pairs):
+def _layout(rank, finish, pair_ids, pair_col, e_pair, counts):
     """``(comp_ptr, members, cls_ptr, cls_pairs, pair_ptr)`` of :class:`Ordered`: the
     classes by component (``rank``), inside one in depth-first postorder (``finish``), the
     usable pairs by class (``pair_col``; in order of ``pair_ids`` inside one), and each
     pair's slice of the edges (``e_pair``, sorted), as CSR pointers and counting sorts (one
-    pass each, where NumPy's stable sorts and bincounts took some 50 µs a 10³-state check)."""
+    pass each, where NumPy's stable sorts and bincounts took some 50 µs a 10³-state check).
+    ``counts``: ``(components, pairs)``."""
     n = finish.size
-    comp_ptr = _pointers(rank, rank.max() + 1 if n else 0)
+    comp_ptr = _pointers(rank, counts[0])
     members = np.empty(n, np.int64)
     postorder = np.empty(n, np.int64)
     for k in range(n):
@@ -141,7 +143,7 @@ def _layout(rank, finish, pair_ids, pair_col, e_pair, pairs):
     for j in range(pair_ids.size):
         cls_pairs[fill[pair_col[j]]] = pair_ids[j]
         fill[pair_col[j]] += 1
-    return comp_ptr, members, cls_ptr, cls_pairs, _pointers(e_pair, pairs)
+    return comp_ptr, members, cls_ptr, cls_pairs, _pointers(e_pair, counts[1])
 
 
 @compiled()
