@@ -271,6 +271,17 @@ def test_the_compiled_pass_settles_chains_and_loops_alone(monkeypatch, shape, pr
         assert bool(res.converged) and int(res.iterations) == 0
 
 
+def _check_walk(S):
+    """``P=? [F "right"]`` on a symmetric walk of ``S`` states, a fair coin at each step
+    and the ends absorbing (the value at ``i``: the gambler's-ruin ``i / (S − 1)``)."""
+    P = np.zeros((S, 1, S))
+    P[np.arange(1, S - 1), 0, np.arange(0, S - 2)] = 0.5
+    P[np.arange(1, S - 1), 0, np.arange(2, S)] = 0.5
+    P[[0, S - 1], 0, [0, S - 1]] = 1
+    labels = {"right": np.arange(S) == S - 1}
+    return check(make_mdp(P, np.zeros((S, 1))), 'P=? [F "right"]', labels=labels)
+
+
 @pytest.mark.parametrize("S", [61, 601])
 def test_a_slowly_mixing_walk_is_solved_dense_or_left_to_policy_iteration(monkeypatch, S):
     """A symmetric walk mixes too slowly for the sweeps' budget: with 59 unknowns in its one
@@ -288,12 +299,7 @@ def test_a_slowly_mixing_walk_is_solved_dense_or_left_to_policy_iteration(monkey
     monkeypatch.setattr(sweep_module.Ordered, "solve", recorded)
     if S < 128:
         monkeypatch.setattr(guess_module, "_policy_iteration", no_policy_iteration)
-    P = np.zeros((S, 1, S))
-    P[np.arange(1, S - 1), 0, np.arange(0, S - 2)] = 0.5
-    P[np.arange(1, S - 1), 0, np.arange(2, S)] = 0.5
-    P[[0, S - 1], 0, [0, S - 1]] = 1
-    res = check(make_mdp(P, np.zeros((S, 1))), 'P=? [F "right"]',
-                labels={"right": np.arange(S) == S - 1})  # fmt: skip
+    res = _check_walk(S)
     assert (passes[0] is None) == (S > 128)
     contains(res, np.arange(S) / (S - 1))
     assert bool(res.converged) and int(res.iterations) == 0
@@ -385,12 +391,7 @@ def test_a_failed_dense_solve_hands_the_component_back_to_the_sweeps(monkeypatch
 
     monkeypatch.setattr(sweep_module, "dense_component", failing)
     S = 10
-    P = np.zeros((S, 1, S))
-    P[np.arange(1, S - 1), 0, np.arange(0, S - 2)] = 0.5
-    P[np.arange(1, S - 1), 0, np.arange(2, S)] = 0.5
-    P[[0, S - 1], 0, [0, S - 1]] = 1
-    res = check(make_mdp(P, np.zeros((S, 1))), 'P=? [F "right"]',
-                labels={"right": np.arange(S) == S - 1})  # fmt: skip
+    res = _check_walk(S)
     assert handed and all(size == S - 2 for size in handed)
     assert len(handed) == 2  # once for x, once for y: never twice for one component
     contains(res, np.arange(S) / (S - 1))
