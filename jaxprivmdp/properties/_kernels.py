@@ -10,9 +10,11 @@ searches need a CSR graph built for each (some 65 µs on a 10³-state model, a p
 every edge on a large one) and do not count (no attractor) or optimize (no pass). Compiled,
 each is one pass over the edges it touches. Whole-array NumPy work that costs several
 passes and temporaries of every pair is compiled too, next to its user with :func:`compiled`
-(the answer's assembly in ``_precision``, the tie test in ``_sweep_guess``). The functions
-compile on their first call in a fresh environment (some 4.5 s for all of them here) into
-Numba's on-disk cache (``cache=True``), which later processes load.
+(the answer's assembly in ``_precision``, the tie test and the pass's layout in
+``_sweep_guess``, the quotient in ``_quotient``, the policy's greedy choice in ``_policy``).
+The functions compile on their first call in a fresh environment (some 5–6 s for those a
+check uses here) into Numba's on-disk cache (``cache=True``), which later processes load
+(0.2 s).
 """
 
 from __future__ import annotations
