@@ -24,6 +24,7 @@ from ._kernels import (
     backward_search,
     end_components_search,
     prob1e_search,
+    staying,
     strong_components,
 )
 
@@ -146,9 +147,7 @@ class Graph:
 
     def pairs_within(self, inside: np.ndarray) -> np.ndarray:
         """`[S*A]` bool: allowed pairs all of whose successors lie in ``inside``."""
-        bad = np.zeros(self.S * self.A, bool)
-        bad[self.pair[~inside[self.succ]]] = True
-        return self.allowed & ~bad
+        return staying(self.pair, self.succ, self.allowed, self.allowed, _flags(inside))
 
     def _search(self, target, through, pair_ok):
         """:func:`~jaxprivmdp.properties._kernels.backward_search` from ``target``."""

@@ -191,7 +191,7 @@ def prob1e_search(graph, A, allowed, pair_ok, through, target):
     dist, lowest = backward_search(succ_ptr, by_succ, src, pair, pair_ok, through, target)
     u = dist >= 0
     while True:
-        stay = _staying(pair, succ, allowed, pair_ok, u)
+        stay = staying(pair, succ, allowed, pair_ok, u)
         dist, lowest = backward_search(succ_ptr, by_succ, src, pair, stay, through & u, target)
         v = dist >= 0
         if np.array_equal(u, v):
@@ -203,7 +203,7 @@ def prob1e_search(graph, A, allowed, pair_ok, through, target):
 
 
 @compiled()
-def _staying(pair, succ, allowed, pair_ok, inside):
+def staying(pair, succ, allowed, pair_ok, inside):
     """`[S*A]` the pairs of ``pair_ok`` (and ``allowed``) none of whose edges leaves
     ``inside``."""
     out = pair_ok & allowed
@@ -224,7 +224,7 @@ def end_components_search(graph, A, allowed, pair_ok, states):
     src, pair, succ = graph
     S = states.size
     cur = states.copy()
-    pairs = _staying(pair, succ, allowed, pair_ok, cur)
+    pairs = staying(pair, succ, allowed, pair_ok, cur)
     for p in range(pairs.size):
         pairs[p] = pairs[p] and cur[p // A]
     while True:
@@ -244,9 +244,9 @@ def end_components_search(graph, A, allowed, pair_ok, states):
         for p in range(new_pairs.size):
             if new_pairs[p] and cur[p // A]:
                 new_cur[p // A] = True
-        staying = _staying(pair, succ, allowed, new_pairs, new_cur)
+        stay = staying(pair, succ, allowed, new_pairs, new_cur)
         for p in range(new_pairs.size):
-            new_pairs[p] = staying[p] and new_cur[p // A]
+            new_pairs[p] = stay[p] and new_cur[p // A]
         if np.array_equal(new_cur, cur) and np.array_equal(new_pairs, pairs):
             break
         cur, pairs = new_cur, new_pairs

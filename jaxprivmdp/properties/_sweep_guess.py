@@ -52,9 +52,8 @@ class Ordered:
         counts = (int(rank.max()) + 1 if rank.size else 0, quo.S * quo.A)
         layout = _layout(rank, finish, quo.pair_ids, quo.pair_col, quo.e_pair, counts)
         comp_ptr, members, cls_ptr, cls_pairs, pair_ptr = layout
-        e_col = quo.e_col.astype(np.int64)
-        self.order = (comp_ptr, members, cls_ptr, cls_pairs, pair_ptr, e_col)
-        self.budget = BUDGET * (e_col.size + quo.n) + FLOOR
+        self.order = (comp_ptr, members, cls_ptr, cls_pairs, pair_ptr, quo.e_col)  # (int64)
+        self.budget = BUDGET * (quo.e_col.size + quo.n) + FLOOR
         self.n = quo.n
 
     def solve(self, prob, inflow, ok, sign: float) -> np.ndarray | None:
