@@ -98,3 +98,17 @@ def test_a_deleted_array_is_refused_as_without_the_cache():
     jax.tree_util.tree_leaves(mdp)[0].delete()
     with pytest.raises(RuntimeError, match="deleted"):
         check(mdp, 'P=? [F "goal"]', labels=LABELS)
+
+
+def test_a_batch_is_kept_as_one_entry_and_its_graph_built_once(monkeypatch):
+    calls = counted(monkeypatch)
+    batch = jax.tree_util.tree_map(lambda a, b: jax.numpy.stack([a, b]), chain(0.25), chain(0.5))
+    first = check(batch, 'P=? [F "goal"]', labels=LABELS)
+    second = check(batch, 'Pmax=? [F "goal"]', labels=LABELS)
+    assert calls == {"wide": 1, "graph": 1}
+    np.testing.assert_allclose(np.asarray(first.value_at_initial), [0.25, 0.5], rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(first.values), np.asarray(second.values))
+    ids = {id(x) for x in jax.tree_util.tree_leaves(batch)}
+    del batch
+    gc.collect()
+    assert not any(ids <= set(key[1]) for key in host_form._KEPT)

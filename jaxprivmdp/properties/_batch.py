@@ -16,8 +16,6 @@ by model.
 
 from __future__ import annotations
 
-import copy
-
 import jax
 import numpy as np
 
@@ -75,12 +73,7 @@ def _reweighted(g: Graph, mdp: Model) -> Graph:
     """``g`` with the probabilities of ``mdp`` (a dense or sparse model of ``g``'s support):
     the same edges in the same order, read at ``g.at`` (their positions in the rows)."""
     assert g.at is not None  # (same_support refuses ragged models: their rows vary)
-    p = np.asarray(transition_rows(mdp).probs, np.float64).reshape(-1)[g.at]
-    out = copy.copy(g)
-    out.row_sums = np.bincount(g.pair, weights=p, minlength=g.S * g.A)
-    out.prob = p / out.row_sums[g.pair]
-    out.raw = p
-    return out
+    return g.reweighted(np.asarray(transition_rows(mdp).probs, np.float64).reshape(-1)[g.at])
 
 
 def batch_probability(g: Graph, models, target, avoid, minimize, tol, max_iterations):

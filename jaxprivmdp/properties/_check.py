@@ -69,16 +69,15 @@ import numpy as np
 
 from .._checks import check_count, check_int, check_range, is_concrete
 from ..models.core import INTERVAL_MODELS, Model, check_model
-from ._batch import batch_probability, batch_reward, is_batch, same_support, unstack
+from ._batch import batch_probability, batch_reward, is_batch, unstack
 from ._graph import one_per_row
-from ._host_form import graph_of, host_model
+from ._host_form import graph_of, host_batch, host_model
 from ._interval_check import check_interval
 from ._iteration import solve_bounded
 from ._labels import check_labels, satisfying
 from ._parse import Property, parse_property, property_error
 from ._precision import (
     DEFAULT_TOL,
-    as_float64,
     complement,
     outward,
     refuse_traced,
@@ -176,7 +175,11 @@ def check(
     bound, unbounded = _point_property(prop_, mdp, reward_name, horizon)
     concrete = unbounded or is_concrete(labels, variables)
     lab = check_labels(mdp, labels, concrete, variables)
-    if batch and not (unbounded and same_support(batch)):  # model by model
+    wides, shared = None, False
+    if batch and unbounded:  # (float64 on the host, as _host_check's one model)
+        with jax.enable_x64(True):
+            wides, shared = host_batch(whole)
+    if batch and not shared:  # model by model
         options = dict(labels=labels, variables=variables, reward_name=reward_name)
         limits = dict(horizon=horizon, tol=tol, max_iterations=max_iterations)
         return stacked(
@@ -187,7 +190,7 @@ def check(
     limits = (tol, max_iterations, step_policy)
     if not (concrete and is_concrete(mdp)) or tracing():  # traced: the model's dtype
         return traced_result(mdp, _solve(prop_, mdp, sat, bound, limits, jnp))
-    return _host_check(prop_, mdp, whole if batch else None, sat, bound, limits, unbounded)
+    return _host_check(prop_, mdp, wides, sat, bound, limits, unbounded)
 
 
 def _check_interval_model(mdp, prop: str, labels, variables, reward_name, horizon, limits):
@@ -220,15 +223,14 @@ def _point_property(prop_: Property, mdp: Model, reward_name, horizon) -> tuple:
     return bound, unbounded
 
 
-def _host_check(prop_: Property, mdp: Model, batch, sat, bound, limits, unbounded: bool):
-    """:func:`check` of a concrete model (or ``batch``, the batched model whose first model
-    is ``mdp``) on the host in float64, the answer narrowed to the model's dtype
-    (``limits``: ``(tol, max_iterations, step_policy)``)."""
+def _host_check(prop_: Property, mdp: Model, wides, sat, bound, limits, unbounded: bool):
+    """:func:`check` of a concrete model (or of a batch of one support whose first model is
+    ``mdp``: ``wides``, its models' :func:`host_batch`) on the host in float64, the answer
+    narrowed to the model's dtype (``limits``: ``(tol, max_iterations, step_policy)``)."""
     tol, max_iterations, step_policy = limits
     dtype = np.dtype(mdp.rewards.dtype)
     with jax.enable_x64(True):
-        wides = None if batch is None else unstack(as_float64(batch))  # (one pass for all)
-        wide = host_model(mdp) if batch is None else wides[0]
+        wide = host_model(mdp) if wides is None else wides[0]
         wide_limits = (working_tol(tol, dtype), max_iterations, step_policy)
         out = _solve(prop_, wide, sat, bound, wide_limits, np, wides)
         lower, upper = (np.asarray(x) for x in out[:2])

@@ -16,12 +16,15 @@ property, while the iteration runs jit-compiled on the device
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ..models.core import Model, RaggedMDP, transition_lists, transition_rows
 from ._kernels import (
     attractor,
     backward_search,
+    compiled,
     end_components_search,
     prob1e_search,
     staying,
@@ -122,10 +125,7 @@ class Graph:
         self.pair = pair.astype(np.int64)
         self.src = self.pair // A  # each edge's state (kept: a pass each)
         self.succ = t.astype(np.int64)
-        sums = np.bincount(self.pair, weights=p, minlength=S * A)
-        self.row_sums = sums
-        self.prob = p / sums[self.pair]  # each row read as the distribution it stands for
-        self.raw = p  # as stored: the device's backups use these (and widen for Σ p ≠ 1)
+        self._weigh(p)
         self.by_succ = np.argsort(self.succ, kind="stable")
         self.succ_ptr = np.zeros(S + 1, np.int64)
         np.cumsum(np.bincount(self.succ, minlength=S), out=self.succ_ptr[1:])
@@ -134,6 +134,20 @@ class Graph:
         self.has_action = row_any(mask)
         # One allowed action everywhere (a DTMC): the attractors are single searches.
         self.deterministic = one_per_row(mask)
+
+    def _weigh(self, p: np.ndarray) -> None:
+        """``row_sums``, ``prob`` (each row read as the distribution it stands for) and
+        ``raw`` (as stored: the device's backups use these and widen for Σ p ≠ 1) of the
+        edges' entries ``p``."""
+        self.row_sums, self.prob = _normalized(self.pair, p, self.S * self.A)
+        self.raw = p
+
+    def reweighted(self, p: np.ndarray) -> Graph:
+        """This graph with the entries ``p`` (`[E]` positive, on the same edges: a release
+        of a batch, of the same support)."""
+        out = copy.copy(self)
+        out._weigh(p)
+        return out
 
     def edges_into(self, states: np.ndarray) -> np.ndarray:
         """Edge indices whose successor is in ``states`` (int array)."""
@@ -264,3 +278,17 @@ class Graph:
         with np.errstate(over="ignore"):
             total = float(np.sum(rmax[maybe] / d[maybe]))
         return total * (1 + 2 * (n + 2) * eps)
+
+
+@compiled()
+def _normalized(pair, p, pairs):
+    """``(sums, p / sums[pair])``: `[pairs]` each pair's sum of its edges' ``p`` (from 0 in
+    edge order: ``np.bincount``'s bits) and each edge's share, in one pass each (the
+    ``bincount``, gather and division took 0.6 ms a release of crowds' 136,000 edges)."""
+    sums = np.zeros(pairs)
+    for e in range(pair.size):
+        sums[pair[e]] += p[e]
+    out = np.empty(pair.size)
+    for e in range(pair.size):
+        out[e] = p[e] / sums[pair[e]]
+    return sums, out
