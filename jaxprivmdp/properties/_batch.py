@@ -101,7 +101,9 @@ def _solve(graphs, models, pres: list[Precomputed], minimize, tol, max_iteration
         size, limits = batch_size(graphs[0]), (tol, max_iterations)
         chunks = [slice(i, i + size) for i in range(0, len(models), size)]
         parts = [ordered(graphs[c], pres[c], minimize, *limits, widths[c]) for c in chunks]
-        if all(p is not None for p in parts):
+        if len(parts) == 1:
+            out = parts[0]
+        elif all(p is not None for p in parts):
             out = tuple(np.concatenate(x) for x in zip(*parts, strict=True))
     if out is None:  # nothing to iterate, or no shared passes: model by model
         outs = [
@@ -109,10 +111,11 @@ def _solve(graphs, models, pres: list[Precomputed], minimize, tol, max_iteration
             for h, m, p in zip(graphs, models, pres, strict=True)
         ]
         return tuple(np.stack(x) for x in zip(*outs, strict=True))
-    lo, up, it, met = out
-    outs = [
-        answer(h, p, lo[i], up[i], minimize)
-        for i, (h, p) in enumerate(zip(graphs, pres, strict=True))
-    ]
-    lower, upper, policy = (np.stack(x) for x in zip(*outs, strict=True))
+    lower, upper, it, met = out
+    policy = np.empty(lower.shape, np.int32)
+    for i, (h, p) in enumerate(zip(graphs, pres, strict=True)):
+        lo, up = lower[i], upper[i]
+        new_lo, new_up, policy[i] = answer(h, p, lo, up, minimize)
+        if new_lo is not lo or new_up is not up:  # (infinite states: new rows)
+            lower[i], upper[i] = new_lo, new_up
     return lower, upper, policy, it, met

@@ -28,6 +28,7 @@ import numpy as np
 from ._graph import Graph
 from ._precision import underflow
 from ._quotient import _Quotient
+from ._sweep_kernels import WEIGHTS_SETTLED
 
 _MAX_POLICY_ROUNDS = 32
 # A switch must gain more than the solves' noise (about 1e-13 relative), or policy
@@ -73,7 +74,7 @@ def _greedy(quo: _Quotient, estimate, sign):
 
 def _policy_iteration(quo: _Quotient, sign: float, estimate, start=None):
     """Policy iteration from ``start`` (a policy of the quotient: another model's of one
-    support) or else the greedy policy of ``estimate``, whichever is evaluated well (proper,
+    support) or else the greedy policy of ``estimate()``, whichever is evaluated well (proper,
     not too slow), else the attractor: ``(x, w, choice)`` of the last policy evaluated well,
     or None."""
     if quo.only is not None:
@@ -83,7 +84,7 @@ def _policy_iteration(quo: _Quotient, sign: float, estimate, start=None):
     if start is not None and start.shape == (quo.n,):
         choice, out = start, quo.evaluate(start)
     if out is None and estimate is not None:
-        choice = _greedy(quo, estimate, sign)
+        choice = _greedy(quo, estimate(), sign)
         out = None if np.any(choice < 0) else quo.evaluate(choice)
     if out is None:
         choice = quo.attractor()
@@ -141,7 +142,7 @@ def _swept(quo: _Quotient, sign, tol):
     if x is None or np.any(x <= 0):
         return None
     tied, reward = _ties(quo, x, sign, tol)
-    y = order.solve(quo.e_prob, reward, tied, 1.0)
+    y = order.solve(quo.e_prob, reward, tied, 1.0, WEIGHTS_SETTLED)
     return None if y is None else (x, y)
 
 
@@ -152,13 +153,10 @@ def _verified(quo: _Quotient, x, y, sign, tol, margin):
         return None, None
     kappa = tol / 2 / float(np.max(y / x))
 
-    def full(v):
-        return np.where(quo.maybe, v[np.maximum(quo.col, 0)], quo.fixed_value)
-
     up, lo = x + kappa * y, x - kappa * y
     a = underflow(quo.g.degree, np.float64)  # (below tiny, rounding is absolute)
     lo_ok, up_ok = quo.ordered.verify(quo.e_prob, quo.inflow, quo.pairs, sign, (margin, a), lo, up)
-    return (full(lo) if lo_ok else None), (full(up) if up_ok else None)
+    return (quo.full(lo) if lo_ok else None), (quo.full(up) if up_ok else None)
 
 
 def guess_bounds(
@@ -169,11 +167,12 @@ def guess_bounds(
     meets ``tol / 2`` (relative) where the guess was exact to float64's precision.
 
     ``pre``: the precomputation (``rewards``, ``usable``, ``group``, ``maybe``,
-    ``fixed_value``); ``estimate``: `[S]` values to start policy iteration from (greedy), or
-    None (the attractor); ``solvers``: a dict shared by the calls for models of one support
-    and precomputation (the releases of a batch), which keeps their quotient's structure,
-    linear solver's order and the compiled pass's; ``swept_only``: the compiled pass's
-    candidate alone (no policy iteration: where iterations are cheaper than its factors)."""
+    ``fixed_value``); ``estimate``: a function of no arguments returning `[S]` values to
+    start policy iteration from (greedy; called only if it runs), or None (the attractor);
+    ``solvers``: a dict shared by the calls for models of one support and precomputation
+    (the releases of a batch), which keeps their quotient's structure, linear solver's order
+    and the compiled pass's; ``swept_only``: the compiled pass's candidate alone (no policy
+    iteration: where iterations are cheaper than its factors)."""
     solvers = {} if solvers is None else solvers
     quo = solvers.get("quotient")  # (one support and precomputation: reweighted)
     quo = _Quotient(g, pre, solvers) if quo is None else quo.reweighted(g, solvers)

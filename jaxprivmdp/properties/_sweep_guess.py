@@ -33,7 +33,14 @@ from __future__ import annotations
 import numpy as np
 
 from ._kernels import compiled
-from ._sweep_kernels import DENSE_WANTED, DONE, dense_component, sweep_pass, verify_pass
+from ._sweep_kernels import (
+    DENSE_WANTED,
+    DONE,
+    SETTLED,
+    dense_component,
+    sweep_pass,
+    verify_pass,
+)
 
 # The pass gives up (no candidate) after this many times the quotient's edges of work, plus
 # FLOOR edge visits (some 0.2 ms: a small model's component may take a few hundred sweeps).
@@ -56,16 +63,17 @@ class Ordered:
         self.budget = BUDGET * (quo.e_col.size + quo.n) + FLOOR
         self.n = quo.n
 
-    def solve(self, prob, inflow, ok, sign: float) -> np.ndarray | None:
+    def solve(self, prob, inflow, ok, sign: float, settled=SETTLED) -> np.ndarray | None:
         """`[n]` the optimum (``sign``) of ``inflow + Σ prob x`` over the pairs where
         ``ok``, component by component, or None where the pass gives up (``prob``: the
-        quotient's edge probabilities; ``inflow``, ``ok``: `[S*A]`): :func:`sweep_pass`,
-        and :func:`dense_component` on each component it hands back."""
+        quotient's edge probabilities; ``inflow``, ``ok``: `[S*A]`; ``settled``: the
+        sweeps' relative precision): :func:`sweep_pass`, and :func:`dense_component` on
+        each component it hands back."""
         x, at, local = np.zeros(self.n), np.zeros(3, np.int64), None
         problem, sign = _problem(ok, prob, inflow), float(sign)
         comp_ptr, members = self.order[0], self.order[1]
         while True:
-            done = sweep_pass(self.order, problem, sign, self.budget, x, at)
+            done = sweep_pass(self.order, problem, sign, (self.budget, settled), x, at)
             if done != DENSE_WANTED:
                 return x if done == DONE else None
             c = at[0]

@@ -13,6 +13,12 @@ from ._kernels import compiled
 # Gauss-Seidel sweeps of one component stop when no value moved by more than this (relative):
 # near the sums' rounding (moves of a few units in the last place go on, not shrinking).
 SETTLED = 64 * float(np.finfo(np.float64).eps)
+# The pass for ``y`` (the weights of :func:`~jaxprivmdp.properties._guess._verified`'s
+# candidates ``x ± κ y``) stops at this: ``x ± κ y`` verifies where ``y − P y`` stays within
+# a fraction of ``x`` (its slack is ``κ x``), and sweeps from 0 keep ``y − P y <= x``
+# (they rise to the fixed point), so ``y`` needs no more (half the sweeps of zeroconf's
+# retry chain). A ``y`` that is off only fails its verification.
+WEIGHTS_SETTLED = 1e-6
 # Moves below NOISE (relative) that grow from one sweep to the next are the sums' rounding
 # (a 400-state chain's reach 5e-14 and wobble): settled too. (Nothing here is trusted: a
 # candidate that is off fails its verification.)
@@ -42,12 +48,13 @@ DONE, GAVE_UP, DENSE_WANTED = 0, 1, 2
 
 
 @compiled(error_model="numpy")
-def sweep_pass(order, problem, sign, budget, x, at):
+def sweep_pass(order, problem, sign, limits, x, at):
     """The pass of :class:`~jaxprivmdp.properties._sweep_guess.Ordered`: fills ``x``
     (`[n]`) component by component, successors first, with each class's optimum (``sign``)
     over its pairs in ``ok`` of ``inflow + Σ e_prob x[e_col]``, each pair's self-loop in
     closed form (:func:`_best`): a single class at once, a larger component by Gauss-Seidel
-    sweeps within ``budget`` edge visits in all. ``at`` = ``[component, work, tried]``: where
+    sweeps until no value moves by more than ``settled`` (relative), within ``budget`` edge
+    visits in all (``limits = (budget, settled)``). ``at`` = ``[component, work, tried]``: where
     the pass starts, the work spent so far, and whether that component's dense solve was
     tried (and failed: its sweeps go on). Returns ``DONE``, ``GAVE_UP`` (``x`` then
     partial), or ``DENSE_WANTED`` with ``at`` at a component of at most ``DENSE`` classes
@@ -55,6 +62,7 @@ def sweep_pass(order, problem, sign, budget, x, at):
     :func:`dense_component` and starts the pass again (that kernel, some 1.5 s to compile,
     is compiled only for a model that needs it)."""
     comp_ptr, members = order[0], order[1]
+    budget, settled = limits
     work = at[1]
     for c in range(at[0], comp_ptr.size - 1):
         lo, hi = comp_ptr[c], comp_ptr[c + 1]
@@ -75,7 +83,7 @@ def sweep_pass(order, problem, sign, budget, x, at):
                 top = max(top, abs(best))
                 x[k] = best
             sweeps += 1
-            if single or moved <= SETTLED:
+            if single or moved <= settled:
                 break
             # Geometric convergence at the last sweep's rate (of the largest move, relative
             # to the largest value: states still at 0 move by 100% while the values spread):
@@ -88,7 +96,7 @@ def sweep_pass(order, problem, sign, budget, x, at):
                 continue
             need = np.inf
             if rate < 1:
-                need = np.log(SETTLED / moved) / np.log(rate) * ((work - start) / sweeps)
+                need = np.log(settled / moved) / np.log(rate) * ((work - start) / sweeps)
             # A component of at most DENSE classes goes to policy iteration once its sweeps,
             # spent and still needed, would cost more than its dense rounds (some m² each),
             # or the budget runs out; where that fails the sweeps go on, within the budget.
