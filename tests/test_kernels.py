@@ -244,3 +244,32 @@ def test_row_reductions_match_numpy(seed):
     values[rng.random((S, A)) < 0.1] = np.inf
     values[rng.random((S, A)) < 0.05] = np.nan
     np.testing.assert_array_equal(_graph.row_max(values), values.max(axis=1))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_met_and_normalized_match_numpy_bit_for_bit(seed):
+    """The batch's compiled test of ``tol`` (``_unbounded._met``, row by row with an early
+    exit) against NumPy's whole-array form, infinities, NaN and the gap floor included; a
+    release's row sums and shares (``_graph._normalized``) against ``np.bincount``'s."""
+    from jaxprivmdp.properties._graph import _normalized
+    from jaxprivmdp.properties._precision import gap_floor
+    from jaxprivmdp.properties._unbounded import _met
+
+    rng = np.random.default_rng(seed)
+    n, S, tol = int(rng.integers(1, 6)), int(rng.integers(1, 40)), 1e-6
+    lo = rng.uniform(0, 1, (n, S)) * rng.choice([1.0, 1e-300], (n, S))
+    up = lo * (1 + rng.choice([0.0, 1e-7, 1e-5], (n, S)))
+    up[rng.uniform(size=(n, S)) < 0.02] = np.inf
+    up[rng.uniform(size=(n, S)) < 0.02] = np.nan
+    gap, floor = up - lo, gap_floor(np.float64)
+    with np.errstate(invalid="ignore"):
+        expected = np.all(np.isfinite(up) & ((gap <= tol * (up + lo)) | (gap <= floor)), axis=1)
+    np.testing.assert_array_equal(_met(lo, up, tol), expected)
+
+    pairs, E = int(rng.integers(1, 30)), int(rng.integers(1, 200))
+    pair = np.sort(rng.integers(0, pairs, E))
+    p = rng.uniform(0, 1, E)
+    sums, shares = _normalized(pair, p, pairs)
+    want = np.bincount(pair, weights=p, minlength=pairs)
+    np.testing.assert_array_equal(sums, want)
+    np.testing.assert_array_equal(shares, p / want[pair])
