@@ -220,3 +220,74 @@ def test_policy_iteration_starts_from_the_last_releases_policy(monkeypatch, shar
         assert np.all(np.asarray(res.lower[i]) <= exact + 1e-12)
         assert np.all(exact - 1e-12 <= np.asarray(res.upper[i]))
     assert np.all(np.asarray(res.converged))
+
+
+@pytest.fixture
+def swept(monkeypatch):
+    """Records which releases the batch's compiled pass settled (``swept_releases``)."""
+    import jaxprivmdp.properties._releases as released
+
+    seen = []
+    real = released.swept_releases
+
+    def spy(*args):
+        seen.append(real(*args))
+        return seen[-1]
+
+    monkeypatch.setattr(batching, "swept_releases", spy)
+    return seen
+
+
+@pytest.mark.parametrize("sparse", [True, False])
+def test_releases_the_compiled_pass_settles_match_each_models_check_bit_for_bit(swept, sparse):
+    """The batch's one compiled call per release runs one model's steps in the same order:
+    the same bounds, values and policies, bit for bit, as ``check`` on each alone."""
+    rng = np.random.default_rng(3)
+    P, mask = layered(rng, S=40, back=0.0)  # (no cycles: the pass settles every release)
+    goal = np.arange(40) == 38
+    with in_mode(True):
+        batch = releases(
+            build(P, np.zeros(mask.shape), sparse=sparse, x64=True, action_mask=mask), 6
+        )
+        res = jp.check(batch, 'Pmax=? [F "goal"]', labels={"goal": goal})
+        alone = [
+            jp.check(one(batch, i), 'Pmax=? [F "goal"]', labels={"goal": goal}) for i in range(6)
+        ]
+    assert len(swept) == 1 and swept[0].all()
+    for i, single in enumerate(alone):
+        for field in ("lower", "upper", "values", "error_bound", "policy", "precision"):
+            np.testing.assert_array_equal(getattr(res, field)[i], getattr(single, field))
+        assert int(res.iterations[i]) == 0 and bool(res.converged[i])
+
+
+def test_a_release_the_pass_cannot_settle_goes_the_way_of_one_model(swept):
+    """A cycle of 200 states, each moving on with probability ``q`` and leaving otherwise
+    (state 0 to the goal, the others to a sink): the compiled pass settles the release
+    with ``q = 1/2`` and gives up on the one with ``q = 1 − 1e-7`` (its sweeps would take
+    millions of rounds), which goes the way of one model (policy iteration's solve). Both
+    values are the closed form ``(1 − q) / (1 − q^200)``, bit for bit each model's own."""
+    n = 200
+
+    def cycle(q):
+        P = np.zeros((n + 2, 1, n + 2))
+        for s in range(n):
+            P[s, 0, (s + 1) % n] = q
+            P[s, 0, n if s == 0 else n + 1] = 1 - q
+        P[n, 0, n] = P[n + 1, 0, n + 1] = 1
+        return jp.make_mdp(P, np.zeros((n + 2, 1)), dtype=np.float64)
+
+    qs = [0.5, 1 - 1e-7]
+    goal = np.arange(n + 2) == n
+    with in_mode(True):
+        models = [cycle(q) for q in qs]
+        batch = jax.tree_util.tree_map(lambda *x: jax.numpy.stack(x), *models)
+        res = jp.check(batch, 'P=? [F "goal"]', labels={"goal": goal})
+        alone = [jp.check(m, 'P=? [F "goal"]', labels={"goal": goal}) for m in models]
+    np.testing.assert_array_equal(swept[0], [True, False])
+    for i, q in enumerate(qs):
+        exact = (1 - q) / (1 - q**n)
+        assert float(res.lower[i][0]) <= exact * (1 + 1e-9)
+        assert exact * (1 - 1e-9) <= float(res.upper[i][0])
+        np.testing.assert_array_equal(res.lower[i], alone[i].lower)
+        np.testing.assert_array_equal(res.upper[i], alone[i].upper)
+        assert bool(res.converged[i])

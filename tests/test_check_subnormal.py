@@ -259,5 +259,5 @@ def test_one_convergence_rule():
     for mid in (5e-287, 1e-280, 1e-300, 1.0):
         for gap in (0.5 * floor, 1.5 * floor, 2 * tol * mid, 0.5 * tol * mid):
             lo, up = np.array([mid - gap / 2]), np.array([mid + gap / 2])
-            met = bool(unbounded._met(lo[None], up[None], tol)[0])
+            met = bool(unbounded.meets_tol(lo[None], up[None], tol)[0])
             assert met == bool(relative_width(lo, up, np) <= tol), (mid, gap)

@@ -248,12 +248,12 @@ def test_row_reductions_match_numpy(seed):
 
 @pytest.mark.parametrize("seed", range(10))
 def test_met_and_normalized_match_numpy_bit_for_bit(seed):
-    """The batch's compiled test of ``tol`` (``_unbounded._met``, row by row with an early
+    """The batch's compiled test of ``tol`` (``_unbounded.meets_tol``, row by row with an early
     exit) against NumPy's whole-array form, infinities, NaN and the gap floor included; a
     release's row sums and shares (``_graph._normalized``) against ``np.bincount``'s."""
     from jaxprivmdp.properties._graph import _normalized
     from jaxprivmdp.properties._precision import gap_floor
-    from jaxprivmdp.properties._unbounded import _met
+    from jaxprivmdp.properties._unbounded import meets_tol
 
     rng = np.random.default_rng(seed)
     n, S, tol = int(rng.integers(1, 6)), int(rng.integers(1, 40)), 1e-6
@@ -264,12 +264,15 @@ def test_met_and_normalized_match_numpy_bit_for_bit(seed):
     gap, floor = up - lo, gap_floor(np.float64)
     with np.errstate(invalid="ignore"):
         expected = np.all(np.isfinite(up) & ((gap <= tol * (up + lo)) | (gap <= floor)), axis=1)
-    np.testing.assert_array_equal(_met(lo, up, tol), expected)
+    np.testing.assert_array_equal(meets_tol(lo, up, tol), expected)
 
     pairs, E = int(rng.integers(1, 30)), int(rng.integers(1, 200))
     pair = np.sort(rng.integers(0, pairs, E))
-    p = rng.uniform(0, 1, E)
-    sums, shares = _normalized(pair, p, pairs)
-    want = np.bincount(pair, weights=p, minlength=pairs)
-    np.testing.assert_array_equal(sums, want)
-    np.testing.assert_array_equal(shares, p / want[pair])
+    p = rng.uniform(0, 1, (n, E))
+    allowed = rng.uniform(size=pairs) < 0.7
+    shares, error = _normalized(pair, p, allowed)
+    for i in range(n):
+        want = np.bincount(pair, weights=p[i], minlength=pairs)
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_array_equal(shares[i], p[i] / want[pair])
+        assert error[i] == np.max(np.abs(want[allowed] - 1), initial=0)

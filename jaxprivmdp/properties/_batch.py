@@ -16,17 +16,21 @@ by model.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import jax
 import numpy as np
 
 from ..models.core import Model, RaggedMDP, transition_rows
 from ._graph import Graph
+from ._releases import swept_releases
 from ._topological import batch_size
 from ._unbounded import (
     Precomputed,
     answer,
     iterate,
     margins,
+    meets_tol,
     ordered,
     probability_problem,
     reward_problem,
@@ -37,6 +41,24 @@ def is_batch(mdp) -> bool:
     """Whether ``mdp`` carries a leading batch axis (`[n, S, A]` rewards), as
     ``jax.vmap(lambda key: jp.privatize(key, mdp, mech))(keys)`` returns."""
     return np.ndim(getattr(mdp, "rewards", np.zeros((1, 1)))) == 3
+
+
+class Batch(NamedTuple):
+    """A batch's host form: its models one by one (:func:`unstack`) and their transition
+    entries as one `[n, X]` array (each model's rows, flattened: the models' arrays are
+    views of it)."""
+
+    models: list
+    entries: np.ndarray
+
+
+def batch_form(mdp) -> Batch:
+    """The :class:`Batch` of a batched dense or sparse model on the host (a ragged one's
+    ``entries`` are None: a batch of one support is never ragged)."""
+    models = unstack(mdp)
+    rows = None if isinstance(mdp, RaggedMDP) else transition_rows(mdp)
+    entries = None if rows is None else np.asarray(rows.probs).reshape(len(models), -1)
+    return Batch(models, entries)
 
 
 def unstack(mdp) -> list[Model]:
@@ -69,53 +91,64 @@ def same_support(models: list[Model]) -> bool:
     )
 
 
-def _reweighted(g: Graph, mdp: Model) -> Graph:
-    """``g`` with the probabilities of ``mdp`` (a dense or sparse model of ``g``'s support):
-    the same edges in the same order, read at ``g.at`` (their positions in the rows)."""
-    assert g.at is not None  # (same_support refuses ragged models: their rows vary)
-    return g.reweighted(np.asarray(transition_rows(mdp).probs, np.float64).reshape(-1)[g.at])
+def _graph(g: Graph, batch: Batch, i: int) -> Graph:
+    """Model ``i``'s graph: ``g`` (the first's) for ``i = 0``, else ``g`` with model
+    ``i``'s entries (the same edges in the same order, read at ``g.at``)."""
+    return g if i == 0 else g.release(batch.entries[i, g.at])
 
 
-def batch_probability(g: Graph, models, target, avoid, minimize, tol, max_iterations):
+def batch_probability(g: Graph, batch: Batch, target, avoid, minimize, tol, max_iterations):
     """``P{min,max} [¬avoid U target]`` on every model (``g``: the first's graph)."""
     pre = probability_problem(g, target, avoid, minimize)
-    graphs = [g] + [_reweighted(g, m) for m in models[1:]]
-    return _solve(graphs, models, [pre] * len(models), minimize, tol, max_iterations)
+    return _solve(g, batch, pre, minimize, (tol, max_iterations))
 
 
-def batch_reward(g: Graph, models, target, minimize, tol, max_iterations):
+def batch_reward(g: Graph, batch: Batch, target, minimize, tol, max_iterations):
     """``R{min,max} [F target]`` on every model (their rewards are the first's)."""
-    pre = reward_problem(g, np.asarray(models[0].rewards, np.float64), target, minimize)
-    graphs = [g] + [_reweighted(g, m) for m in models[1:]]
-    return _solve(graphs, models, [pre] * len(models), minimize, tol, max_iterations)
+    pre = reward_problem(g, np.asarray(batch.models[0].rewards, np.float64), target, minimize)
+    return _solve(g, batch, pre, minimize, (tol, max_iterations))
 
 
-def _solve(graphs, models, pres: list[Precomputed], minimize, tol, max_iterations):
+def _solve(g: Graph, batch: Batch, pre: Precomputed, minimize, limits):
     """Batched ``(lower, upper, policy, iterations, converged)``: `[n, S]`, `[n, S]`,
-    `[n, S]`, `[n]`, `[n]`."""
-    pre = pres[0]
-    widths = [margins(m, h) for m, h in zip(models, graphs, strict=True)]
-    bounded = pre.maybe.any() and (pre.upper is not None or pre.visit is not None)
-    out = None
-    if bounded:  # chunks whose padded rows fit a memory budget
-        size, limits = batch_size(graphs[0]), (tol, max_iterations)
-        chunks = [slice(i, i + size) for i in range(0, len(models), size)]
-        parts = [ordered(graphs[c], pres[c], minimize, *limits, widths[c]) for c in chunks]
-        if len(parts) == 1:
-            out = parts[0]
-        elif all(p is not None for p in parts):
-            out = tuple(np.concatenate(x) for x in zip(*parts, strict=True))
-    if out is None:  # nothing to iterate, or no shared passes: model by model
-        outs = [
-            iterate(h, m, p, minimize, tol, max_iterations)
-            for h, m, p in zip(graphs, models, pres, strict=True)
-        ]
-        return tuple(np.stack(x) for x in zip(*outs, strict=True))
-    lower, upper, it, met = out
-    policy = np.empty(lower.shape, np.int32)
-    for i, (h, p) in enumerate(zip(graphs, pres, strict=True)):
+    `[n, S]`, `[n]`, `[n]`. Each release's compiled pass first
+    (:func:`~jaxprivmdp.properties._releases.swept_releases`), then the shared passes of
+    :func:`ordered` for the releases it did not settle, in chunks whose padded rows fit a
+    memory budget, and model by model (:func:`iterate`) where those cannot run. A model's
+    graph is made where it is read (a release's answer on a DTMC reads none)."""
+    tol, max_iterations = limits
+    models = batch.models
+    n, S = len(models), g.S
+    lower, upper = np.empty((n, S)), np.empty((n, S))
+    it, met = np.zeros(n, np.int64), np.zeros(n, bool)
+    policy = np.empty((n, S), np.int32)
+    todo = np.arange(n)
+    if pre.maybe.any() and (pre.upper is not None or pre.visit is not None):
+        fixed = np.asarray(pre.fixed_value, np.float64)
+        lower[:] = np.where(pre.maybe, 0.0, fixed)
+        upper[:] = np.where(pre.maybe, np.inf if pre.upper is None else pre.upper, fixed)
+        done = swept_releases(g, batch, pre, minimize, tol, (lower, upper))
+        done[done] = meets_tol(lower[done], upper[done], tol)
+        met[done], todo = True, np.flatnonzero(~done)
+        size = batch_size(g)
+        for chunk in [todo[i : i + size] for i in range(0, todo.size, size)]:
+            graphs = [_graph(g, batch, i) for i in chunk]
+            widths = [margins(models[i], h) for i, h in zip(chunk, graphs, strict=True)]
+            part = ordered(graphs, [pre] * chunk.size, minimize, tol, max_iterations, widths)
+            if part is None:  # no shared passes: model by model
+                break
+            lower[chunk], upper[chunk], it[chunk], met[chunk] = part
+            todo = todo[chunk.size :]
+    settled = np.ones(n, bool)
+    settled[todo] = False
+    for i in todo:
+        lower[i], upper[i], policy[i], it[i], met[i] = iterate(
+            _graph(g, batch, i), models[i], pre, minimize, tol, max_iterations
+        )
+    for i in np.flatnonzero(settled):
         lo, up = lower[i], upper[i]
-        new_lo, new_up, policy[i] = answer(h, p, lo, up, minimize)
+        h = g if g.deterministic else _graph(g, batch, i)  # (a DTMC's policy reads no values)
+        new_lo, new_up, policy[i] = answer(h, pre, lo, up, minimize)
         if new_lo is not lo or new_up is not up:  # (infinite states: new rows)
             lower[i], upper[i] = new_lo, new_up
     return lower, upper, policy, it, met

@@ -230,7 +230,7 @@ def _host_check(prop_: Property, mdp: Model, wides, sat, bound, limits, unbounde
     tol, max_iterations, step_policy = limits
     dtype = np.dtype(mdp.rewards.dtype)
     with jax.enable_x64(True):
-        wide = host_model(mdp) if wides is None else wides[0]
+        wide = host_model(mdp) if wides is None else wides.models[0]
         wide_limits = (working_tol(tol, dtype), max_iterations, step_policy)
         out = _solve(prop_, wide, sat, bound, wide_limits, np, wides)
         lower, upper = (np.asarray(x) for x in out[:2])

@@ -136,17 +136,22 @@ class Graph:
         self.deterministic = one_per_row(mask)
 
     def _weigh(self, p: np.ndarray) -> None:
-        """``row_sums``, ``prob`` (each row read as the distribution it stands for) and
-        ``raw`` (as stored: the device's backups use these and widen for Σ p ≠ 1) of the
-        edges' entries ``p``."""
-        self.row_sums, self.prob = _normalized(self.pair, p, self.S * self.A)
-        self.raw = p
+        """``prob`` (each row read as the distribution it stands for), ``row_error`` (the
+        largest ``|Σ p − 1|`` over the allowed pairs) and ``raw`` (as stored: the device's
+        backups use these and widen for ``Σ p ≠ 1``) of the edges' entries ``p``."""
+        prob, error = self.weighed(p[None])
+        self.prob, self.row_error, self.raw = prob[0], float(error[0]), p
 
-    def reweighted(self, p: np.ndarray) -> Graph:
-        """This graph with the entries ``p`` (`[E]` positive, on the same edges: a release
-        of a batch, of the same support)."""
+    def weighed(self, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(prob, row_error)`` (`[n, E]`, `[n]`) of each row of ``raw`` (`[n, E]` positive
+        entries on these edges: the releases of a batch, of one support), one compiled pass."""
+        return _normalized(self.pair, raw, self.allowed)
+
+    def release(self, raw: np.ndarray) -> Graph:
+        """This graph with the entries ``raw`` (`[E]`, on the same edges: a release of a
+        batch, of one support)."""
         out = copy.copy(self)
-        out._weigh(p)
+        out._weigh(raw)
         return out
 
     def edges_into(self, states: np.ndarray) -> np.ndarray:
@@ -281,14 +286,30 @@ class Graph:
 
 
 @compiled()
-def _normalized(pair, p, pairs):
-    """``(sums, p / sums[pair])``: `[pairs]` each pair's sum of its edges' ``p`` (from 0 in
-    edge order: ``np.bincount``'s bits) and each edge's share, in one pass each (the
+def _normalized(pair, p, allowed):
+    """``(p / sums[pair], error)`` for each row of ``p`` (`[n, E]`): :func:`weigh_row`."""
+    n, E = p.shape
+    sums = np.empty(allowed.size)
+    out = np.empty((n, E))
+    error = np.empty(n)
+    for i in range(n):
+        error[i] = weigh_row(pair, p[i], allowed, sums, out[i])
+    return out, error
+
+
+@compiled()
+def weigh_row(pair, p, allowed, sums, out):
+    """Fills ``out`` (`[E]`) with each edge's share ``p / sums[pair]`` of its pair's sum
+    (``sums``, `[pairs]`, summed from 0 in edge order: ``np.bincount``'s bits) and returns
+    the largest ``|sum − 1|`` over the ``allowed`` pairs (0 if none): one pass each (the
     ``bincount``, gather and division took 0.6 ms a release of crowds' 136,000 edges)."""
-    sums = np.zeros(pairs)
+    sums[:] = 0.0
     for e in range(pair.size):
         sums[pair[e]] += p[e]
-    out = np.empty(pair.size)
     for e in range(pair.size):
         out[e] = p[e] / sums[pair[e]]
-    return sums, out
+    error = 0.0
+    for q in range(allowed.size):
+        if allowed[q]:
+            error = max(error, abs(sums[q] - 1.0))
+    return error

@@ -159,6 +159,11 @@ def _verified(quo: _Quotient, x, y, sign, tol, margin):
     return (quo.full(lo) if lo_ok else None), (quo.full(up) if up_ok else None)
 
 
+def guess_usable(quo: _Quotient) -> bool:
+    """Whether the quotient has unknowns and pairs to guess their values from."""
+    return quo.n > 0 and quo.pair_ids.size > 0
+
+
 def guess_bounds(
     g: Graph, pre, minimize, tol, margin, estimate=None, solvers=None, *, swept_only=False
 ):
@@ -178,7 +183,7 @@ def guess_bounds(
     quo = _Quotient(g, pre, solvers) if quo is None else quo.reweighted(g, solvers)
     solvers.setdefault("quotient", quo.reweighted(quo.g, None))
     sign = -1.0 if minimize else 1.0
-    if quo.n == 0 or quo.pair_ids.size == 0:
+    if not guess_usable(quo):
         return None, None
     swept = _swept(quo, sign, tol)
     first = (None, None) if swept is None else _verified(quo, *swept, sign, tol, margin)

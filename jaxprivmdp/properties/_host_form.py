@@ -23,50 +23,48 @@ from collections import OrderedDict
 import jax
 
 from ..models.core import Model
-from ._batch import same_support, unstack
+from ._batch import Batch, batch_form, same_support
 from ._graph import Graph
 from ._precision import as_float64
 
 # The most models whose host form is kept (the most recently checked).
 KEPT_MODELS = 4
-# key (tree structure, each leaf's identity) -> [weak references to the leaves, wide (a batch:
-# host_batch's pair), graph (a batch: its first model's)], least recently checked first
+# key (tree structure, each leaf's identity) -> [weak references to the leaves, the host
+# form (a batch: host_batch's pair), graph, the model it is the graph of (a batch: its first)],
+# least recently checked first
 _KEPT: OrderedDict = OrderedDict()
-# id(wide) -> the same entry, for graph_of (a kept wide lives as long as its entry)
+# id(the graphed model) -> the same entry, for graph_of (it lives as long as its entry)
 _BY_WIDE: dict = {}
-
-
-def _graphed(entry) -> Model:
-    """The model of an entry whose graph :func:`graph_of` keeps (a batch's first)."""
-    return entry[1][0][0] if isinstance(entry[1], tuple) else entry[1]
 
 
 def _drop(key) -> None:
     entry = _KEPT.pop(key, None)
     if entry is not None:
-        _BY_WIDE.pop(id(_graphed(entry)), None)
+        _BY_WIDE.pop(id(entry[3]), None)
 
 
 def host_model(mdp: Model) -> Model:
     """:func:`as_float64` of ``mdp``, the same object as at its last check where every array
     of ``mdp`` is a JAX array and none has changed identity since."""
-    return _kept(mdp, as_float64)
+    return _kept(mdp, as_float64, lambda wide: wide)
 
 
-def host_batch(batch: Model) -> tuple[list[Model], bool]:
-    """``(models, shared)``: the models of ``batch`` (a leading axis on every array), each
-    :func:`as_float64` (one pass for all), the same objects as at its last check as for
-    :func:`host_model`, and whether they share one support (:func:`same_support`)."""
+def host_batch(batch: Model) -> tuple[Batch, bool]:
+    """``(form, shared)``: the :class:`~jaxprivmdp.properties._batch.Batch` of ``batch`` (a
+    leading axis on every array) made :func:`as_float64` (one pass for all), the same object
+    as at its last check as for :func:`host_model`, and whether its models share one
+    support (:func:`same_support`)."""
 
     def convert(m):
-        models = unstack(as_float64(m))
-        return models, same_support(models)
+        form = batch_form(as_float64(m))
+        return form, same_support(form.models)
 
-    return _kept(batch, convert)
+    return _kept(batch, convert, lambda out: out[0].models[0])
 
 
-def _kept(mdp: Model, convert):
-    """``convert(mdp)``, kept while the arrays of ``mdp`` live (see the module)."""
+def _kept(mdp: Model, convert, graphed):
+    """``convert(mdp)``, kept while the arrays of ``mdp`` live (see the module), with the
+    graph of ``graphed(convert(mdp))`` for :func:`graph_of`."""
     leaves, tree = jax.tree_util.tree_flatten(mdp)
     immutable = all(isinstance(x, jax.Array) and not isinstance(x, jax.core.Tracer) for x in leaves)
     if not leaves or not immutable:
@@ -78,20 +76,20 @@ def _kept(mdp: Model, convert):
         _KEPT.move_to_end(key)
         return entry[1]
     _drop(key)
-    wide = convert(mdp)
+    out = convert(mdp)
     refs = [weakref.ref(x, lambda _, key=key: _drop(key)) for x in leaves]
-    _KEPT[key] = entry = [refs, wide, None]
-    _BY_WIDE[id(_graphed(entry))] = entry
+    _KEPT[key] = entry = [refs, out, None, graphed(out)]
+    _BY_WIDE[id(entry[3])] = entry
     while len(_KEPT) > KEPT_MODELS:
         _drop(next(iter(_KEPT)))
-    return wide
+    return out
 
 
 def graph_of(wide: Model) -> Graph:
     """``Graph(wide)``, built once for a ``wide`` kept by :func:`host_model` (or the first
     model of a batch kept by :func:`host_batch`)."""
     entry = _BY_WIDE.get(id(wide))
-    if entry is None or _graphed(entry) is not wide:
+    if entry is None or entry[3] is not wide:
         return Graph(wide)
     if entry[2] is None:
         entry[2] = Graph(wide)

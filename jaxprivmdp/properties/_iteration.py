@@ -37,6 +37,7 @@ from jax import lax
 
 from ..models.core import Model, RaggedRows, Rows, expect, row_length, row_sums, transition_rows
 from ._graph import Graph
+from ._kernels import compiled
 from ._precision import gap_floor, underflow
 
 
@@ -73,8 +74,14 @@ def host_widening(mdp: Model, g: Graph) -> float:
     ``|Σ p − 1|`` over allowed rows, summed exactly enough in float64 on the host (a row
     ``s`` times a distribution changes ``Σ p v`` by the factor ``s``: relative ``δ/(1 − δ)
     <= 2 δ``), rounded up."""
-    delta = float(np.max(np.abs(g.row_sums[g.allowed] - 1), initial=0)) + 1e-15
-    return (rounding_margin(mdp) + 2 * delta) * (1 + 1e-6)
+    return widened(rounding_margin(mdp), g.row_error)
+
+
+@compiled()
+def widened(rounding: float, row_error: float) -> float:
+    """:func:`host_widening`'s ``m`` from the rounding of one backup and ``δ`` (the largest
+    ``|Σ p − 1|``; a release of a batch computes it in a compiled pass)."""
+    return (rounding + 2 * (row_error + 1e-15)) * (1 + 1e-6)
 
 
 def _widening(rows: Rows, usable: jax.Array, rounding: jax.Array) -> jax.Array:

@@ -131,9 +131,13 @@ def margins(mdp, g) -> tuple[float, float]:
     row sum it is divided by being computed too): rigorous, unlike the device's
     blocked-summation heuristic for long dense rows."""
     margin = host_widening(mdp, g)
-    # (each normalized entry: p / ŝ, ŝ itself a computed sum of up to `degree` terms)
-    host = (2 * g.degree + 8) * float(np.finfo(np.float64).eps) / 2 * (1 + 1e-6)
-    return margin, max(margin, host)
+    return margin, max(margin, host_floor(g))
+
+
+def host_floor(g: Graph) -> float:
+    """The least host margin of :func:`margins`: each normalized entry ``p / ŝ``, ``ŝ``
+    itself a computed sum of up to ``g.degree`` terms."""
+    return (2 * g.degree + 8) * float(np.finfo(np.float64).eps) / 2 * (1 + 1e-6)
 
 
 def tightened(g, pre, minimize, tol, margin, lo, up, has_upper, solvers=None, *, swept_only=False):
@@ -184,7 +188,7 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
                 graphs[i], pres[i], minimize, tol, widths[i][1], lo[i], up[i], True, solvers
             )
             verified |= ok
-        met = _met(lo, up, tol)
+        met = meets_tol(lo, up, tol)
         if met.all() or (
             it.any() and (stop >= max_iterations or not (capped[~met].any() or verified))
         ):
@@ -202,10 +206,10 @@ def ordered(graphs, pres: list[Precomputed], minimize, tol, max_iterations, widt
             passes = Topological(graphs[0], pre, minimize, max(w[0] for w in widths), tol, raw)
         lo, up, more, capped = passes.run(lo, up, stop)
         it += more
-        todo = np.flatnonzero(~_met(lo, up, tol))
+        todo = np.flatnonzero(~meets_tol(lo, up, tol))
 
 
-def _met(lo, up, tol) -> np.ndarray:
+def meets_tol(lo, up, tol) -> np.ndarray:
     """`[n]` :func:`interval_iteration`'s test, per model: every interval finite and within
     ``tol`` (relative) or :func:`gap_floor` (the rule of ``precision``: either test)."""
     out = np.empty(lo.shape[0], bool)
@@ -215,7 +219,7 @@ def _met(lo, up, tol) -> np.ndarray:
 
 @compiled()
 def _met_rows(lo, up, tol, floor, out):
-    """Fills :func:`_met`'s ``out``, each row up to its first interval that fails (NumPy's
+    """Fills :func:`meets_tol`'s ``out``, each row up to its first interval that fails (NumPy's
     whole-array test wrote five temporaries of `[n, S]`: 8 ms for 32 releases of crowds)."""
     for i in range(lo.shape[0]):
         out[i] = True
@@ -242,7 +246,7 @@ def _jacobi(g, mdp, pre: Precomputed, minimize, tol, max_iterations, widths):
         lo, up, has_upper, _ = tightened(
             g, pre, minimize, tol, host, lo, up, False, swept_only=True
         )
-        if has_upper and _met(lo[None], up[None], tol)[0]:
+        if has_upper and meets_tol(lo[None], up[None], tol)[0]:
             return lo, up, 0, True, True
     if not has_upper:  # the precomputation's bound, else the visiting-time bound (a pass)
         bound = pre.upper
