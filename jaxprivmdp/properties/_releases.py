@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._graph import weigh_row
 from . import _guess as guess
+from ._graph import weigh_row
 from ._guess import guess_usable
 from ._iteration import rounding_margin, widened
 from ._kernels import compiled
