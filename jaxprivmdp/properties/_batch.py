@@ -30,7 +30,6 @@ from ._unbounded import (
     answer,
     iterate,
     margins,
-    meets_tol,
     ordered,
     probability_problem,
     reward_problem,
@@ -128,7 +127,6 @@ def _solve(g: Graph, batch: Batch, pre: Precomputed, minimize, limits):
         lower[:] = np.where(pre.maybe, 0.0, fixed)
         upper[:] = np.where(pre.maybe, np.inf if pre.upper is None else pre.upper, fixed)
         done = swept_releases(g, batch, pre, minimize, tol, (lower, upper))
-        done[done] = meets_tol(lower[done], upper[done], tol)
         met[done], todo = True, np.flatnonzero(~done)
         size = batch_size(g)
         for chunk in [todo[i : i + size] for i in range(0, todo.size, size)]:

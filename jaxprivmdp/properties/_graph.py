@@ -139,13 +139,10 @@ class Graph:
         """``prob`` (each row read as the distribution it stands for), ``row_error`` (the
         largest ``|Σ p − 1|`` over the allowed pairs) and ``raw`` (as stored: the device's
         backups use these and widen for ``Σ p ≠ 1``) of the edges' entries ``p``."""
-        prob, error = self.weighed(p[None])
-        self.prob, self.row_error, self.raw = prob[0], float(error[0]), p
-
-    def weighed(self, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(prob, row_error)`` (`[n, E]`, `[n]`) of each row of ``raw`` (`[n, E]` positive
-        entries on these edges: the releases of a batch, of one support), one compiled pass."""
-        return _normalized(self.pair, raw, self.allowed)
+        sums = np.bincount(self.pair, weights=p, minlength=self.S * self.A)
+        self.prob = p / sums[self.pair]
+        self.row_error = float(np.max(np.abs(sums[self.allowed] - 1), initial=0))
+        self.raw = p  # (weigh_row: the same bits, compiled, for a batch's releases)
 
     def release(self, raw: np.ndarray) -> Graph:
         """This graph with the entries ``raw`` (`[E]`, on the same edges: a release of a
@@ -283,18 +280,6 @@ class Graph:
         with np.errstate(over="ignore"):
             total = float(np.sum(rmax[maybe] / d[maybe]))
         return total * (1 + 2 * (n + 2) * eps)
-
-
-@compiled()
-def _normalized(pair, p, allowed):
-    """``(p / sums[pair], error)`` for each row of ``p`` (`[n, E]`): :func:`weigh_row`."""
-    n, E = p.shape
-    sums = np.empty(allowed.size)
-    out = np.empty((n, E))
-    error = np.empty(n)
-    for i in range(n):
-        error[i] = weigh_row(pair, p[i], allowed, sums, out[i])
-    return out, error
 
 
 @compiled()

@@ -113,8 +113,8 @@ class _Quotient:
 
     def full(self, x: np.ndarray) -> np.ndarray:
         """`[S]` the values ``x`` of the unknowns (`[n]`) on their states, the fixed values
-        elsewhere (one pass: :func:`_full`)."""
-        return _full(self.col, x, self.fixed_value)
+        elsewhere."""
+        return np.where(self.maybe, x[np.maximum(self.col, 0)], self.fixed_value)
 
     def best(self, q: np.ndarray, sign: float) -> np.ndarray:
         """`[n]` ``sign`` · the optimum over each class's usable pairs of ``sign · q``."""
@@ -275,13 +275,4 @@ def _inflow(outer, outer_pair, outer_value, rewards, prob):
     out = np.empty(rewards.size)
     for p in range(rewards.size):
         out[p] = rewards[p] + acc[p]
-    return out
-
-
-@compiled()
-def _full(col, x, fixed):
-    """:meth:`_Quotient.full`: ``x[col]`` where ``col >= 0``, else ``fixed``."""
-    out = np.empty(col.size)
-    for s in range(col.size):
-        out[s] = x[col[s]] if col[s] >= 0 else fixed[s]
     return out

@@ -22,7 +22,7 @@ from ._graph import weigh_row
 from ._guess import guess_usable
 from ._iteration import rounding_margin, widened
 from ._kernels import compiled
-from ._precision import underflow
+from ._precision import gap_floor, underflow
 from ._quotient import _inflow, _Quotient
 from ._sweep_guess import _ties_pass
 from ._sweep_kernels import DONE, SETTLED, WEIGHTS_SETTLED, sweep_pass, verify_pass
@@ -32,7 +32,8 @@ from ._unbounded import host_floor
 def swept_releases(g, batch, pre, minimize, tol, bounds) -> np.ndarray:
     """`[n]` which releases of ``batch`` (a :class:`~jaxprivmdp.properties._batch.Batch`
     of one support, ``g`` its first model's graph, ``pre`` the shared precomputation) the
-    compiled pass settled, their bounds written to ``bounds`` (``(lower, upper)``, `[n, S]`,
+    compiled pass settled (verified bounds that meet ``tol``), their bounds written to
+    ``bounds`` (``(lower, upper)``, `[n, S]`,
     holding the starting bounds: each tightened as
     :func:`~jaxprivmdp.properties._unbounded.tightened` tightens it, the others left as
     they were)."""
@@ -45,7 +46,8 @@ def swept_releases(g, batch, pre, minimize, tol, bounds) -> np.ndarray:
     sign = -1.0 if minimize else 1.0
     floor = underflow(g.degree, np.float64)
     rounding = rounding_margin(batch.models[0])  # (one dtype and row length: the batch's)
-    limits = (sign, float(tol), int(order.budget), floor, rounding, host_floor(g))
+    gaps = gap_floor(np.float64)
+    limits = (sign, float(tol), int(order.budget), floor, rounding, host_floor(g), gaps)
     ok = np.zeros(n, bool)
     graph = (g.pair, g.at, g.allowed)
     _release_pass(order.order, structure, graph, batch.entries, limits, bounds, ok)
@@ -59,11 +61,12 @@ def _release_pass(order, structure, graph, entries, limits, bounds, ok):
     :func:`~jaxprivmdp.properties._unbounded.margins`), the quotient's weights, the pass's
     ``x``, the ties, ``y``, ``κ`` and the verification of ``x ∓ κ y``, as
     :func:`~jaxprivmdp.properties._guess.guess_bounds` and its helpers compute them for one
-    model; where both sides verify, ``ok[i]`` and the bounds tightened on the unfixed states
-    (``bounds = (lower, upper)``; each fixed state's bounds are its value already)."""
+    model; where both sides verify, the bounds tightened on the unfixed states (``bounds =
+    (lower, upper)``; each fixed state's bounds are its value already), and ``ok[i]`` where
+    they also meet ``tol`` (:func:`~jaxprivmdp.properties._unbounded.meets_tol`'s test)."""
     inner, outer, outer_pair, outer_value, rewards, pairs, pair_class, col = structure
     pair, at, allowed = graph
-    sign, tol, budget, floor, rounding, least = limits
+    sign, tol, budget, floor, rounding, least, gaps = limits
     lower, upper = bounds
     n_cls = order[1].size
     raw, prob, sums = np.empty(at.size), np.empty(at.size), np.empty(allowed.size)
@@ -98,8 +101,11 @@ def _release_pass(order, structure, graph, entries, limits, bounds, ok):
         lo_ok, up_ok = verify_pass(order, problem, sign, margin, floor, lo, up)
         if not (lo_ok and up_ok):
             continue
-        ok[i] = True
+        ok[i] = True  # (and the bounds meet tol: meets_tol's test, state by state)
         for s in range(col.size):
             if col[s] >= 0:
                 lower[i, s] = max(lower[i, s], lo[col[s]])
                 upper[i, s] = min(upper[i, s], up[col[s]])
+            a, b = lower[i, s], upper[i, s]
+            gap = b - a
+            ok[i] = ok[i] and np.isfinite(b) and (gap <= tol * (b + a) or gap <= gaps)
