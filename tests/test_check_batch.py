@@ -238,10 +238,16 @@ def swept(monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize("sparse", [True, False])
-def test_releases_the_compiled_pass_settles_match_each_models_check_bit_for_bit(swept, sparse):
+@pytest.mark.parametrize("sparse, threads", [(True, 1), (False, 1), (True, 4)])
+def test_releases_the_compiled_pass_settles_match_each_models_check_bit_for_bit(
+    monkeypatch, swept, sparse, threads
+):
     """The batch's one compiled call per release runs one model's steps in the same order:
-    the same bounds, values and policies, bit for bit, as ``check`` on each alone."""
+    the same bounds, values and policies, bit for bit, as ``check`` on each alone, whether
+    one thread takes the releases or several share them."""
+    import jaxprivmdp.properties._releases as released
+
+    monkeypatch.setattr(released, "THREADS", threads)
     rng = np.random.default_rng(3)
     P, mask = layered(rng, S=40, back=0.0)  # (no cycles: the pass settles every release)
     goal = np.arange(40) == 38

@@ -1,17 +1,18 @@
-"""One unbounded property over a batch of models of one support, as one vmapped computation.
+"""One unbounded property over a batch of models of one support.
 
 The releases of a sweep share the true model's support, action mask and rewards: only their
 probabilities differ. The graph precomputation (:mod:`jaxprivmdp.properties._graph`) reads
-the support alone, so it runs once; each model keeps its own starting upper bound (the
-visiting-time bound reads the probabilities) and its rounding margin (the largest of the
-batch is used: a wider margin is as sound). The topological passes
-(:mod:`jaxprivmdp.properties._topological`) then run for all models in each loop (the
-models a trailing axis), after and between verified guesses
-(:mod:`jaxprivmdp.properties._guess`, on the host, model by model, for the models not yet
-converged): :func:`jaxprivmdp.properties._unbounded.ordered`, the same steps as for one
-model. :func:`jaxprivmdp.check` routes a batched model
-here (:func:`same_support` true and an unbounded property), and checks any other batch model
-by model.
+the support alone, so it runs once, and so does the quotient's structure and the compiled
+pass's order. Each release is then settled, where it can be, by one compiled call
+(:mod:`jaxprivmdp.properties._releases`: its weights, the pass's candidate and its
+verification, bit for bit one model's); the releases it cannot settle run the topological
+passes (:mod:`jaxprivmdp.properties._topological`) together (the models a trailing axis),
+after and between verified guesses model by model
+(:func:`jaxprivmdp.properties._unbounded.ordered`, the same steps as for one model), or
+one model's iteration where those cannot run. Each model keeps its own starting upper bound
+(the visiting-time bound reads the probabilities) and rounding margin.
+:func:`jaxprivmdp.check` routes a batched model here (:func:`same_support` true and an
+unbounded property), and checks any other batch model by model.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 
 from ..models.core import Model, RaggedMDP, transition_rows
 from ._graph import Graph
-from ._releases import swept_releases
+from ._releases import in_threads, swept_releases
 from ._topological import batch_size
 from ._unbounded import (
     Precomputed,
@@ -143,10 +144,15 @@ def _solve(g: Graph, batch: Batch, pre: Precomputed, minimize, limits):
         lower[i], upper[i], policy[i], it[i], met[i] = iterate(
             _graph(g, batch, i), models[i], pre, minimize, tol, max_iterations
         )
-    for i in np.flatnonzero(settled):
-        lo, up = lower[i], upper[i]
-        h = g if g.deterministic else _graph(g, batch, i)  # (a DTMC's policy reads no values)
-        new_lo, new_up, policy[i] = answer(h, pre, lo, up, minimize)
-        if new_lo is not lo or new_up is not up:  # (infinite states: new rows)
-            lower[i], upper[i] = new_lo, new_up
+    chosen = np.flatnonzero(settled)
+
+    def answers(part: slice) -> None:  # (each model's own rows: the threads share nothing)
+        for i in chosen[part]:
+            lo, up = lower[i], upper[i]
+            h = g if g.deterministic else _graph(g, batch, i)  # (a DTMC's policy: no values)
+            new_lo, new_up, policy[i] = answer(h, pre, lo, up, minimize)
+            if new_lo is not lo or new_up is not up:  # (infinite states: new rows)
+                lower[i], upper[i] = new_lo, new_up
+
+    in_threads(answers, chosen.size)
     return lower, upper, policy, it, met

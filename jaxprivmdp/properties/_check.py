@@ -225,7 +225,7 @@ def _point_property(prop_: Property, mdp: Model, reward_name, horizon) -> tuple:
 
 def _host_check(prop_: Property, mdp: Model, wides, sat, bound, limits, unbounded: bool):
     """:func:`check` of a concrete model (or of a batch of one support whose first model is
-    ``mdp``: ``wides``, its models' :func:`host_batch`) on the host in float64, the answer
+    ``mdp``: ``wides``, its :func:`host_batch` form) on the host in float64, the answer
     narrowed to the model's dtype (``limits``: ``(tol, max_iterations, step_policy)``)."""
     tol, max_iterations, step_policy = limits
     dtype = np.dtype(mdp.rewards.dtype)
@@ -259,8 +259,9 @@ def _batch_models(mdp) -> list | None:
 def _solve(prop_: Property, mdp: Model, sat, bound, limits, xp, batch=None):
     """Solves the parsed property: ``(lower, upper, policy, iterations, converged)`` in the
     dtype of ``mdp`` (float64 on the host for unbounded properties). ``limits``: ``(tol,
-    max_iterations, step_policy)``; ``batch``: float64 models of ``mdp``'s support (``mdp``
-    first), all solved at once (an unbounded property): batched answers."""
+    max_iterations, step_policy)``; ``batch``: the :class:`~jaxprivmdp.properties._batch.Batch`
+    of float64 models of ``mdp``'s support (``mdp`` first), all solved at once (an
+    unbounded property): batched answers."""
     tol, max_iterations, step_policy = limits
     dtype = np.dtype(mdp.rewards.dtype)
     minimize = prop_.opt == "min"

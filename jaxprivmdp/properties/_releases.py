@@ -15,6 +15,9 @@ Nothing here is trusted that one model's check does not trust: the bounds are th
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from . import _guess as guess
@@ -28,15 +31,18 @@ from ._sweep_guess import _ties_pass
 from ._sweep_kernels import DONE, SETTLED, WEIGHTS_SETTLED, sweep_pass, verify_pass
 from ._unbounded import host_floor
 
+# The releases are split among this many threads (one a core this process may use): each
+# release's pass is independent of the others', and the kernel holds no lock.
+THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
 
 def swept_releases(g, batch, pre, minimize, tol, bounds) -> np.ndarray:
     """`[n]` which releases of ``batch`` (a :class:`~jaxprivmdp.properties._batch.Batch`
     of one support, ``g`` its first model's graph, ``pre`` the shared precomputation) the
     compiled pass settled (verified bounds that meet ``tol``), their bounds written to
-    ``bounds`` (``(lower, upper)``, `[n, S]`,
-    holding the starting bounds: each tightened as
+    ``bounds`` (``(lower, upper)``, `[n, S]`, holding the starting bounds: each tightened as
     :func:`~jaxprivmdp.properties._unbounded.tightened` tightens it, the others left as
-    they were)."""
+    they were). The releases go in ``THREADS`` slices, one a thread."""
     n = len(batch.models)
     quo = _Quotient(g, pre, {})
     if not (guess.SWEEP and guess_usable(quo)):  # (tests turn the pass off)
@@ -50,8 +56,24 @@ def swept_releases(g, batch, pre, minimize, tol, bounds) -> np.ndarray:
     limits = (sign, float(tol), int(order.budget), floor, rounding, host_floor(g), gaps)
     ok = np.zeros(n, bool)
     graph = (g.pair, g.at, g.allowed)
-    _release_pass(order.order, structure, graph, batch.entries, limits, bounds, ok)
+    lower, upper = bounds
+
+    def run(part: slice) -> None:
+        rows = (lower[part], upper[part])
+        _release_pass(order.order, structure, graph, batch.entries[part], limits, rows, ok[part])
+
+    in_threads(run, n)
     return ok
+
+
+def in_threads(run, n: int) -> None:
+    """``run(part)`` for ``THREADS`` consecutive slices ``part`` of ``range(n)``, each in its
+    own thread (the compiled kernels release the GIL: their work runs at once)."""
+    parts = [slice(i * n // THREADS, (i + 1) * n // THREADS) for i in range(min(THREADS, n))]
+    if len(parts) <= 1:
+        return run(slice(0, n))
+    with ThreadPoolExecutor(len(parts)) as pool:
+        list(pool.map(run, parts))  # (list: a thread's error is raised here)
 
 
 @compiled(error_model="numpy")
