@@ -248,6 +248,7 @@ def test_releases_the_compiled_pass_settles_match_each_models_check_bit_for_bit(
     import jaxprivmdp.properties._releases as released
 
     monkeypatch.setattr(released, "THREADS", threads)
+    monkeypatch.setattr(released, "THREADED_WORK", 0)
     rng = np.random.default_rng(3)
     P, mask = layered(rng, S=40, back=0.0)  # (no cycles: the pass settles every release)
     goal = np.arange(40) == 38

@@ -154,5 +154,5 @@ def _solve(g: Graph, batch: Batch, pre: Precomputed, minimize, limits):
             if new_lo is not lo or new_up is not up:  # (infinite states: new rows)
                 lower[i], upper[i] = new_lo, new_up
 
-    in_threads(answers, chosen.size)
+    in_threads(answers, chosen.size, chosen.size * g.pair.size)
     return lower, upper, policy, it, met

@@ -34,6 +34,9 @@ from ._unbounded import host_floor
 # The releases are split among this many threads (one a core this process may use): each
 # release's pass is independent of the others', and the kernel holds no lock.
 THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+# ... where a batch has at least this many edges in all (32 releases of zeroconf's 2,930: a
+# thread's start and the slices' meeting cost about what they save).
+THREADED_WORK = 1 << 20
 
 
 def swept_releases(g, batch, pre, minimize, tol, bounds) -> np.ndarray:
@@ -62,14 +65,16 @@ def swept_releases(g, batch, pre, minimize, tol, bounds) -> np.ndarray:
         rows = (lower[part], upper[part])
         _release_pass(order.order, structure, graph, batch.entries[part], limits, rows, ok[part])
 
-    in_threads(run, n)
+    in_threads(run, n, n * g.pair.size)
     return ok
 
 
-def in_threads(run, n: int) -> None:
+def in_threads(run, n: int, work: int) -> None:
     """``run(part)`` for ``THREADS`` consecutive slices ``part`` of ``range(n)``, each in its
-    own thread (the compiled kernels release the GIL: their work runs at once)."""
-    parts = [slice(i * n // THREADS, (i + 1) * n // THREADS) for i in range(min(THREADS, n))]
+    own thread (the compiled kernels release the GIL: their work runs at once), where the
+    ``work`` (edges in all) is at least ``THREADED_WORK``; else ``run(slice(0, n))``."""
+    threads = min(THREADS, n) if work >= THREADED_WORK else 1
+    parts = [slice(i * n // threads, (i + 1) * n // threads) for i in range(threads)]
     if len(parts) <= 1:
         return run(slice(0, n))
     with ThreadPoolExecutor(len(parts)) as pool:
