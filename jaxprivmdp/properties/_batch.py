@@ -24,7 +24,7 @@ import numpy as np
 
 from ..models.core import Model, RaggedMDP, transition_rows
 from ._graph import Graph
-from ._releases import in_threads, swept_releases
+from ._releases import THREADS, in_threads, swept_releases
 from ._topological import batch_size
 from ._unbounded import (
     Precomputed,
@@ -114,36 +114,43 @@ def _solve(g: Graph, batch: Batch, pre: Precomputed, minimize, limits):
     `[n, S]`, `[n]`, `[n]`. Each release's compiled pass first
     (:func:`~jaxprivmdp.properties._releases.swept_releases`), then the shared passes of
     :func:`ordered` for the releases it did not settle, in chunks whose padded rows fit a
-    memory budget, and model by model (:func:`iterate`) where those cannot run. A model's
-    graph is made where it is read (a release's answer on a DTMC reads none)."""
+    memory budget, and model by model (:func:`iterate`) where those cannot run; each step
+    in threads where the batch is large (:func:`~jaxprivmdp.properties._releases.in_threads`).
+    A model's graph is made where it is read (a release's answer on a DTMC reads none)."""
     tol, max_iterations = limits
     models = batch.models
     n, S = len(models), g.S
     lower, upper = np.empty((n, S)), np.empty((n, S))
     it, met = np.zeros(n, np.int64), np.zeros(n, bool)
     policy = np.empty((n, S), np.int32)
+    shared = pre.maybe.any() and (pre.upper is not None or pre.visit is not None)
     todo = np.arange(n)
-    if pre.maybe.any() and (pre.upper is not None or pre.visit is not None):
+    if shared:
         fixed = np.asarray(pre.fixed_value, np.float64)
         lower[:] = np.where(pre.maybe, 0.0, fixed)
         upper[:] = np.where(pre.maybe, np.inf if pre.upper is None else pre.upper, fixed)
         done = swept_releases(g, batch, pre, minimize, tol, (lower, upper))
         met[done], todo = True, np.flatnonzero(~done)
-        size = batch_size(g)
-        for chunk in [todo[i : i + size] for i in range(0, todo.size, size)]:
+    settled = np.ones(n, bool)
+    size = max(1, batch_size(g) // THREADS)  # (the threads' chunks share the memory budget)
+
+    def rest(part: slice) -> None:  # (a slice of the releases left: its own rows)
+        left = todo[part]
+        for chunk in [left[i : i + size] for i in range(0, left.size, size)] if shared else []:
             graphs = [_graph(g, batch, i) for i in chunk]
             widths = [margins(models[i], h) for i, h in zip(chunk, graphs, strict=True)]
-            part = ordered(graphs, [pre] * chunk.size, minimize, tol, max_iterations, widths)
-            if part is None:  # no shared passes: model by model
+            out = ordered(graphs, [pre] * chunk.size, minimize, tol, max_iterations, widths)
+            if out is None:  # no shared passes: model by model
                 break
-            lower[chunk], upper[chunk], it[chunk], met[chunk] = part
-            todo = todo[chunk.size :]
-    settled = np.ones(n, bool)
-    settled[todo] = False
-    for i in todo:
-        lower[i], upper[i], policy[i], it[i], met[i] = iterate(
-            _graph(g, batch, i), models[i], pre, minimize, tol, max_iterations
-        )
+            lower[chunk], upper[chunk], it[chunk], met[chunk] = out
+            left = left[chunk.size :]
+        for i in left:
+            settled[i] = False
+            lower[i], upper[i], policy[i], it[i], met[i] = iterate(
+                _graph(g, batch, i), models[i], pre, minimize, tol, max_iterations
+            )
+
+    in_threads(rest, todo.size, todo.size * g.pair.size)  # (SuperLU releases the GIL too)
     chosen = np.flatnonzero(settled)
 
     def answers(part: slice) -> None:  # (each model's own rows: the threads share nothing)
