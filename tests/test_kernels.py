@@ -125,7 +125,7 @@ def test_verify_pass_agrees_with_numpy_backups(seed):
 def test_ties_pass_matches_numpy_bit_for_bit(seed):
     """The compiled tie test sums each pair's backup as ``np.bincount`` does (the same bits
     as NumPy's whole-array form it replaced), pairs of no class untouched."""
-    from jaxprivmdp.properties._sweep_guess import _ties_pass
+    from jaxprivmdp.properties._sweep_guess import ties_pass
 
     rng = np.random.default_rng(seed)
     n, pairs = int(rng.integers(1, 20)), int(rng.integers(1, 60))
@@ -143,7 +143,7 @@ def test_ties_pass_matches_numpy_bit_for_bit(seed):
         slack = float(rng.choice([1e-6, 0.3, 2.0])) / 4
         want_tied = ok & (sign * (want_reward - q) <= slack * np.abs(q))
         tied, reward = np.zeros(pairs, bool), np.zeros(pairs)
-        _ties_pass(
+        ties_pass(
             (pair_ptr, e_col), (ok, e_prob, inflow), pair_class, x, (sign, slack), tied, reward
         )
         np.testing.assert_array_equal(tied, want_tied)

@@ -136,7 +136,8 @@ def _solve(g: Graph, batch: Batch, pre: Precomputed, minimize, limits):
 
     def rest(part: slice) -> None:  # (a slice of the releases left: its own rows)
         left = todo[part]
-        for chunk in [left[i : i + size] for i in range(0, left.size, size)] if shared else []:
+        chunks = [left[i : i + size] for i in range(0, left.size, size)] if shared else []
+        for chunk in chunks:
             graphs = [_graph(g, batch, i) for i in chunk]
             widths = [margins(models[i], h) for i, h in zip(chunk, graphs, strict=True)]
             out = ordered(graphs, [pre] * chunk.size, minimize, tol, max_iterations, widths)

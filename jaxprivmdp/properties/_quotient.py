@@ -52,16 +52,16 @@ class _Quotient:
 
     def _weigh(self, g: Graph) -> None:
         """What reads ``g``'s probabilities: ``inflow`` (`[S*A]` the part of each pair's
-        backup that does not depend on the unknowns: :func:`_inflow`) and ``e_prob``."""
+        backup that does not depend on the unknowns: :func:`pair_inflow`) and ``e_prob``."""
         inner, outer, *weights = self.weighing
         self.e_prob = g.prob[inner]
-        self.inflow = _inflow(outer, *weights, g.prob)
+        self.inflow = pair_inflow(outer, *weights, g.prob)
 
     @property
     def weighing(self) -> tuple:
         """What reads a model's probabilities (``g.prob``, `[E]`): ``(inner, outer,
         outer_pair, outer_value, rewards)``: the edges inside the unknowns (``e_prob =
-        prob[inner]``) and ``inflow = _inflow(outer, outer_pair, outer_value, rewards,
+        prob[inner]``) and ``inflow = pair_inflow(outer, outer_pair, outer_value, rewards,
         prob)`` (:meth:`_weigh`)."""
         return (*self._edges, *self._outer, self._rewards)
 
@@ -265,7 +265,7 @@ def _structure(edges, maybe, group, usable, fixed, A):
 
 
 @compiled()
-def _inflow(outer, outer_pair, outer_value, rewards, prob):
+def pair_inflow(outer, outer_pair, outer_value, rewards, prob):
     """`[S*A]` each pair's reward plus its probability into the fixed states times their
     values, summed from 0 in edge order (the bits of ``np.bincount``), then the reward
     added (as ``rewards + np.bincount(...)`` adds)."""

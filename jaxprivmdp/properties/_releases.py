@@ -26,8 +26,8 @@ from ._guess import guess_usable
 from ._iteration import rounding_margin, widened
 from ._kernels import compiled
 from ._precision import gap_floor, underflow
-from ._quotient import _inflow, _Quotient
-from ._sweep_guess import _ties_pass
+from ._quotient import _Quotient, pair_inflow
+from ._sweep_guess import ties_pass
 from ._sweep_kernels import DONE, SETTLED, WEIGHTS_SETTLED, sweep_pass, verify_pass
 from ._unbounded import host_floor
 
@@ -107,7 +107,7 @@ def _release_pass(order, structure, graph, entries, limits, bounds, ok):
         margin = max(widened(rounding, weigh_row(pair, raw, allowed, sums, prob)), least)
         for j in range(inner.size):
             e_prob[j] = prob[inner[j]]
-        inflow = _inflow(outer, outer_pair, outer_value, rewards, prob)
+        inflow = pair_inflow(outer, outer_pair, outer_value, rewards, prob)
         problem = (pairs, e_prob, inflow)
         x = np.zeros(n_cls)
         state[:] = 0
@@ -115,7 +115,7 @@ def _release_pass(order, structure, graph, entries, limits, bounds, ok):
             continue
         if np.any(x <= 0):
             continue
-        _ties_pass(order[4:], problem, pair_class, x, (sign, tol / 4), tied, reward)
+        ties_pass(order[4:], problem, pair_class, x, (sign, tol / 4), tied, reward)
         y = np.zeros(n_cls)
         state[:] = 0
         weights = (tied, e_prob, reward)

@@ -85,11 +85,11 @@ class Ordered:
     def ties(self, prob, inflow, ok, pair_class, x, sign: float, tol: float):
         """``(tied, reward)``: `[S*A]` the pairs where ``ok`` whose backup for the values
         ``x`` (`[n]`) is within ``tol / 4`` (relative) of their class's value, and that value
-        (0 for a pair of no class): :func:`_ties_pass`."""
+        (0 for a pair of no class): :func:`ties_pass`."""
         tied = np.zeros(pair_class.size, bool)
         reward = np.zeros(pair_class.size)
         problem = _problem(ok, prob, inflow)
-        _ties_pass(self.order[4:], problem, pair_class, x, (float(sign), tol / 4), tied, reward)
+        ties_pass(self.order[4:], problem, pair_class, x, (float(sign), tol / 4), tied, reward)
         return tied, reward
 
     def verify(self, prob, inflow, ok, sign: float, widening, lower, upper) -> tuple[bool, bool]:
@@ -107,7 +107,7 @@ def _problem(ok, prob, inflow) -> tuple:
 
 
 @compiled()
-def _ties_pass(edges, problem, pair_class, x, test, tied, reward):
+def ties_pass(edges, problem, pair_class, x, test, tied, reward):
     """Fills ``reward`` (each pair's class's value ``x[c]``) and ``tied`` (``ok`` and
     ``sign (reward − q) <= slack |q|``, ``test = (sign, slack)``), ``q = inflow + Σ p x``
     summed as ``np.bincount`` sums (from 0, edge by edge, then the inflow added: the bits
