@@ -238,13 +238,15 @@ def swept(monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize("sparse, threads", [(True, 1), (False, 1), (True, 4)])
+@pytest.mark.parametrize(
+    "sparse, threads, x64", [(True, 1, True), (False, 1, True), (True, 4, False)]
+)
 def test_releases_the_compiled_pass_settles_match_each_models_check_bit_for_bit(
-    monkeypatch, swept, sparse, threads
+    monkeypatch, swept, sparse, threads, x64
 ):
     """The batch's one compiled call per release runs one model's steps in the same order:
     the same bounds, values and policies, bit for bit, as ``check`` on each alone, whether
-    one thread takes the releases or several share them."""
+    one thread takes the releases or several share them, float32 models as float64 ones."""
     import jaxprivmdp.properties._releases as released
 
     monkeypatch.setattr(released, "THREADS", threads)
@@ -252,9 +254,9 @@ def test_releases_the_compiled_pass_settles_match_each_models_check_bit_for_bit(
     rng = np.random.default_rng(3)
     P, mask = layered(rng, S=40, back=0.0)  # (no cycles: the pass settles every release)
     goal = np.arange(40) == 38
-    with in_mode(True):
+    with in_mode(x64):
         batch = releases(
-            build(P, np.zeros(mask.shape), sparse=sparse, x64=True, action_mask=mask), 6
+            build(P, np.zeros(mask.shape), sparse=sparse, x64=x64, action_mask=mask), 6
         )
         res = jp.check(batch, 'Pmax=? [F "goal"]', labels={"goal": goal})
         alone = [
