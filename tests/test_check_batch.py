@@ -300,3 +300,13 @@ def test_a_release_the_pass_cannot_settle_goes_the_way_of_one_model(swept):
         np.testing.assert_array_equal(res.lower[i], alone[i].lower)
         np.testing.assert_array_equal(res.upper[i], alone[i].upper)
         assert bool(res.converged[i])
+
+
+def test_the_batchs_threads_are_one_a_core_or_as_the_environment_says():
+    from jaxprivmdp.properties._releases import _threads
+
+    assert _threads(None) >= 1 and _threads("") == _threads(None)
+    assert _threads("3") == 3
+    for bad in ("0", "-2", "two", "1.5"):
+        with pytest.raises(ValueError, match="JAXPRIVMDP_THREADS must be a positive integer"):
+            _threads(bad)

@@ -31,9 +31,21 @@ from ._sweep_guess import ties_pass
 from ._sweep_kernels import DONE, SETTLED, WEIGHTS_SETTLED, sweep_pass, verify_pass
 from ._unbounded import host_floor
 
-# The releases are split among this many threads (one a core this process may use): each
-# release's pass is independent of the others', and the kernel holds no lock.
-THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+def _threads(setting: str | None) -> int:
+    """The threads a large batch is split among: ``JAXPRIVMDP_THREADS`` (``setting``), a
+    positive integer, else one a core this process may use."""
+    if setting is None or setting == "":
+        cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+        return len(cores) if cores else os.cpu_count() or 1
+    if not setting.strip().isdigit() or int(setting) < 1:
+        raise ValueError(f"JAXPRIVMDP_THREADS must be a positive integer, got {setting!r}")
+    return int(setting)
+
+
+# The releases are split among this many threads: each release's pass is independent of the
+# others', and the kernel holds no lock.
+THREADS = _threads(os.environ.get("JAXPRIVMDP_THREADS"))
 # ... where a batch has at least this many edges in all (32 releases of zeroconf's 2,930: a
 # thread's start and the slices' meeting cost about what they save).
 THREADED_WORK = 1 << 20
