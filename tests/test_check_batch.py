@@ -239,7 +239,12 @@ def swept(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "sparse, threads, x64", [(True, 1, True), (False, 1, True), (True, 4, False)]
+    "sparse, threads, x64",
+    [
+        (True, 1, True),
+        pytest.param(False, 1, True, marks=SLOW),
+        pytest.param(True, 4, False, marks=SLOW),
+    ],
 )
 def test_releases_the_compiled_pass_settles_match_each_models_check_bit_for_bit(
     monkeypatch, swept, sparse, threads, x64
