@@ -175,11 +175,8 @@ def check(
     bound, unbounded = _point_property(prop_, mdp, reward_name, horizon)
     concrete = unbounded or is_concrete(labels, variables)
     lab = check_labels(mdp, labels, concrete, variables)
-    wides, shared = None, False
-    if batch and unbounded:  # (float64 on the host, as _host_check's one model)
-        with jax.enable_x64(True):
-            wides, shared = host_batch(whole)
-    if batch and not shared:  # model by model
+    wides = _shared_batch(whole) if batch and unbounded else None
+    if batch and wides is None:  # model by model
         options = dict(labels=labels, variables=variables, reward_name=reward_name)
         limits = dict(horizon=horizon, tol=tol, max_iterations=max_iterations)
         return stacked(
@@ -191,6 +188,14 @@ def check(
     if not (concrete and is_concrete(mdp)) or tracing():  # traced: the model's dtype
         return traced_result(mdp, _solve(prop_, mdp, sat, bound, limits, jnp))
     return _host_check(prop_, mdp, wides, sat, bound, limits, unbounded)
+
+
+def _shared_batch(whole: Model):
+    """The float64 host form of a batched model (:func:`host_batch`, as :func:`_host_check`
+    makes one model's) where its models share one support, else None."""
+    with jax.enable_x64(True):
+        wides, shared = host_batch(whole)
+    return wides if shared else None
 
 
 def _check_interval_model(mdp, prop: str, labels, variables, reward_name, horizon, limits):

@@ -28,7 +28,7 @@ import numpy as np
 from ._graph import Graph
 from ._precision import underflow
 from ._quotient import _Quotient
-from ._sweep_kernels import WEIGHTS_SETTLED
+from ._sweep_kernels import WEIGHTS_SETTLED, candidates
 
 _MAX_POLICY_ROUNDS = 32
 # A switch must gain more than the solves' noise (about 1e-13 relative), or policy
@@ -149,11 +149,9 @@ def _swept(quo: _Quotient, sign, tol):
 def _verified(quo: _Quotient, x, y, sign, tol, margin):
     """``(lower, upper)``: ``x ∓ κ y`` on all `[S]` states where the backups verify it,
     each None where not (or where ``x``, ``y`` are unfit to build them)."""
-    if np.any(x <= 0) or not np.all(y >= x * (1 - 1e-9)):
+    fit, lo, up = candidates(x, y, float(tol))
+    if not fit:
         return None, None
-    kappa = tol / 2 / float(np.max(y / x))
-
-    up, lo = x + kappa * y, x - kappa * y
     a = underflow(quo.g.degree, np.float64)  # (below tiny, rounding is absolute)
     lo_ok, up_ok = quo.ordered.verify(quo.e_prob, quo.inflow, quo.pairs, sign, (margin, a), lo, up)
     return (quo.full(lo) if lo_ok else None), (quo.full(up) if up_ok else None)

@@ -28,7 +28,14 @@ from ._kernels import compiled
 from ._precision import gap_floor, underflow
 from ._quotient import _Quotient, pair_inflow
 from ._sweep_guess import ties_pass
-from ._sweep_kernels import DONE, SETTLED, WEIGHTS_SETTLED, sweep_pass, verify_pass
+from ._sweep_kernels import (
+    DONE,
+    SETTLED,
+    WEIGHTS_SETTLED,
+    candidates,
+    sweep_pass,
+    verify_pass,
+)
 from ._unbounded import host_floor
 
 
@@ -133,10 +140,9 @@ def _release_pass(order, structure, graph, entries, limits, bounds, ok):
         weights = (tied, e_prob, reward)
         if sweep_pass(order, weights, 1.0, (budget, WEIGHTS_SETTLED), y, state) != DONE:
             continue
-        if not np.all(y >= x * (1 - 1e-9)):
+        fit, lo, up = candidates(x, y, tol)
+        if not fit:
             continue
-        kappa = tol / 2 / np.max(y / x)
-        up, lo = x + kappa * y, x - kappa * y
         lo_ok, up_ok = verify_pass(order, problem, sign, margin, floor, lo, up)
         if not (lo_ok and up_ok):
             continue

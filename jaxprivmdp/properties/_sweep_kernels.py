@@ -142,6 +142,18 @@ def _best(k, order, problem, x, sign, closed, current):
 
 
 @compiled(error_model="numpy")
+def candidates(x, y, tol):
+    """``(fit, lower, upper)``: the candidates ``x ∓ κ y`` (`[n]`) of a guess, ``κ = tol / 2
+    / max(y / x)``, and whether ``x``, ``y`` are fit to build them (``x > 0``, ``y >= x``
+    up to 1e-9): one form for one model's guess and a batch's releases (the same bits)."""
+    fit = not np.any(x <= 0) and np.all(y >= x * (1 - 1e-9))
+    if not fit:
+        return False, x, x
+    kappa = tol / 2 / np.max(y / x)
+    return True, x - kappa * y, x + kappa * y
+
+
+@compiled(error_model="numpy")
 def verify_pass(order, problem, sign, margin, floor, lower, upper):
     """``(lower_ok, upper_ok)``: whether every class's backup (the optimum (``sign``) over
     its pairs in ``ok`` of ``inflow + Σ e_prob v``, summed in order, the first optimal pair
