@@ -145,7 +145,7 @@ def _divided(rows, sums, tiny):
     to 0 is all zeros, left so), and whether a positive quotient fell below ``tiny``. One
     pass: NumPy's division and test wrote and read three arrays of the padded rows (200 ms
     for 32 releases of a 49,504-state model)."""
-    out = np.empty_like(rows)
+    out = np.empty(rows.shape)  # (float64, as ``rows``: np.empty_like compiles 0.05 s more)
     low = False
     for r in range(rows.shape[0]):
         d = sums[r] if sums[r] > 0 else 1.0
