@@ -29,16 +29,18 @@ the functions of :mod:`jaxprivmdp.properties._unbounded` from outside, and estim
 bytes an iteration touches (see ``benchmarks/RESULTS.md``, "Where check's time goes").
 
 ``--load`` times ``jp.load_prism`` against Storm's build alone (``--before REV``: also the
-conversion of a git revision), see :mod:`check_profile`.
+conversion of a git revision); ``--fresh`` times each case's first check in a new process
+with an empty Numba cache (``--before REV``: also a git revision's), see :mod:`check_profile`.
 
 To time an older revision's library with this script: ``PYTHONPATH=DIR python
 benchmarks/bench_check.py --out OUT.json`` with ``DIR`` holding ``git archive REV
 jaxprivmdp`` unpacked.
 
 Run: ``python benchmarks/bench_check.py [--quick | --medium] [--only TEXT] [--out JSON]
-[--repeat N] [--unsound] [--where TEXT] [--load [--before REV] [--rounds N]]``; default: the
-full set (10³–10⁶ states; 5–10 min on a 2-core VM). Writes ``benchmarks/results/bench_check.json``
-(``bench_check_quick.json``, ``bench_check_load.json``, ``bench_check_where.json``, ...).
+[--repeat N] [--unsound] [--where TEXT] [--load | --fresh [--before REV] [--rounds N]]``;
+default: the full set (10³–10⁶ states; 5–10 min on a 2-core VM). Writes
+``benchmarks/results/bench_check.json`` (``bench_check_quick.json``, ``bench_check_load.json``,
+``bench_check_where.json``, ``bench_check_fresh.json``, ...).
 """
 
 from __future__ import annotations
@@ -268,8 +270,9 @@ def main(argv=None) -> None:
     ap.add_argument("--unsound", action="store_true", help="also time Storm's unsound VI")
     ap.add_argument("--where", default=None, help="time check's phases: TEXT;TEXT;...")
     ap.add_argument("--load", action="store_true", help="load_prism against Storm's build")
-    ap.add_argument("--before", default=None, help="with --load: also this git revision's")
-    ap.add_argument("--rounds", type=int, default=3, help="with --load: interleaved rounds")
+    ap.add_argument("--fresh", action="store_true", help="first calls in an empty Numba cache")
+    ap.add_argument("--before", default=None, help="--load/--fresh: also this git revision's")
+    ap.add_argument("--rounds", type=int, default=3, help="--load/--fresh: interleaved rounds")
     ap.add_argument("--out", default=None, help="JSON path (default: results/bench_check*.json)")
     ap.add_argument("--repeat", type=int, default=3, help="timed checks per side (median)")
     args = ap.parse_args(argv)
@@ -289,6 +292,12 @@ def main(argv=None) -> None:
 
         default = RESULTS / f"bench_check_load{'' if which == 'full' else '_' + which}.json"
         load_main(stormpy, cases, args.rounds, args.before, Path(args.out or default))
+        return
+    if args.fresh:
+        from check_profile import fresh_main
+
+        default = RESULTS / f"bench_check_fresh{'' if which == 'full' else '_' + which}.json"
+        fresh_main(cases, args.rounds, args.before, Path(args.out or default))
         return
     rows = []
     path = (

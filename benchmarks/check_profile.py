@@ -1,4 +1,5 @@
-"""The two studies of ``bench_check.py`` beside its table: ``--load`` and ``--where``.
+"""The three studies of ``bench_check.py`` beside its table: ``--load``, ``--where`` and
+``--fresh``.
 
 ``--load``: ``jp.load_prism`` against Storm's own build of the same source
 (``stormpy.build_model`` with ``build_full``, what ``load_prism`` asks of Storm), rounds
@@ -16,6 +17,11 @@ bytes the padded layout makes an iteration touch, against this machine's copy ba
 (a NumPy copy of 256 MiB). Compilations are counted from JAX's ``jax_log_compiles``
 messages in the first and second call, and in a first call of the same property with max
 and min swapped on the same model (does a new property of one model's shape recompile?).
+
+``--fresh``: each case's first ``jp.check`` in a new process with an empty Numba cache
+(``NUMBA_CACHE_DIR``: what a fresh install's first call compiles) and its second call, rounds
+interleaved; with ``--before REV`` also the package at ``REV`` (``git archive``), side by
+side, each side in its own process and cache.
 """
 
 from __future__ import annotations
@@ -95,6 +101,81 @@ def load_main(stormpy, cases, rounds: int, before: str | None, out: Path) -> Non
             rows.append(row)
             print(json.dumps(row), flush=True)
     _write(out, {"rounds": rounds, "before": before, "rows": rows})
+
+
+# The child of ``--fresh``: loads a case and times two checks (argv: family, constants,
+# property, reward or ""), printing them as JSON.
+_FRESH_CHILD = """
+import json, sys, tempfile, time
+from pathlib import Path
+import numpy as np
+from check_models import family_source
+import jaxprivmdp as jp
+family, constants, prop, reward = sys.argv[1:5]
+text, consts = family_source(family, constants)
+path = Path(tempfile.mkdtemp()) / "m.prism"
+path.write_text(text)
+built = jp.load_prism(path, constants=consts or None, reward_structure=reward or None,
+                      dtype=np.float64)
+times = []
+for _ in range(2):
+    t = time.perf_counter()
+    jp.check(built.model, prop, labels=built.labels, reward_name=reward or None)
+    times.append(time.perf_counter() - t)
+print(json.dumps({"first_s": times[0], "second_s": times[1]}))
+"""
+
+
+def _fresh_run(case, lib: Path) -> dict:
+    """One child of ``--fresh``: ``case``'s two checks with the package in ``lib``."""
+    with tempfile.TemporaryDirectory() as cache:  # (also the cwd: nothing shadows ``lib``)
+        here = str(Path(__file__).resolve().parent)
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache, "JAX_ENABLE_X64": "1"}
+        env["PYTHONPATH"] = os.pathsep.join([str(lib), here])
+        argv = [case.family, case.constants, case.prop, case.reward or ""]
+        done = subprocess.run(
+            [sys.executable, "-c", _FRESH_CHILD, *argv],
+            cwd=cache,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def fresh_main(cases, rounds: int, before: str | None, out: Path) -> None:
+    libs = {"now": ROOT}
+    if before:
+        libs["before"] = Path(tempfile.mkdtemp())
+        archive = subprocess.run(
+            ["git", "archive", before, "jaxprivmdp"], cwd=ROOT, check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(libs["before"])], input=archive, check=True)
+    runs = {(c.name, side): [] for c in cases for side in libs}
+    for _ in range(rounds):
+        for case in cases:
+            for side, lib in libs.items():
+                runs[case.name, side].append(_fresh_run(case, lib))
+                print(case.name, side, json.dumps(runs[case.name, side][-1]), flush=True)
+    rows = []
+    for case in cases:
+        row = {"case": case.name}
+        for side in libs:
+            first = statistics.median(r["first_s"] for r in runs[case.name, side])
+            second = statistics.median(r["second_s"] for r in runs[case.name, side])
+            suffix = "" if side == "now" else "_before"
+            row[f"first_s{suffix}"], row[f"second_s{suffix}"] = first, second
+            row[f"first_minus_second_s{suffix}"] = first - second
+        rows.append(row)
+    worst = max(r["first_minus_second_s"] for r in rows)
+    summary = {
+        "max_first_minus_second_s": worst,
+        "within_5_s": sum(r["first_minus_second_s"] <= 5 for r in rows),
+        "cases": len(rows),
+    }
+    print(json.dumps(summary))
+    _write(out, {"rounds": rounds, "before": before, "summary": summary, "rows": rows})
 
 
 def _copy_bandwidth() -> float:
