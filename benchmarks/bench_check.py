@@ -296,8 +296,10 @@ def main(argv=None) -> None:
     if args.fresh:
         from check_profile import fresh_main
 
-        default = RESULTS / f"bench_check_fresh{'' if which == 'full' else '_' + which}.json"
-        fresh_main(cases, args.rounds, args.before, Path(args.out or default))
+        # (one file whatever the set: a fresh process's compilation hardly depends on size)
+        fresh_main(
+            cases, args.rounds, args.before, Path(args.out or RESULTS / "bench_check_fresh.json")
+        )
         return
     rows = []
     path = (
