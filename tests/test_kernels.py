@@ -262,3 +262,30 @@ def test_weigh_row_matches_the_graphs_numpy_weights_bit_for_bit(seed):
     sums = np.bincount(pair, weights=p, minlength=pairs)
     np.testing.assert_array_equal(shares, p / sums[pair])
     assert error == np.max(np.abs(sums[allowed] - 1), initial=0)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_candidates_match_the_numpy_formula_bit_for_bit(seed):
+    """The guess's candidates ``x ∓ κ y`` (``_sweep_kernels.candidates``, loops) against
+    the NumPy formula they replaced, and refused where ``x <= 0`` or ``y < x`` somewhere."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    x = rng.uniform(1e-12, 1.0, n) * 10.0 ** rng.integers(-12, 1, n)
+    y = x * (1 + rng.exponential(50.0, n))
+    fit, lower, upper = sweep_kernels.candidates(x, y, 1e-6)
+    kappa = 1e-6 / 2 / np.max(y / x)
+    assert fit
+    np.testing.assert_array_equal(lower, x - kappa * y)
+    np.testing.assert_array_equal(upper, x + kappa * y)
+    i = int(rng.integers(n))
+    for bad_x, bad_y in ((0.0, y[i]), (-x[i], y[i]), (np.nan, y[i]), (x[i], 0.5 * x[i])):
+        x2, y2 = x.copy(), y.copy()
+        x2[i], y2[i] = bad_x, bad_y
+        assert not sweep_kernels.candidates(x2, y2, 1e-6)[0]
+
+
+def test_equal_masks():
+    a = np.array([True, False, True])
+    assert kernels._equal(a, a.copy())
+    assert not kernels._equal(a, np.array([True, True, True]))
+    assert kernels._equal(np.zeros(0, bool), np.zeros(0, bool))
