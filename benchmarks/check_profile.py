@@ -47,13 +47,19 @@ import jaxprivmdp as jp
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _before_module(rev: str):
-    """``io/_prism_source.py`` of the package at ``rev``, imported as ``jaxprivmdp_before``."""
+def _archive(rev: str) -> Path:
+    """A new temporary folder holding the package ``jaxprivmdp`` as it is at ``rev``."""
     folder = Path(tempfile.mkdtemp())
     archive = subprocess.run(
         ["git", "archive", rev, "jaxprivmdp"], cwd=ROOT, check=True, capture_output=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def _before_module(rev: str):
+    """``io/_prism_source.py`` of the package at ``rev``, imported as ``jaxprivmdp_before``."""
+    folder = _archive(rev)
     (folder / "jaxprivmdp").rename(folder / "jaxprivmdp_before")
     sys.path.insert(0, str(folder))
     return importlib.import_module("jaxprivmdp_before.io._prism_source")
@@ -145,13 +151,7 @@ def _fresh_run(case, lib: Path) -> dict:
 
 
 def fresh_main(cases, rounds: int, before: str | None, out: Path) -> None:
-    libs = {"now": ROOT}
-    if before:
-        libs["before"] = Path(tempfile.mkdtemp())
-        archive = subprocess.run(
-            ["git", "archive", before, "jaxprivmdp"], cwd=ROOT, check=True, capture_output=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(libs["before"])], input=archive, check=True)
+    libs = {"now": ROOT, **({"before": _archive(before)} if before else {})}
     runs = {(c.name, side): [] for c in cases for side in libs}
     for _ in range(rounds):
         for case in cases:
